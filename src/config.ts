@@ -1,0 +1,75 @@
+import path from 'node:path';
+
+/**
+ * Server configuration, read once from the environment. Every variable is listed in the README's
+ * configuration table; keep the two in step.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  maxBodyBytes: number;
+  debug: boolean;
+  logLevel: string;
+  shutdownGraceMs: number;
+  maxSteps: number;
+  modelTimeoutMs: number;
+  modelMaxRetries: number;
+  bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
+  defaultLlm: { provider: string; model: string };
+  /** Named OpenAI-compatible endpoints: `{name: {base_url, api_key_env?}}` from AGENTD_OPENAI_COMPATIBLE. */
+  openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
+  env: NodeJS.ProcessEnv;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) {
+    throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  }
+  return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  return ['1', 'true', 'yes', 'on'].includes((env[name] ?? '').toLowerCase());
+}
+
+function json<T>(env: NodeJS.ProcessEnv, name: string, fallback: T): T {
+  const raw = env[name];
+  if (!raw) return fallback;
+  try {
+    return JSON.parse(raw) as T;
+  } catch {
+    throw new Error(`${name} must be JSON, e.g. {"vllm":{"base_url":"http://127.0.0.1:8000/v1"}}`);
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: int(env, 'PORT', 8787),
+    host: env.HOST ?? '127.0.0.1',
+    dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
+    debug: flag(env, 'AGENTD_DEBUG'),
+    logLevel: env.AGENTD_LOG_LEVEL ?? 'info',
+    shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
+    maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
+    modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
+    modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
+    bash: {
+      timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),
+      maxOutputBytes: int(env, 'AGENTD_BASH_MAX_OUTPUT', 64 * 1024),
+      unsafeHost: flag(env, 'AGENTD_UNSAFE_HOST_BASH'),
+    },
+    defaultLlm: {
+      provider: env.AGENTD_DEFAULT_PROVIDER ?? 'openai',
+      model: env.AGENTD_DEFAULT_MODEL ?? 'gpt-5-mini',
+    },
+    openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
+    env,
+  };
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+/**
+ * The native event vocabulary of a turn (design.md §4). A turn is one ordered stream of these;
+ * every output format (JSON fold, native SSE/NDJSON, the Vercel UI message stream) is a
+ * projection of it. On the wire a native frame is exactly `{type, data}`.
+ */
+
+export const StopReason = z.enum(['end_turn', 'paused', 'max_steps', 'max_tokens', 'error', 'cancelled', 'interrupted']);
+export type StopReason = z.infer<typeof StopReason>;
+
+export const InteractionKind = z.enum(['user_approval', 'user_input', 'client_tool']);
+export type InteractionKind = z.infer<typeof InteractionKind>;
+
+export const PendingInteraction = z.object({
+  id: z.string(),
+  kind: InteractionKind,
+  tool: z.string(),
+  payload: z.object({
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    input: z.unknown(),
+  }),
+});
+export type PendingInteraction = z.infer<typeof PendingInteraction>;
+
+export const Usage = z.object({
+  input: z.number().int().nonnegative(),
+  output: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+  cost: z.number().nonnegative().optional(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+const id = z.object({ id: z.string() });
+const delta = z.object({ id: z.string(), delta: z.string() });
+
+export const AgentEvent = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('turn_start'),
+    data: z.object({ turn_id: z.string(), session_id: z.string(), trace_id: z.string() }),
+  }),
+  z.object({ type: z.literal('message_start'), data: id }),
+  z.object({ type: z.literal('message_delta'), data: delta }),
+  z.object({ type: z.literal('message_end'), data: id }),
+  z.object({ type: z.literal('thought_start'), data: id }),
+  z.object({ type: z.literal('thought_delta'), data: delta }),
+  z.object({ type: z.literal('thought_end'), data: id }),
+  z.object({
+    type: z.literal('tool_call'),
+    data: z.object({ id: z.string(), name: z.string(), input: z.unknown() }),
+  }),
+  z.object({
+    type: z.literal('tool_result'),
+    data: z.object({
+      id: z.string(),
+      output: z.unknown(),
+      is_error: z.boolean(),
+      denied: z.boolean().optional(),
+    }),
+  }),
+  z.object({ type: z.literal('interaction_request'), data: PendingInteraction }),
+  z.object({ type: z.literal('usage'), data: Usage }),
+  z.object({
+    type: z.literal('error'),
+    data: z.object({ code: z.number().int(), type: z.string().optional(), message: z.string() }),
+  }),
+  z.object({
+    type: z.literal('done'),
+    data: z.object({ stop_reason: StopReason, pending_interaction: PendingInteraction.optional() }),
+  }),
+]);
+export type AgentEvent = z.infer<typeof AgentEvent>;
+export type AgentEventType = AgentEvent['type'];
+export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;

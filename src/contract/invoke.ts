@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { PendingInteraction, StopReason, Usage } from './events.ts';
+import { AgentTemplate } from './template.ts';
+import { ErrorStatus } from './errors.ts';
+
+/** Invoke request and response (spec §2.1, §2.2, §2.4, §2.6). */
+
+export const CONTRACT_VERSIONS = ['2025.07.14'] as const;
+export const CONTRACT_VERSION = CONTRACT_VERSIONS[0];
+
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export const SessionId = z
+  .string()
+  .regex(SESSION_ID_PATTERN, 'a session id is 1-128 letters, digits, ".", "_", ":" or "-"');
+
+export const Reference = z.looseObject({
+  id: z.string().min(1).nullish(),
+  slug: z.string().min(1).nullish(),
+  version: z.union([z.string(), z.number()]).nullish(),
+});
+export type Reference = z.infer<typeof Reference>;
+
+export const REFERENCE_FAMILIES = {
+  workflow: ['workflow', 'workflow_variant', 'workflow_revision'],
+  application: ['application', 'application_variant', 'application_revision'],
+  evaluator: ['evaluator', 'evaluator_variant', 'evaluator_revision'],
+  environment: ['environment', 'environment_variant', 'environment_revision'],
+} as const;
+
+export const References = z.strictObject(
+  Object.fromEntries(
+    Object.values(REFERENCE_FAMILIES)
+      .flat()
+      .map((key) => [key, Reference.nullish()]),
+  ) as Record<(typeof REFERENCE_FAMILIES)[keyof typeof REFERENCE_FAMILIES][number], z.ZodOptional<z.ZodNullable<typeof Reference>>>,
+);
+export type References = z.infer<typeof References>;
+
+export const Flags = z.looseObject({
+  stream: z.boolean().nullish(),
+  trim: z.boolean().nullish(),
+  force: z.boolean().nullish(),
+  resolve: z.boolean().nullish(),
+});
+export type Flags = z.infer<typeof Flags>;
+
+const record = z.record(z.string(), z.unknown());
+
+export const Link = z.looseObject({ trace_id: z.string(), span_id: z.string() });
+
+/** `messages` is checked against the native or the Vercel message schema once the format is known. */
+export const InvokeData = z.looseObject({
+  inputs: z.looseObject({ messages: z.array(z.unknown()).nullish() }).nullish(),
+  parameters: z.looseObject({ agent: AgentTemplate.nullish() }).nullish(),
+  revision: record.nullish(),
+  testcase: z.looseObject({ id: z.string().nullish(), data: record.nullish() }).nullish(),
+  trace: record.nullish(),
+  outputs: z.unknown().optional(),
+});
+
+export const InvokeRequest = z.looseObject({
+  version: z.string().nullish(),
+  session_id: SessionId.nullish(),
+  data: InvokeData.nullish(),
+  references: References.nullish(),
+  selector: z.looseObject({ key: z.string().nullish(), path: z.string().nullish() }).nullish(),
+  flags: Flags.nullish(),
+  tags: record.nullish(),
+  meta: record.nullish(),
+  links: z.record(z.string(), Link).nullish(),
+  secrets: z.record(z.string(), z.string()).nullish(),
+  credentials: z.string().nullish(),
+});
+export type InvokeRequest = z.infer<typeof InvokeRequest>;
+
+export const TurnOutputs = z.object({
+  messages: z.array(z.unknown()),
+  stop_reason: StopReason.optional(),
+  pending_interaction: PendingInteraction.optional(),
+  usage: Usage.optional(),
+});
+export type TurnOutputs = z.infer<typeof TurnOutputs>;
+
+export const InvokeResponse = z.object({
+  version: z.string(),
+  status: ErrorStatus,
+  trace_id: z.string().optional(),
+  span_id: z.string().optional(),
+  session_id: z.string().optional(),
+  turn_id: z.string().optional(),
+  data: z.object({ outputs: TurnOutputs }).optional(),
+});
+export type InvokeResponse = z.infer<typeof InvokeResponse>;

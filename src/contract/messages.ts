@@ -1,0 +1,51 @@
+import { z } from 'zod';
+
+/**
+ * Messages in the service's native representation (spec §2.5).
+ *
+ * A turn folds into: a tool-call message `{role: "tool", content: "", tool_call_id, tool_name,
+ * input}`, its tool-result message `{role: "tool", content, tool_call_id, is_error}`, and the final
+ * assistant message. A paused call carries `approval: {id}`; the caller answers in band by
+ * re-posting it with `approval: {id, approved, reason?}` (design.md §4).
+ */
+
+export const Approval = z.object({
+  id: z.string().min(1),
+  approved: z.boolean().optional(),
+  reason: z.string().optional(),
+});
+export type Approval = z.infer<typeof Approval>;
+
+const TextPart = z.object({ type: z.literal('text'), text: z.string() });
+
+export const Message = z.looseObject({
+  id: z.string().optional(),
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z
+    .union([z.string(), z.array(TextPart)])
+    .nullish()
+    .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
+  tool_call_id: z.string().min(1).optional(),
+  tool_name: z.string().min(1).optional(),
+  input: z.unknown().optional(),
+  is_error: z.boolean().optional(),
+  approval: Approval.optional(),
+});
+export type Message = z.output<typeof Message>;
+export type MessageInput = z.input<typeof Message>;
+
+/**
+ * The Vercel AI SDK `UIMessage` (reference/vercel-ai-sdk.md §2). Part shapes are checked when the
+ * message is converted, where the error can name the exact part.
+ */
+export const UIMessagePart = z.looseObject({ type: z.string().min(1) });
+export const UIMessage = z.looseObject({
+  id: z.string(),
+  role: z.enum(['system', 'user', 'assistant']),
+  metadata: z.unknown().optional(),
+  parts: z.array(UIMessagePart),
+});
+export type UIMessage = z.infer<typeof UIMessage>;
+
+export const MessagesFormat = z.enum(['native', 'vercel']);
+export type MessagesFormat = z.infer<typeof MessagesFormat>;

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+
+/**
+ * The agent template, `data.parameters.agent` (spec §2.3, design.md §4). Every key may be omitted;
+ * `DEFAULT_TEMPLATE` in `src/agent/template.ts` fills the gaps. Objects are strict: an unknown key is a
+ * 400 naming it, so a typo never silently runs a different agent.
+ */
+
+export const PermissionMode = z.enum(['allow', 'ask', 'allow_reads', 'deny']);
+export type PermissionMode = z.infer<typeof PermissionMode>;
+
+export const ToolPermission = z.enum(['allow', 'ask', 'deny']);
+export type ToolPermission = z.infer<typeof ToolPermission>;
+
+export const BUILTIN_TOOLS = ['read', 'write', 'edit', 'ls', 'find', 'grep', 'bash'] as const;
+export const BuiltinToolName = z.enum(BUILTIN_TOOLS);
+export type BuiltinToolName = z.infer<typeof BuiltinToolName>;
+
+const toolName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a tool name is 1-64 letters, digits, "_" or "-"');
+
+export const BuiltinTool = z.strictObject({
+  type: z.literal('builtin'),
+  name: BuiltinToolName,
+  permission: ToolPermission.nullish(),
+  render: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const ClientTool = z.strictObject({
+  type: z.literal('client'),
+  name: toolName,
+  description: z.string().max(4096).optional(),
+  input_schema: z.record(z.string(), z.unknown()).optional(),
+  permission: ToolPermission.nullish(),
+  render: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const ToolEntry = z.discriminatedUnion('type', [BuiltinTool, ClientTool]);
+export type ToolEntry = z.infer<typeof ToolEntry>;
+
+export const McpServer = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/),
+  connection: z.discriminatedUnion('type', [
+    z.strictObject({
+      type: z.enum(['http', 'sse']),
+      url: z.url(),
+      headers: z.record(z.string(), z.string()).optional(),
+      forward_credentials: z.boolean().optional(),
+    }),
+    z.strictObject({
+      type: z.literal('stdio'),
+      command: z.string().min(1),
+      args: z.array(z.string()).optional(),
+    }),
+  ]),
+  policy: z
+    .strictObject({
+      tools: z
+        .strictObject({ mode: z.enum(['all', 'include']), names: z.array(z.string()).optional() })
+        .optional(),
+      permission: ToolPermission.nullish(),
+    })
+    .optional(),
+});
+export type McpServer = z.infer<typeof McpServer>;
+
+export const Skill = z.strictObject({
+  name: z.string().max(64).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/),
+  description: z.string().min(1).max(1024),
+  body: z.string().min(1).max(50_000),
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().min(1).max(255),
+        content: z.string().max(200_000),
+        executable: z.boolean().optional(),
+      }),
+    )
+    .optional(),
+});
+export type Skill = z.infer<typeof Skill>;
+
+export const HARNESS_KINDS = ['agentd'] as const;
+export const RUNNER_KINDS = ['local', 'sidecar'] as const;
+export const SANDBOX_KINDS = ['local'] as const;
+
+const extras = z.record(z.string(), z.unknown()).nullish();
+
+export const AgentTemplate = z.strictObject({
+  instructions: z.strictObject({ agents_md: z.string().max(1_000_000) }).nullish(),
+  llm: z
+    .strictObject({
+      provider: z.string().min(1).nullish(),
+      model: z.string().min(1).nullish(),
+      connection: z
+        .strictObject({
+          mode: z.enum(['self_managed', 'project']),
+          slug: z.string().min(1).nullish(),
+        })
+        .nullish(),
+      extras,
+    })
+    .nullish(),
+  tools: z.array(ToolEntry).nullish(),
+  mcps: z.array(McpServer).nullish(),
+  skills: z.array(Skill).nullish(),
+  harness: z.strictObject({ kind: z.string().min(1), extras }).nullish(),
+  runner: z
+    .strictObject({
+      kind: z.string().min(1).nullish(),
+      permissions: z.strictObject({ default: PermissionMode.nullish() }).nullish(),
+      max_steps: z.number().int().min(1).max(500).nullish(),
+      extras,
+    })
+    .nullish(),
+  sandbox: z
+    .strictObject({
+      kind: z.string().min(1).nullish(),
+      permissions: z
+        .strictObject({ network: z.strictObject({ mode: z.enum(['on', 'off']) }).nullish() })
+        .nullish(),
+      extras,
+    })
+    .nullish(),
+});
+export type AgentTemplate = z.infer<typeof AgentTemplate>;
+
+/**
+ * Keys of the pre-migration flat layout (`agent_config`). Spec §2.3 and §9.3: a template that
+ * still uses them is refused, never half-understood.
+ */
+export const PRE_MIGRATION_KEYS = [
+  'agents_md',
+  'model',
+  'mcp_servers',
+  'harness_kwargs',
+  'harness_options',
+  'permission_policy',
+] as const;
