@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { PriceTable } from './agent/pricing.ts';
 
 /**
  * Server configuration, read once from the environment. Every variable is listed in the README's
@@ -20,6 +21,8 @@ export interface Config {
   defaultLlm: { provider: string; model: string };
   /** Named OpenAI-compatible endpoints: `{name: {base_url, api_key_env?}}` from AGENTD_OPENAI_COMPATIBLE. */
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
+  /** Model prices per million tokens from AGENTD_PRICES, for the cost recorded on turns. */
+  prices: PriceTable;
   env: NodeJS.ProcessEnv;
 }
 
@@ -70,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       model: env.AGENTD_DEFAULT_MODEL ?? 'gpt-5-mini',
     },
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
+    prices: json(env, 'AGENTD_PRICES', {}),
     env,
   };
 }

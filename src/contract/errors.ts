@@ -23,6 +23,7 @@ export const ERROR_TYPES = {
   'not-acceptable': 406,
   'interaction-not-pending': 409,
   'session-busy': 409,
+  'turn-cancelled': 409,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'upstream-auth': 424,

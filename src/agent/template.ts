@@ -1,0 +1,132 @@
+import { AgentTemplate, HARNESS_KINDS, PRE_MIGRATION_KEYS, RUNNER_KINDS, SANDBOX_KINDS, type BuiltinToolName, type PermissionMode, type ToolEntry, BUILTIN_TOOLS } from '../contract/template.ts';
+import { describeIssue, jsonPath } from '../contract/zod-errors.ts';
+import { AppError } from '../errors.ts';
+import type { ErrorType } from '../contract/errors.ts';
+
+/** A template with every default filled in: what a turn actually runs. */
+export interface EffectiveTemplate {
+  instructions: { agents_md: string };
+  llm: { provider: string; model: string; connection: { mode: 'self_managed' | 'project'; slug?: string }; extras: Record<string, unknown> };
+  tools: ToolEntry[];
+  mcps: NonNullable<AgentTemplate['mcps']>;
+  skills: NonNullable<AgentTemplate['skills']>;
+  harness: { kind: string };
+  runner: { kind: string; permissions: { default: PermissionMode }; max_steps?: number };
+  sandbox: { kind: string; permissions: { network: { mode: 'on' | 'off' } } };
+}
+
+export const DEFAULT_INSTRUCTIONS =
+  'You are a helpful agent working in a private folder. Use the tools to read and change files there; ' +
+  'explain briefly what you did.';
+
+export function defaultTemplate(defaultLlm: { provider: string; model: string }): EffectiveTemplate {
+  return {
+    instructions: { agents_md: DEFAULT_INSTRUCTIONS },
+    llm: { ...defaultLlm, connection: { mode: 'self_managed' }, extras: {} },
+    tools: BUILTIN_TOOLS.map((name) => ({ type: 'builtin', name }) as ToolEntry),
+    mcps: [],
+    skills: [],
+    harness: { kind: 'agentd' },
+    runner: { kind: 'local', permissions: { default: 'allow_reads' } },
+    sandbox: { kind: 'local', permissions: { network: { mode: 'off' } } },
+  };
+}
+
+const PATH = 'data.parameters.agent';
+
+function fail(type: ErrorType, message: string): never {
+  throw new AppError(type, message);
+}
+
+function checkShape(raw: unknown): void {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    fail('invalid-template-shape', `the agent template must be an object at ${PATH}`);
+  }
+  const obj = raw as Record<string, unknown>;
+  for (const key of PRE_MIGRATION_KEYS) {
+    if (key in obj) {
+      fail(
+        'invalid-template-shape',
+        `"${key}" at ${PATH}.${key} is a pre-migration flat key; use the nested layout (instructions.agents_md, llm.model, mcps, harness.kind)`,
+      );
+    }
+  }
+  for (const key of ['harness', 'sandbox', 'runner'] as const) {
+    if (typeof obj[key] === 'string') {
+      fail('invalid-template-shape', `${PATH}.${key} must be an object such as {"kind": "${obj[key]}"}, not a string (pre-migration layout)`);
+    }
+  }
+}
+
+function checkKind(kind: string | null | undefined, known: readonly string[], where: string): void {
+  if (kind != null && !known.includes(kind)) {
+    fail('unsupported-kind', `unknown kind "${kind}" at ${PATH}.${where}; known: ${known.join(', ')}`);
+  }
+}
+
+/**
+ * Validates a raw template and fills defaults. The error type names the rule that was broken so a
+ * client can tell a stale template (invalid-template-shape) from a typo (unknown-template-key).
+ */
+export function parseTemplate(raw: unknown, defaultLlm: { provider: string; model: string }): EffectiveTemplate {
+  const base = defaultTemplate(defaultLlm);
+  if (raw === undefined || raw === null) return base;
+  checkShape(raw);
+  const parsed = AgentTemplate.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path;
+    if (issue.code === 'unrecognized_keys') fail('unknown-template-key', describeIssue(PATH, issue));
+    if (path[0] === 'runner' && path[1] === 'permissions' && path[2] === 'default') {
+      fail('invalid-permission-mode', `${jsonPath(PATH, path)} must be one of allow, ask, allow_reads, deny`);
+    }
+    fail('invalid-request', describeIssue(PATH, issue));
+  }
+  const t = parsed.data;
+  checkKind(t.harness?.kind, HARNESS_KINDS, 'harness.kind');
+  checkKind(t.runner?.kind, RUNNER_KINDS, 'runner.kind');
+  checkKind(t.sandbox?.kind, SANDBOX_KINDS, 'sandbox.kind');
+
+  const seen = new Set<string>();
+  for (const [i, tool] of (t.tools ?? []).entries()) {
+    if (seen.has(tool.name)) fail('invalid-request', `duplicate tool name "${tool.name}" at ${PATH}.tools[${i}].name`);
+    if (tool.type === 'client' && (BUILTIN_TOOLS as readonly string[]).includes(tool.name)) {
+      fail('invalid-request', `client tool "${tool.name}" at ${PATH}.tools[${i}].name uses a built-in tool's name`);
+    }
+    seen.add(tool.name);
+  }
+
+  const llm = t.llm ?? {};
+  let provider = llm.provider ?? undefined;
+  let model = llm.model ?? undefined;
+  if (!provider && model?.includes('/')) {
+    // "provider/model" is accepted as in the reference implementation.
+    const slash = model.indexOf('/');
+    provider = model.slice(0, slash);
+    model = model.slice(slash + 1);
+  }
+  const connection = llm.connection ?? { mode: 'self_managed' as const };
+  return {
+    instructions: { agents_md: t.instructions?.agents_md ?? base.instructions.agents_md },
+    llm: {
+      provider: provider ?? base.llm.provider,
+      model: model ?? base.llm.model,
+      connection: connection.slug ? { mode: connection.mode, slug: connection.slug } : { mode: connection.mode },
+      extras: llm.extras ?? {},
+    },
+    tools: t.tools ?? base.tools,
+    mcps: t.mcps ?? [],
+    skills: t.skills ?? [],
+    harness: { kind: t.harness?.kind ?? 'agentd' },
+    runner: {
+      kind: t.runner?.kind ?? 'local',
+      permissions: { default: t.runner?.permissions?.default ?? base.runner.permissions.default },
+      ...(t.runner?.max_steps ? { max_steps: t.runner.max_steps } : {}),
+    },
+    sandbox: { kind: t.sandbox?.kind ?? 'local', permissions: { network: { mode: t.sandbox?.permissions?.network?.mode ?? 'off' } } },
+  };
+}
+
+export function builtinNames(template: EffectiveTemplate): BuiltinToolName[] {
+  return template.tools.flatMap((t) => (t.type === 'builtin' ? [t.name] : []));
+}

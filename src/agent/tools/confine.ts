@@ -1,0 +1,94 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { ToolError } from './tool-error.ts';
+
+/** Symlink chains longer than this are refused, as the kernel refuses them (ELOOP). */
+const MAX_LINK_HOPS = 40;
+
+export function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === '' || (rel !== '..' && !rel.startsWith('..' + path.sep) && !path.isAbsolute(rel));
+}
+
+function outside(userPath: string): ToolError {
+  return new ToolError(`path "${userPath}" is outside the session folder; use a path relative to the folder`);
+}
+
+function throughLink(userPath: string): ToolError {
+  return new ToolError(
+    `path "${userPath}" goes through a symbolic link to a location outside the session folder; only files inside the folder are reachable`,
+  );
+}
+
+function errnoCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+async function realpathOrMissing(userPath: string, p: string): Promise<string | undefined> {
+  try {
+    return await fs.realpath(p);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOTDIR') throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+    if (code === 'ELOOP') throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
+    throw error;
+  }
+}
+
+/**
+ * The real, absolute path `userPath` names inside the session folder `root`, or a ToolError.
+ * Checking the real path (not the spelling) is what stops `..`, absolute paths and symlinks from
+ * reaching outside. A path that does not exist yet is checked through its nearest existing
+ * ancestor so that `write` can create it; a dangling symlink on the way is followed by the same
+ * rules, because creating the file would follow it too.
+ */
+export async function resolveInside(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Promise<string> {
+  if (userPath.includes('\0')) throw new ToolError(`path "${userPath}" contains a NUL byte`);
+  const realRoot = await fs.realpath(root);
+  const resolved = await resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0);
+  if (opts.mustExist && !resolved.exists) throw new ToolError(`path "${userPath}" does not exist`);
+  return resolved.path;
+}
+
+async function resolveFrom(
+  realRoot: string,
+  userPath: string,
+  candidate: string,
+  hops: number,
+): Promise<{ path: string; exists: boolean }> {
+  const missing: string[] = [];
+  let current = candidate;
+  for (;;) {
+    const real = await realpathOrMissing(userPath, current);
+    if (real !== undefined) {
+      if (!isInside(realRoot, real)) throw isInside(realRoot, current) ? throughLink(userPath) : outside(userPath);
+      if (missing.length === 0) return { path: real, exists: true };
+      if (!(await fs.stat(real)).isDirectory()) {
+        throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+      }
+      return { path: path.join(real, ...missing), exists: false };
+    }
+
+    const link = await fs.readlink(current).catch(() => undefined);
+    if (link !== undefined) {
+      if (hops >= MAX_LINK_HOPS) throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
+      const parent = await realpathOrMissing(userPath, path.dirname(current));
+      if (parent === undefined || !isInside(realRoot, parent)) throw outside(userPath);
+      const target = path.resolve(parent, link);
+      if (!isInside(realRoot, target)) throw throughLink(userPath);
+      return resolveFrom(realRoot, userPath, path.join(target, ...missing), hops + 1);
+    }
+
+    const up = path.dirname(current);
+    if (up === current) throw outside(userPath);
+    missing.unshift(path.basename(current));
+    current = up;
+  }
+}
+
+/** `p` (a path inside `realRoot`) as the model should see it: relative to the folder, "/"-separated. */
+export function displayPath(realRoot: string, p: string): string {
+  const rel = path.relative(realRoot, p);
+  return rel === '' ? '.' : rel.split(path.sep).join('/');
+}

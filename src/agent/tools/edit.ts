@@ -1,0 +1,68 @@
+import { tool } from 'ai';
+import fs from 'node:fs/promises';
+import { z } from 'zod';
+import { displayPath, resolveInside } from './confine.ts';
+import { looksBinary, openRegularFile, writeRegularFile } from './files.ts';
+import { ToolError } from './tool-error.ts';
+
+/** Edits rewrite the whole file in memory; beyond this size bash tools (sed) are the better fit. */
+const EDIT_MAX_BYTES = 10 * 1024 * 1024;
+
+const input = z.object({
+  path: z.string().describe('File to edit, relative to the session folder'),
+  old_string: z.string().describe('Exact text to replace, including whitespace and indentation'),
+  new_string: z.string().describe('Text to put in its place'),
+  replace_all: z.boolean().optional().describe('Replace every occurrence (default: old_string must occur exactly once)'),
+});
+
+export function editTool(root: string) {
+  return tool({
+    description:
+      'Replace exact text in an existing file of the session folder. old_string must match the file byte for byte ' +
+      '(read the file first) and, unless replace_all is true, occur exactly once; include surrounding lines to make it unique.',
+    inputSchema: input,
+    execute: async ({ path: userPath, old_string: oldString, new_string: newString, replace_all: replaceAll }) => {
+      if (oldString === '') throw new ToolError('old_string is empty; to create or overwrite a file use write');
+      if (oldString === newString) throw new ToolError('old_string and new_string are identical; nothing to change');
+      const real = await resolveInside(root, userPath, { mustExist: true });
+      const text = await readText(real, userPath);
+
+      const count = countOccurrences(text, oldString);
+      if (count === 0) {
+        throw new ToolError(
+          `old_string was not found in "${userPath}"; read the file and copy the text exactly, including whitespace and line breaks`,
+        );
+      }
+      if (count > 1 && !replaceAll) {
+        throw new ToolError(
+          `old_string occurs ${count} times in "${userPath}"; include more surrounding text to make it unique, or set replace_all to true`,
+        );
+      }
+      // split/join rather than String.replace: "$&" and friends in new_string must stay literal.
+      await writeRegularFile(real, userPath, text.split(oldString).join(newString));
+      const shown = displayPath(await fs.realpath(root), real);
+      return `replaced ${count} occurrence${count === 1 ? '' : 's'} in ${shown}`;
+    },
+  });
+}
+
+async function readText(real: string, userPath: string): Promise<string> {
+  const handle = await openRegularFile(real, userPath);
+  try {
+    const { size } = await handle.stat();
+    if (size > EDIT_MAX_BYTES) {
+      throw new ToolError(`"${userPath}" is ${size} bytes, over the ${EDIT_MAX_BYTES / 1024 / 1024} MiB edit limit; use bash (e.g. sed) instead`);
+    }
+    const bytes = await handle.readFile();
+    if (looksBinary(bytes) || bytes.includes(0)) throw new ToolError(`"${userPath}" is a binary file; edit only works on text files`);
+    return bytes.toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+export function countOccurrences(text: string, needle: string): number {
+  let count = 0;
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count += 1;
+  return count;
+}

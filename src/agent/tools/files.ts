@@ -1,0 +1,67 @@
+import { constants } from 'node:fs';
+import fs from 'node:fs/promises';
+import { ToolError } from './tool-error.ts';
+
+/** Bytes inspected for NUL when deciding a file is binary (what git and grep do, roughly). */
+const SNIFF_BYTES = 8000;
+
+export function looksBinary(bytes: Uint8Array): boolean {
+  return bytes.subarray(0, SNIFF_BYTES).includes(0);
+}
+
+/**
+ * Opens an already-confined path for reading. O_NOFOLLOW catches a symlink swapped in after the
+ * check; O_NONBLOCK keeps a FIFO from hanging the open; only regular files are accepted.
+ */
+export async function openRegularFile(realPath: string, userPath: string): Promise<fs.FileHandle> {
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(realPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    throw fileError(error, userPath);
+  }
+  const stat = await handle.stat();
+  if (!stat.isFile()) {
+    await handle.close();
+    throw new ToolError(
+      stat.isDirectory() ? `"${userPath}" is a directory; use ls to list it` : `"${userPath}" is not a regular file`,
+    );
+  }
+  return handle;
+}
+
+/** Writes `content` to an already-confined path, never through a symlink at the final component. */
+export async function writeRegularFile(realPath: string, userPath: string, content: string): Promise<number> {
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(realPath, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+  } catch (error) {
+    throw fileError(error, userPath);
+  }
+  try {
+    const bytes = Buffer.from(content, 'utf8');
+    await handle.writeFile(bytes);
+    return bytes.length;
+  } finally {
+    await handle.close();
+  }
+}
+
+export function fileError(error: unknown, userPath: string): unknown {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+  switch (code) {
+    case 'ENOENT':
+      return new ToolError(`path "${userPath}" does not exist`);
+    case 'EISDIR':
+      return new ToolError(`"${userPath}" is a directory`);
+    case 'ELOOP':
+      return new ToolError(`"${userPath}" is a symbolic link; refusing to follow it`);
+    case 'EACCES':
+    case 'EPERM':
+      return new ToolError(`permission denied: "${userPath}"`);
+    case 'ENOTDIR':
+      return new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+    default:
+      return error;
+  }
+}

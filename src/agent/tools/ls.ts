@@ -1,0 +1,44 @@
+import { tool } from 'ai';
+import fs from 'node:fs/promises';
+import { z } from 'zod';
+import { resolveInside } from './confine.ts';
+import { fileError } from './files.ts';
+import { ToolError } from './tool-error.ts';
+
+export const LS_MAX_ENTRIES = 1000;
+
+const input = z.object({
+  path: z.string().optional().describe('Folder to list, relative to the session folder (default ".")'),
+});
+
+export function lsTool(root: string) {
+  return tool({
+    description:
+      'List a folder of the session folder (not recursive). Directories end with "/", symbolic links show "name -> target". ' +
+      `Sorted by name, at most ${LS_MAX_ENTRIES} entries. Use find for recursive listings.`,
+    inputSchema: input,
+    execute: async ({ path: userPath = '.' }) => {
+      const real = await resolveInside(root, userPath, { mustExist: true });
+      const stat = await fs.stat(real);
+      if (!stat.isDirectory()) throw new ToolError(`"${userPath}" is a file, not a folder; use read to see its content`);
+      const dirents = await fs.readdir(real, { withFileTypes: true }).catch((error: unknown) => {
+        throw fileError(error, userPath);
+      });
+      dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+      const lines: string[] = [];
+      for (const dirent of dirents.slice(0, LS_MAX_ENTRIES)) {
+        if (dirent.isDirectory()) lines.push(`${dirent.name}/`);
+        else if (dirent.isSymbolicLink()) {
+          const target = await fs.readlink(`${real}/${dirent.name}`).catch(() => '?');
+          lines.push(`${dirent.name} -> ${target}`);
+        } else lines.push(dirent.name);
+      }
+      if (lines.length === 0) return '(empty folder)';
+      if (dirents.length > LS_MAX_ENTRIES) {
+        lines.push(`[showed ${LS_MAX_ENTRIES} of ${dirents.length} entries; use find with a pattern to narrow]`);
+      }
+      return lines.join('\n');
+    },
+  });
+}

@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+
+export interface RunLimits {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ProcessOutcome {
+  ended: 'exit' | 'timeout' | 'abort';
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** stdout and stderr as they arrived, cut at maxOutputBytes. */
+  output: string;
+  totalBytes: number;
+  truncated: boolean;
+}
+
+/**
+ * Runs a program in its own process group and collects its output under a byte cap. On timeout or
+ * abort the whole group gets SIGKILL, so nothing the command started outlives it.
+ */
+export function runProcess(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string> },
+  limits: RunLimits,
+): Promise<ProcessOutcome> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let totalBytes = 0;
+    let ended: ProcessOutcome['ended'] = 'exit';
+
+    const child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    const stop = (reason: ProcessOutcome['ended']): void => {
+      if (ended === 'exit') ended = reason;
+      killGroup();
+    };
+
+    const timer = setTimeout(() => stop('timeout'), limits.timeoutMs);
+    const onAbort = (): void => stop('abort');
+    limits.signal?.addEventListener('abort', onAbort, { once: true });
+    if (limits.signal?.aborted) onAbort();
+
+    const collect = (chunk: Buffer): void => {
+      totalBytes += chunk.length;
+      if (kept >= limits.maxOutputBytes) return;
+      const part = chunk.subarray(0, limits.maxOutputBytes - kept);
+      chunks.push(part);
+      kept += part.length;
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+
+    // Background jobs left behind by the shell would hold the pipes open; they go with it.
+    child.once('exit', killGroup);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', onAbort);
+      reject(error);
+    });
+    child.once('close', (exitCode, signal) => {
+      clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', onAbort);
+      resolve({
+        ended,
+        exitCode,
+        signal,
+        output: Buffer.concat(chunks).toString('utf8'),
+        totalBytes,
+        truncated: totalBytes > kept,
+      });
+    });
+  });
+}

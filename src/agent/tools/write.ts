@@ -1,0 +1,28 @@
+import { tool } from 'ai';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { displayPath, resolveInside } from './confine.ts';
+import { writeRegularFile } from './files.ts';
+
+const input = z.object({
+  path: z.string().describe('File to write, relative to the session folder; missing parent folders are created'),
+  content: z.string().describe('The complete new content of the file'),
+});
+
+export function writeTool(root: string) {
+  return tool({
+    description:
+      'Create or overwrite a file in the session folder with the given content. Missing parent folders are created. ' +
+      'To change part of an existing file, prefer edit.',
+    inputSchema: input,
+    execute: async ({ path: userPath, content }) => {
+      const real = await resolveInside(root, userPath);
+      await fs.mkdir(path.dirname(real), { recursive: true });
+      // mkdir followed the checked ancestors; re-check in case one was swapped for a symlink meanwhile.
+      const checked = await resolveInside(root, userPath);
+      const bytes = await writeRegularFile(checked, userPath, content);
+      return `wrote ${bytes} bytes to ${displayPath(await fs.realpath(root), checked)}`;
+    },
+  });
+}

@@ -1,0 +1,214 @@
+import { isStepCount, jsonSchema, streamText, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
+import type { Config } from '../config.ts';
+import type { AgentEvent, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
+import type { Message } from '../contract/messages.ts';
+import { gateFor } from './permissions.ts';
+import { collectCalls, toModelMessages } from './history.ts';
+import { toModelError } from './model-errors.ts';
+import type { EffectiveTemplate } from './template.ts';
+import { builtinTools, READ_TOOLS } from './tools/index.ts';
+import type { Pricing } from './pricing.ts';
+
+export interface TurnInput {
+  turnId: string;
+  sessionId: string;
+  traceId: string;
+  template: EffectiveTemplate;
+  /** The validated native history, approvals already checked against the store. */
+  history: Message[];
+  workdir: string;
+  model: LanguageModel;
+  config: Pick<Config, 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
+  pricing?: Pricing | undefined;
+  signal: AbortSignal;
+  newInteractionId: () => string;
+}
+
+function buildTools(input: TurnInput): ToolSet {
+  const { template } = input;
+  const builtins = builtinTools({ root: input.workdir, bash: input.config.bash, network: template.sandbox.permissions.network.mode });
+  const tools: ToolSet = {};
+  for (const entry of template.tools) {
+    if (entry.type === 'builtin') {
+      tools[entry.name] = builtins[entry.name] as Tool;
+    } else {
+      // No execute: the SDK ends the step with the call unanswered, and the caller fulfils it.
+      tools[entry.name] = tool({
+        ...(entry.description ? { description: entry.description } : {}),
+        inputSchema: jsonSchema(entry.input_schema ?? { type: 'object', additionalProperties: true }),
+      }) as Tool;
+    }
+  }
+  return tools;
+}
+
+function instructionsFor(input: TurnInput, system: string[]): string {
+  return [
+    input.template.instructions.agents_md,
+    `Your working folder is ${input.workdir}. File tools take paths relative to it; nothing outside it can be reached.`,
+    ...system,
+  ].join('\n\n');
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === 'string' ? error : JSON.stringify(error);
+}
+
+/**
+ * One agent turn as a stream of native events. It knows nothing of HTTP or storage: the caller
+ * persists what it needs from the events (interaction records, the folded output).
+ */
+export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, void, undefined> {
+  const { template } = input;
+  yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
+
+  const { calls } = collectCalls(input.history);
+  const { system, messages } = toModelMessages(input.history, calls);
+  const tools = buildTools(input);
+  const entries = new Map(template.tools.map((t) => [t.name, t]));
+  const mode = template.runner.permissions.default;
+  const deniedReasons = new Map<string, string>();
+
+  const toolApproval = ({ toolCall }: { toolCall: { toolName: string; toolCallId: string } }): ToolApprovalStatus => {
+    const entry = entries.get(toolCall.toolName);
+    const gate = gateFor(entry, mode, READ_TOOLS.has(toolCall.toolName));
+    if (gate === 'deny') {
+      const reason = `the tool "${toolCall.toolName}" is not permitted for this agent`;
+      deniedReasons.set(toolCall.toolCallId, reason);
+      return { type: 'denied', reason };
+    }
+    if (entry?.type === 'client') return 'not-applicable';
+    return gate === 'ask' ? 'user-approval' : 'not-applicable';
+  };
+
+  const maxSteps = template.runner.max_steps ?? input.config.maxSteps;
+  const result = streamText({
+    model: input.model,
+    instructions: instructionsFor(input, system),
+    messages,
+    tools,
+    toolApproval,
+    stopWhen: isStepCount(maxSteps),
+    maxRetries: input.config.modelMaxRetries,
+    abortSignal: input.signal,
+    timeout: { stepMs: input.config.modelTimeoutMs, chunkMs: input.config.modelTimeoutMs },
+    ...(Object.keys(template.llm.extras).length ? { providerOptions: template.llm.extras as never } : {}),
+  });
+
+  const textIds = new Map<string, string>();
+  let textCount = 0;
+  const messageId = (sdkId: string, fresh: boolean) => {
+    if (fresh || !textIds.has(sdkId)) textIds.set(sdkId, `${input.turnId}-m${++textCount}`);
+    return textIds.get(sdkId)!;
+  };
+  const pending: PendingInteraction[] = [];
+  const unanswered = new Map<string, { name: string; input: unknown }>();
+  let finishReason: string | undefined;
+  let steps = 0;
+  let lastStepHadCalls = false;
+  const usage: Usage = { input: 0, output: 0, total: 0 };
+
+  try {
+    for await (const part of result.stream) {
+      switch (part.type) {
+        case 'text-start':
+          yield { type: 'message_start', data: { id: messageId(part.id, true) } };
+          break;
+        case 'text-delta':
+          if (part.text) yield { type: 'message_delta', data: { id: messageId(part.id, false), delta: part.text } };
+          break;
+        case 'text-end':
+          yield { type: 'message_end', data: { id: messageId(part.id, false) } };
+          break;
+        case 'reasoning-start':
+          yield { type: 'thought_start', data: { id: messageId(part.id, true) } };
+          break;
+        case 'reasoning-delta':
+          if (part.text) yield { type: 'thought_delta', data: { id: messageId(part.id, false), delta: part.text } };
+          break;
+        case 'reasoning-end':
+          yield { type: 'thought_end', data: { id: messageId(part.id, false) } };
+          break;
+        case 'tool-call':
+          lastStepHadCalls = true;
+          unanswered.set(part.toolCallId, { name: part.toolName, input: part.input });
+          yield { type: 'tool_call', data: { id: part.toolCallId, name: part.toolName, input: part.input } };
+          break;
+        case 'tool-result':
+          unanswered.delete(part.toolCallId);
+          yield { type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } };
+          break;
+        case 'tool-error':
+          unanswered.delete(part.toolCallId);
+          yield { type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } };
+          break;
+        case 'tool-approval-response':
+          if (!part.approved) deniedReasons.set(part.toolCall.toolCallId, part.reason ?? 'the call was denied');
+          break;
+        case 'tool-output-denied': {
+          unanswered.delete(part.toolCallId);
+          const reason = deniedReasons.get(part.toolCallId) ?? 'the call was denied';
+          yield { type: 'tool_result', data: { id: part.toolCallId, output: `denied: ${reason}`, is_error: true, denied: true } };
+          break;
+        }
+        case 'tool-approval-request': {
+          if (part.isAutomatic) break;
+          unanswered.delete(part.toolCall.toolCallId);
+          const interaction: PendingInteraction = {
+            id: input.newInteractionId(),
+            kind: 'user_approval',
+            tool: part.toolCall.toolName,
+            payload: { tool_call_id: part.toolCall.toolCallId, tool_name: part.toolCall.toolName, input: part.toolCall.input },
+          };
+          pending.push(interaction);
+          yield { type: 'interaction_request', data: interaction };
+          break;
+        }
+        case 'start-step':
+          steps++;
+          lastStepHadCalls = false;
+          break;
+        case 'finish-step':
+          usage.input += part.usage.inputTokens ?? 0;
+          usage.output += part.usage.outputTokens ?? 0;
+          usage.total += part.usage.totalTokens ?? (part.usage.inputTokens ?? 0) + (part.usage.outputTokens ?? 0);
+          break;
+        case 'finish':
+          finishReason = part.finishReason;
+          break;
+        case 'error':
+          throw part.error;
+        case 'abort':
+          throw input.signal.reason ?? new Error('the turn was aborted');
+        default:
+          break;
+      }
+    }
+  } catch (error) {
+    if (input.signal.aborted) throw input.signal.reason ?? error;
+    throw toModelError(error);
+  }
+
+  // Calls left without a result or an approval request belong to client tools: the caller runs them.
+  for (const [toolCallId, call] of unanswered) {
+    if (entries.get(call.name)?.type !== 'client') continue;
+    const interaction: PendingInteraction = {
+      id: input.newInteractionId(),
+      kind: 'client_tool',
+      tool: call.name,
+      payload: { tool_call_id: toolCallId, tool_name: call.name, input: call.input },
+    };
+    pending.push(interaction);
+    yield { type: 'interaction_request', data: interaction };
+  }
+
+  const cost = input.pricing?.(template.llm.provider, template.llm.model, usage);
+  yield { type: 'usage', data: cost === undefined ? usage : { ...usage, cost } };
+
+  let stopReason: StopReason = 'end_turn';
+  if (pending.length) stopReason = 'paused';
+  else if (finishReason === 'length') stopReason = 'max_tokens';
+  else if (lastStepHadCalls && steps >= maxSteps) stopReason = 'max_steps';
+  yield { type: 'done', data: pending[0] ? { stop_reason: stopReason, pending_interaction: pending[0] } : { stop_reason: stopReason } };
+}

@@ -1,0 +1,35 @@
+import { parseArgs } from 'node:util';
+import { echoScript, startFakeModel } from '../testing/fake-model.ts';
+
+const USAGE = `Usage: agentd demo-model [--port N]
+
+Runs a loopback model server that speaks the OpenAI chat-completions and Responses protocols, so
+agentd can be tried with no provider account and no network. It echoes what you say; a message
+"/tool <name> <json>" makes it call that tool (e.g. /tool write {"path":"a.txt","content":"hi"}).
+
+It listens on 127.0.0.1, port 11434 by default — Ollama's — so a template with
+{"llm": {"provider": "ollama", "model": "demo"}} reaches it with no further configuration.
+`;
+
+export async function demoModelCommand(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { port: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const port = Number(values.port ?? 11434);
+  const server = await startFakeModel({ port, script: echoScript });
+  process.stdout.write(`demo model listening at ${server.url} (OpenAI-compatible); stop with Ctrl-C\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await server.close();
+  return 0;
+}

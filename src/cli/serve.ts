@@ -1,0 +1,71 @@
+import { parseArgs } from 'node:util';
+import type { Config } from '../config.ts';
+import { buildApp } from '../http/app.ts';
+import { bootstrapFirstRun } from '../store/bootstrap.ts';
+import { openStore } from '../store/db.ts';
+
+const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
+
+Starts the server on the embedded SQLite database in AGENTD_DATA_DIR (default ./.agentd), or on
+DATABASE_URL when set. Migrations run at start. On the first start it creates the project
+"default" and prints one API key for it.
+
+  --port N      listen on port N (default PORT or 8787)
+  --host ADDR   listen on ADDR (default HOST or 127.0.0.1; 0.0.0.0 for all interfaces)
+`;
+
+export async function serveCommand(argv: string[], config: Config): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const port = values.port !== undefined ? Number(values.port) : config.port;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`--port must be a port number, got "${values.port}"\n`);
+    return 2;
+  }
+
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // A turn still "running" in the database was cut off when an earlier process died.
+  await store.turns.markRunningAsInterrupted();
+  const first = await bootstrapFirstRun(store);
+  const app = await buildApp({ config, store });
+  await app.listen({ port, host: values.host ?? config.host });
+  const address = app.server.address();
+  const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
+
+  if (first) {
+    process.stdout.write(
+      [
+        '',
+        'agentd: first start — created project "default".',
+        `  project id: ${first.project.id}`,
+        `  API key:    ${first.apiKey.key}`,
+        '  The key is shown only this once; keep it. More keys: npm run agentd -- keys create --project NAME',
+        '',
+      ].join('\n') + '\n',
+    );
+  }
+  app.log.info({ url, data_dir: config.dataDir }, 'agentd is listening');
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      app.log.info({ signal, grace_ms: config.shutdownGraceMs }, 'stopping: no new requests; live turns get the grace period');
+      resolve();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  const closing = app.close();
+  await app.turns.shutdown(config.shutdownGraceMs);
+  await closing;
+  await store.close();
+  return 0;
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import { CONTRACT_VERSION } from '../contract/invoke.ts';
+import { AppError, isAppError } from '../errors.ts';
+import { TurnService } from '../sessions/turn-service.ts';
+import type { Store } from '../store/db.ts';
+import { errorEnvelope } from './envelope.ts';
+import { invokeRoutes } from './routes/invoke.ts';
+import { runHeaders } from './run-headers.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    turns: TurnService;
+  }
+  interface FastifyRequest {
+    /** What is known of the run so far, so an error reply can still name its session and trace. */
+    run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined };
+  }
+}
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+}
+
+/** Paths pino must never print: credentials travel in these. */
+export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', '*.secrets', '*.credentials', '*.apiKey', '*.api_key'];
+
+/** Fastify's own errors for bad requests, mapped to the stable error types. */
+function fromFastifyError(error: FastifyError): AppError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload-too-large', 'the request body is larger than the server accepts (AGENTD_MAX_BODY)');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported-media-type', 'send the body as JSON with "Content-Type: application/json"');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid-json', 'the body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('invalid-json', `the body is not valid JSON: ${error.message}`);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('invalid-request', 'the Content-Length header does not match the body');
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+    return new AppError('invalid-json', `the body is not valid JSON: ${error.message}`);
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new AppError('invalid-request', error.message, { status: error.statusCode });
+  }
+  return undefined;
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' } },
+    bodyLimit: config.maxBodyBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+  });
+
+  const turns = new TurnService({ store: deps.store, config, log: app.log });
+  app.decorate('turns', turns);
+  app.decorateRequest('run', null as never);
+  app.addHook('onRequest', async (request, reply) => {
+    request.run = {};
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const appError = isAppError(error) ? error : fromFastifyError(error);
+    if (!appError) request.log.error({ err: error }, 'unhandled error');
+    const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
+    const run = request.run ?? {};
+    const body = errorEnvelope(failure, run, config.debug);
+    return reply
+      .code(failure.status)
+      .headers({ ...runHeaders(run), ...(failure.headers ?? {}) })
+      .type('application/json; charset=utf-8')
+      .send(body);
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    return reply
+      .code(404)
+      .header('x-ag-version', CONTRACT_VERSION)
+      .send(errorEnvelope(new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), {}, false));
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  await app.register(invokeRoutes, { store: deps.store, turns });
+  return app;
+}

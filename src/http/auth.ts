@@ -1,0 +1,38 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+import type { Role } from '../store/schema.ts';
+
+const RANK: Record<Role, number> = { viewer: 0, editor: 1, admin: 2 };
+
+export interface Principal {
+  projectId: string;
+  role: Role;
+  keyId: string;
+}
+
+const SCHEME = /^(?:apikey|bearer)\s+(\S+)\s*$/i;
+
+/**
+ * Authenticates a request for one project (spec §5, design.md §4): no or unknown key → 401; a
+ * missing `project_id` → 400; a key of another project, or a role below `need` → 403. A key of
+ * another project gets the same answer whether that project exists or not.
+ */
+export async function authorize(store: Store, request: FastifyRequest, need: Role): Promise<Principal> {
+  const header = request.headers.authorization;
+  const match = header ? SCHEME.exec(header) : null;
+  if (!match) {
+    throw new AppError('unauthenticated', header ? 'the Authorization header must be "ApiKey <key>"' : 'missing credential: send "Authorization: ApiKey <key>"');
+  }
+  const key = await store.apiKeys.verify(match[1]!);
+  if (!key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
+  const projectId = (request.query as Record<string, unknown> | undefined)?.project_id;
+  if (typeof projectId !== 'string' || projectId === '') {
+    throw new AppError('missing-project-id', 'the query parameter project_id is required, e.g. ?project_id=<your project id>');
+  }
+  if (key.project_id !== projectId) throw new AppError('forbidden', `this API key may not act in project "${projectId}"`);
+  if (RANK[key.role] < RANK[need]) {
+    throw new AppError('forbidden', `this API key's role "${key.role}" may not do this; it needs the "${need}" role or higher`);
+  }
+  return { projectId, role: key.role, keyId: key.key_id };
+}

@@ -1,0 +1,104 @@
+import type { FastifyRequest } from 'fastify';
+import { InvokeRequest, SESSION_ID_PATTERN } from '../contract/invoke.ts';
+import type { MessagesFormat } from '../contract/messages.ts';
+import { describeIssue } from '../contract/zod-errors.ts';
+import { parseTemplate } from '../agent/template.ts';
+import { AppError } from '../errors.ts';
+
+export interface InvokeCall {
+  request: InvokeRequest;
+  format: MessagesFormat;
+  sessionId: string | undefined;
+  trim: boolean;
+  force: boolean;
+  streamFlag: boolean | undefined;
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * `useChat`'s `DefaultChatTransport` posts `{id, messages, trigger, messageId?, ...body}`. That
+ * shape is accepted as-is so a front end needs no custom request code: its messages are the
+ * conversation in the Vercel format, its chat id the session, and it wants a stream.
+ */
+function fromChatTransport(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!Array.isArray(body.messages)) return undefined;
+  const data = isObject(body.data) ? body.data : {};
+  if (isObject(data.inputs) && data.inputs.messages != null) return undefined;
+  const { messages, id, trigger: _trigger, messageId: _messageId, ...rest } = body;
+  const sessionId = rest.session_id ?? (typeof id === 'string' && SESSION_ID_PATTERN.test(id) ? id : undefined);
+  return { ...rest, ...(sessionId ? { session_id: sessionId } : {}), data: { ...data, inputs: { ...(isObject(data.inputs) ? data.inputs : {}), messages } } };
+}
+
+function parseBody(raw: Record<string, unknown>): InvokeRequest {
+  const parsed = InvokeRequest.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const path = issue.path;
+  if (path[0] === 'session_id') {
+    throw new AppError('invalid-session-id', 'session_id must be 1-128 letters, digits, ".", "_", ":" or "-" (at session_id)');
+  }
+  if (path[0] === 'data' && path[1] === 'parameters' && path[2] === 'agent') {
+    // The template parser knows which rule was broken (pre-migration shape, unknown key, mode).
+    parseTemplate((raw.data as { parameters: { agent: unknown } }).parameters.agent, { provider: 'openai', model: 'x' });
+  }
+  throw new AppError('invalid-request', describeIssue('', issue));
+}
+
+/** Reads the invoke body and headers into one call description; every mistake is a 400 naming where. */
+export function readInvokeCall(request: FastifyRequest): InvokeCall {
+  if (!isObject(request.body)) throw new AppError('invalid-request', 'the request body must be a JSON object');
+  const chat = fromChatTransport(request.body);
+  const body = parseBody(chat ?? request.body);
+
+  const formatHeader = header(request, 'x-ag-messages-format')?.trim().toLowerCase();
+  if (formatHeader && formatHeader !== 'vercel' && formatHeader !== 'native') {
+    throw new AppError('invalid-request', `x-ag-messages-format must be "vercel" (or absent for the native format), got "${formatHeader}"`);
+  }
+  const format: MessagesFormat = chat || formatHeader === 'vercel' ? 'vercel' : 'native';
+
+  const transcript = header(request, 'x-ag-messages-transcript')?.trim().toLowerCase();
+  if (transcript && transcript !== 'last' && transcript !== 'full') {
+    throw new AppError('invalid-request', `x-ag-messages-transcript must be "last" or "full", got "${transcript}"`);
+  }
+  const control = header(request, 'x-ag-session-control')?.trim().toLowerCase();
+  if (control && control !== 'force') {
+    throw new AppError('invalid-request', `x-ag-session-control must be "force", got "${control}"`);
+  }
+
+  let sessionId = body.session_id ?? undefined;
+  if (!sessionId) {
+    const fromHeader = header(request, 'x-ag-session-id') ?? baggageSession(header(request, 'baggage'));
+    if (fromHeader !== undefined) {
+      if (!SESSION_ID_PATTERN.test(fromHeader)) {
+        throw new AppError('invalid-session-id', 'the x-ag-session-id header must be 1-128 letters, digits, ".", "_", ":" or "-"');
+      }
+      sessionId = fromHeader;
+    }
+  }
+
+  return {
+    request: body,
+    format,
+    sessionId,
+    trim: body.flags?.trim ?? transcript === 'last',
+    force: body.flags?.force ?? control === 'force',
+    streamFlag: body.flags?.stream ?? (chat ? true : undefined),
+  };
+}
+
+function baggageSession(baggage: string | undefined): string | undefined {
+  if (!baggage) return undefined;
+  for (const member of baggage.split(',')) {
+    const [key, value] = member.split(';')[0]!.split('=');
+    if (key?.trim() === 'ag.session.id' && value !== undefined) return decodeURIComponent(value.trim());
+  }
+  return undefined;
+}

@@ -1,0 +1,57 @@
+import { AppError } from '../errors.ts';
+
+export type Wire = 'json' | 'sse' | 'ndjson';
+
+interface Range {
+  wires: Wire[];
+  q: number;
+}
+
+const RANGES: Record<string, Wire[]> = {
+  'application/json': ['json'],
+  'text/event-stream': ['sse'],
+  'application/x-ndjson': ['ndjson'],
+  'application/jsonl': ['ndjson'],
+  'application/*': ['json', 'ndjson'],
+  'text/*': ['sse'],
+  '*/*': ['json', 'sse', 'ndjson'],
+};
+
+function parseAccept(accept: string): Range[] {
+  const ranges: Range[] = [];
+  for (const item of accept.split(',')) {
+    const [type, ...params] = item.trim().toLowerCase().split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    const wires = type ? RANGES[type.trim()] : undefined;
+    if (wires && q > 0) ranges.push({ wires, q: Number.isFinite(q) ? q : 1 });
+  }
+  // Stable sort keeps the caller's order among equal weights.
+  return ranges.sort((a, b) => b.q - a.q);
+}
+
+const isStream = (w: Wire) => w !== 'json';
+
+/**
+ * Decides batch or stream and the wire format (spec §4.1-4.2, §7; design.md §4): `flags.stream`
+ * decides what the handler produces, else the most preferred acceptable type; an `Accept` that
+ * rules out what the handler produces is a 406, never a silent switch.
+ */
+export function negotiate(accept: string | undefined, streamFlag: boolean | undefined): { stream: boolean; wire: Wire } {
+  const ranges = accept?.trim() ? parseAccept(accept) : [{ wires: RANGES['*/*']!, q: 1 }];
+  if (ranges.length === 0) {
+    throw new AppError('not-acceptable', `Accept "${accept}" names no supported type; use application/json, text/event-stream, application/x-ndjson or application/jsonl`);
+  }
+  const preferred = ranges.flatMap((r) => r.wires);
+  const stream = streamFlag ?? (ranges[0]!.wires.length === 1 && isStream(ranges[0]!.wires[0]!));
+  const wire = preferred.find((w) => isStream(w) === stream);
+  if (!wire) {
+    throw new AppError(
+      'not-acceptable',
+      stream
+        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream or application/x-ndjson, or drop flags.stream`
+        : `the request asks for a single JSON reply but Accept "${accept}" only allows a stream; accept application/json, or set flags.stream to true`,
+    );
+  }
+  return { stream, wire };
+}

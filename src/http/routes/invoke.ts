@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { AgentEvent } from '../../contract/events.ts';
+import { CONTRACT_VERSION, type InvokeResponse } from '../../contract/invoke.ts';
+import type { Message } from '../../contract/messages.ts';
+import type { LiveTurn } from '../../sessions/live-turn.ts';
+import type { TurnService } from '../../sessions/turn-service.ts';
+import type { Store } from '../../store/db.ts';
+import { trimToTrailingUnit } from '../../stream/fold.ts';
+import { nativeToUi } from '../../stream/ui-messages.ts';
+import { authorize } from '../auth.ts';
+import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
+import { negotiate } from '../negotiate.ts';
+import { runHeaders } from '../run-headers.ts';
+import { writeStream } from '../stream-reply.ts';
+
+export interface InvokeDeps {
+  store: Store;
+  turns: TurnService;
+}
+
+/**
+ * Holds back a stream until the turn has produced something beyond its start, so a turn that
+ * fails at once (bad provider key, rate limit) still answers with a JSON error carrying the real
+ * status, as spec §4.2 asks.
+ */
+async function firstEvents(turn: LiveTurn): Promise<{ head: AgentEvent[]; rest: AsyncIterator<AgentEvent> }> {
+  const rest = turn.follow()[Symbol.asyncIterator]();
+  const head: AgentEvent[] = [];
+  for (;;) {
+    const next = await rest.next();
+    if (next.done) break;
+    head.push(next.value);
+    if (next.value.type !== 'turn_start') break;
+  }
+  return { head, rest };
+}
+
+async function* concat(head: AgentEvent[], rest: AsyncIterator<AgentEvent>): AsyncGenerator<AgentEvent> {
+  yield* head;
+  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+}
+
+function lastAssistantId(call: InvokeCall): string | undefined {
+  const messages = call.request.data?.inputs?.messages;
+  const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; id?: unknown } | undefined) : undefined;
+  return last?.role === 'assistant' && typeof last.id === 'string' ? last.id : undefined;
+}
+
+export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
+  app.post('/services/agent/v0/invoke', async (request, reply) => {
+    const principal = await authorize(deps.store, request, 'editor');
+    const call = readInvokeCall(request);
+    request.run = { sessionId: call.sessionId };
+    const { stream, wire } = negotiate(request.headers.accept, call.streamFlag);
+
+    const turn = await deps.turns.start({
+      projectId: principal.projectId,
+      request: call.request,
+      sessionId: call.sessionId,
+      format: call.format,
+      traceparent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
+      force: call.force,
+    });
+    const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
+    request.run = run;
+    const headers = runHeaders(run);
+
+    if (!stream) return replyJson(reply, turn, call, headers);
+
+    const { head, rest } = await firstEvents(turn);
+    if (turn.failure && head.some((e) => e.type === 'error')) throw turn.failure;
+    reply.hijack();
+    await writeStream(reply.raw, headers, concat(head, rest), {
+      wire: wire === 'json' ? 'sse' : wire,
+      vercel:
+        call.format === 'vercel'
+          ? { messageId: lastAssistantId(call) ?? `msg-${turn.id}`, startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId } }
+          : undefined,
+    });
+  });
+}
+
+async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, headers: Record<string, string>): Promise<InvokeResponse> {
+  const folded = await turn.done;
+  if (turn.failure) throw turn.failure;
+  const native: Message[] = call.trim ? trimToTrailingUnit(folded.messages) : folded.messages;
+  const outputs: InvokeResponse extends { data?: { outputs: infer O } } ? O : never = {
+    messages: call.format === 'vercel' ? nativeToUi(native, { idPrefix: `msg-${turn.id}` }) : native,
+    ...(folded.stop_reason ? { stop_reason: folded.stop_reason } : {}),
+    ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}),
+    ...(folded.usage ? { usage: folded.usage } : {}),
+  };
+  reply.headers(headers);
+  return {
+    version: CONTRACT_VERSION,
+    status: { code: 200, message: 'ok' },
+    trace_id: turn.traceId,
+    span_id: turn.spanId,
+    session_id: turn.sessionId,
+    turn_id: turn.id,
+    data: { outputs },
+  };
+}

@@ -1,0 +1,15 @@
+import { CONTRACT_VERSION } from '../contract/invoke.ts';
+import { traceparentOf } from '../telemetry/trace-context.ts';
+
+/** The response headers of a run (spec §4.1), for JSON replies and streams alike. */
+export function runHeaders(run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined }): Record<string, string> {
+  const headers: Record<string, string> = { 'x-ag-version': CONTRACT_VERSION };
+  if (run.traceId) headers['x-ag-trace-id'] = run.traceId;
+  if (run.spanId) headers['x-ag-span-id'] = run.spanId;
+  if (run.traceId && run.spanId) headers.traceparent = traceparentOf({ traceId: run.traceId, spanId: run.spanId, sampled: true });
+  if (run.sessionId) {
+    headers['x-ag-session-id'] = run.sessionId;
+    headers.baggage = `ag.session.id=${encodeURIComponent(run.sessionId)}`;
+  }
+  return headers;
+}

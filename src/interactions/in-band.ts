@@ -1,0 +1,63 @@
+import type { Message } from '../contract/messages.ts';
+import type { HistoryCall } from '../agent/history.ts';
+import { AppError } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+
+const WHERE = 'data.inputs.messages';
+
+export interface InBandAnswers {
+  /** The history with each approved call's input replaced by the input that was approved. */
+  history: Message[];
+  /** Interaction ids this turn answers; claimed (resolved) before the turn runs. */
+  answered: Array<{ id: string; answer: Record<string, unknown> }>;
+}
+
+/**
+ * Checks every answer the caller re-posted against the interaction records. An approval is only
+ * honoured for a call this session actually paused on, while it is still pending, and it runs the
+ * input that was shown for approval — never an input edited in the re-post.
+ */
+export async function readInBandAnswers(store: Store, projectId: string, sessionId: string, history: Message[], trailing: HistoryCall[]): Promise<InBandAnswers> {
+  if (trailing.length === 0) return { history, answered: [] };
+  const pending = await store.interactions.listPending(projectId, sessionId);
+  const pendingByCall = new Map(pending.map((r) => [r.tool_call_id, r]));
+  const out = history.slice();
+  const answered: InBandAnswers['answered'] = [];
+
+  for (const call of trailing) {
+    const at = `${WHERE}[${call.index}]`;
+    if (call.approval && call.approval.approved !== undefined && !call.result) {
+      const record = await store.interactions.get(projectId, call.approval.id);
+      if (!record || record.session_id !== sessionId || record.kind !== 'user_approval') {
+        throw new AppError('invalid-approval', `no approval "${call.approval.id}" is known in this session (${at}.approval.id)`);
+      }
+      if (record.tool_call_id !== call.toolCallId) {
+        throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at})`);
+      }
+      if (record.status !== 'pending') {
+        throw new AppError('interaction-not-pending', `interaction "${record.id}" is already ${record.status}; it cannot be answered again (${at}.approval)`);
+      }
+      out[call.index] = { ...history[call.index]!, input: record.request.args };
+      answered.push({ id: record.id, answer: { approved: call.approval.approved, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
+      continue;
+    }
+    if (call.result) {
+      const record = pendingByCall.get(call.toolCallId);
+      if (record?.kind === 'client_tool') {
+        answered.push({ id: record.id, answer: call.result.isError ? { error: call.result.content } : { output: call.result.content } });
+      }
+      continue;
+    }
+    if (call.approval) {
+      throw new AppError('invalid-approval', `tool call "${call.toolCallId}" awaits a decision: re-post it with approval.approved true or false (${at}.approval)`);
+    }
+    const record = pendingByCall.get(call.toolCallId);
+    throw new AppError(
+      'invalid-messages',
+      record?.kind === 'client_tool'
+        ? `client tool call "${call.toolCallId}" awaits its result: append {"role":"tool","tool_call_id":"${call.toolCallId}","content":…} after it (${at})`
+        : `tool call "${call.toolCallId}" has no result (${at}); append its tool-result message`,
+    );
+  }
+  return { history: out, answered };
+}

@@ -1,0 +1,25 @@
+import { Message, type MessagesFormat } from '../contract/messages.ts';
+import type { InvokeRequest } from '../contract/invoke.ts';
+import { describeIssue } from '../contract/zod-errors.ts';
+import { AppError } from '../errors.ts';
+import { uiToNative } from '../stream/ui-messages.ts';
+
+/**
+ * The conversation a turn reads: `data.inputs.messages`, or, when inputs are absent, the
+ * `messages` of `data.testcase.data` — the agent declares that one input, so no other test case
+ * column reaches it (spec §4.5.2).
+ */
+export function inboundMessages(request: InvokeRequest, format: MessagesFormat): Message[] | undefined {
+  const data = request.data;
+  const fromInputs = data?.inputs?.messages;
+  const raw = fromInputs ?? (data?.inputs == null ? data?.testcase?.data?.messages : undefined);
+  const where = fromInputs !== undefined && fromInputs !== null ? 'data.inputs.messages' : 'data.testcase.data.messages';
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw)) throw new AppError('invalid-messages', `${where} must be an array of messages`);
+  if (format === 'vercel') return uiToNative(raw);
+  return raw.map((m, i) => {
+    const parsed = Message.safeParse(m);
+    if (!parsed.success) throw new AppError('invalid-messages', describeIssue(`${where}[${i}]`, parsed.error.issues[0]!));
+    return parsed.data;
+  });
+}

@@ -1,0 +1,66 @@
+import type { AgentEvent } from '../contract/events.ts';
+import type { AppError } from '../errors.ts';
+import type { FoldedTurn } from '../stream/fold.ts';
+
+/**
+ * A turn that is running (or just ran) in this process. Its events are kept in order so any
+ * number of readers can follow it from the start, whenever they arrive; a reader that goes away
+ * does not stop the turn.
+ */
+export class LiveTurn {
+  readonly id: string;
+  readonly projectId: string;
+  readonly sessionId: string;
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly controller = new AbortController();
+  readonly done: Promise<FoldedTurn>;
+  /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
+  failure: AppError | undefined;
+  private readonly events: AgentEvent[] = [];
+  private wake: (() => void) | undefined;
+  private wakeSignal: Promise<void>;
+  private finished = false;
+  private resolveDone!: (turn: FoldedTurn) => void;
+
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string }) {
+    this.id = ids.id;
+    this.projectId = ids.projectId;
+    this.sessionId = ids.sessionId;
+    this.traceId = ids.traceId;
+    this.spanId = ids.spanId;
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
+  }
+
+  push(event: AgentEvent): void {
+    this.events.push(event);
+    this.notify();
+  }
+
+  finish(turn: FoldedTurn): void {
+    this.finished = true;
+    this.resolveDone(turn);
+    this.notify();
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
+    wake?.();
+  }
+
+  /** Every event from the first, then live ones as they come, until the turn ends. */
+  async *follow(): AsyncGenerator<AgentEvent, void, undefined> {
+    let next = 0;
+    for (;;) {
+      while (next < this.events.length) yield this.events[next++]!;
+      if (this.finished) return;
+      await this.wakeSignal;
+    }
+  }
+}

@@ -1,0 +1,236 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { AgentEvent } from '../contract/events.ts';
+import { CONTRACT_VERSIONS, type InvokeRequest } from '../contract/invoke.ts';
+import type { Message, MessagesFormat } from '../contract/messages.ts';
+import { collectCalls } from '../agent/history.ts';
+import { resolveModel } from '../agent/model.ts';
+import { pricingFrom, type Pricing } from '../agent/pricing.ts';
+import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
+import { runTurn } from '../agent/turn.ts';
+import { AppError, isAppError } from '../errors.ts';
+import { readInBandAnswers } from '../interactions/in-band.ts';
+import type { Store } from '../store/db.ts';
+import { TurnFolder } from '../stream/fold.ts';
+import { makeRedactor } from '../telemetry/redact.ts';
+import { startSpan, traceparentFromData } from '../telemetry/trace-context.ts';
+import { ensureSessionFolder } from './folders.ts';
+import { inboundMessages } from './inbound.ts';
+import { LiveTurn } from './live-turn.ts';
+import { referencedFamily } from './references.ts';
+
+export interface StartTurn {
+  projectId: string;
+  request: InvokeRequest;
+  /** Already resolved by the caller: body, then header; minted here when absent. */
+  sessionId: string | undefined;
+  format: MessagesFormat;
+  traceparent: string | undefined;
+  /** Take over the session's live turn (with input), or attach to it (without). */
+  force: boolean;
+}
+
+export interface TurnServiceDeps {
+  store: Store;
+  config: Config;
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+/**
+ * Starts turns and owns them while they run. A turn runs detached from whoever asked for it:
+ * readers follow its events, and a reader leaving never stops it.
+ */
+export class TurnService {
+  readonly live = new Map<string, LiveTurn>();
+  private readonly bySession = new Map<string, LiveTurn>();
+  private readonly starting = new Set<string>();
+  private readonly deps: TurnServiceDeps;
+  private readonly pricing: Pricing | undefined;
+
+  constructor(deps: TurnServiceDeps) {
+    this.deps = deps;
+    this.pricing = pricingFrom(deps.config.prices);
+  }
+
+  /** Validates the request completely before anything runs; every refusal is an AppError. */
+  async start(params: StartTurn): Promise<LiveTurn> {
+    const { store, config } = this.deps;
+    const { request, projectId } = params;
+    if (request.version != null && !(CONTRACT_VERSIONS as readonly string[]).includes(request.version)) {
+      throw new AppError('unsupported-version', `version "${request.version}" is not supported; supported: ${CONTRACT_VERSIONS.join(', ')}`);
+    }
+    referencedFamily(request.references);
+    const rawTemplate = request.data?.parameters?.agent ?? (request.data?.revision?.data as { parameters?: { agent?: unknown } } | undefined)?.parameters?.agent;
+    if (rawTemplate == null && request.references && Object.values(request.references).some((r) => r != null)) {
+      throw new AppError('not-implemented', 'running a stored configuration by reference is not available yet; send the template in data.parameters.agent');
+    }
+    const template = parseTemplate(rawTemplate, config.defaultLlm);
+    if (template.mcps.length) throw new AppError('not-implemented', 'MCP servers (data.parameters.agent.mcps) are not available yet');
+    if (template.skills.length) throw new AppError('not-implemented', 'skills (data.parameters.agent.skills) are not available yet');
+
+    const messages = inboundMessages(request, params.format);
+    const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
+    const key = `${projectId}\u0000${sessionId}`;
+    const live = this.bySession.get(key);
+    if (!messages?.length) {
+      if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
+      if (live) return live;
+      throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+    }
+    if (this.starting.has(key) || (live && !params.force)) {
+      throw new AppError(
+        'session-busy',
+        `session "${sessionId}" is running turn "${live?.id ?? '(starting)'}"; wait for it to end, or send x-ag-session-control: force to take over`,
+      );
+    }
+    this.starting.add(key);
+    try {
+      if (live) {
+        live.controller.abort(CANCELLED);
+        await live.done;
+      }
+      return await this.begin(params, template, messages, sessionId, key);
+    } finally {
+      this.starting.delete(key);
+    }
+  }
+
+  private async begin(params: StartTurn, template: EffectiveTemplate, messages: Message[], sessionId: string, key: string): Promise<LiveTurn> {
+    const { store, config } = this.deps;
+    const { request, projectId } = params;
+    const secrets = request.secrets ?? {};
+    const model = resolveModel(template.llm, config, secrets);
+    const { trailing } = collectCalls(messages);
+    const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing);
+
+    const trace = startSpan(params.traceparent ?? traceparentFromData(request.data?.trace));
+    const turnId = randomUUID();
+    for (const { id, answer } of answers.answered) {
+      const claimed = await store.interactions.transition(projectId, id, {
+        from: ['pending'],
+        to: 'resolved',
+        answer,
+        resolution: { via: 'in_band', turn_id: turnId },
+      });
+      if (!claimed) throw new AppError('interaction-not-pending', `interaction "${id}" was answered meanwhile; it cannot be answered again`);
+    }
+    await store.interactions.cancelPending(projectId, sessionId, []);
+
+    const workdir = await ensureSessionFolder(config.dataDir, projectId, sessionId);
+    await store.sessions.touch(projectId, sessionId);
+    await store.turns.create({
+      id: turnId,
+      project_id: projectId,
+      session_id: sessionId,
+      trace_id: trace.traceId,
+      span_id: trace.spanId,
+      ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
+      request: {
+        version: request.version ?? CONTRACT_VERSIONS[0],
+        tags: request.tags ?? undefined,
+        meta: request.meta ?? undefined,
+        links: request.links ?? undefined,
+        references: request.references ?? undefined,
+        selector: request.selector ?? undefined,
+      },
+    });
+
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
+    this.live.set(turnId, turn);
+    this.bySession.set(key, turn);
+    const redact = makeRedactor([...Object.values(secrets), request.credentials ?? undefined]);
+    const events = runTurn({
+      turnId,
+      sessionId,
+      traceId: trace.traceId,
+      template,
+      history: answers.history,
+      workdir,
+      model,
+      config,
+      pricing: this.pricing,
+      signal: turn.controller.signal,
+      newInteractionId: () => randomUUID(),
+    });
+    void this.drive(turn, events, redact, { template, history: answers.history }).finally(() => {
+      if (this.bySession.get(key) === turn) this.bySession.delete(key);
+    });
+    return turn;
+  }
+
+  private async drive(turn: LiveTurn, events: AsyncGenerator<AgentEvent>, redact: <T>(v: T) => T, state: Record<string, unknown>): Promise<void> {
+    const { store, log } = this.deps;
+    const folder = new TurnFolder();
+    const emit = (event: AgentEvent) => {
+      folder.push(event);
+      turn.push(event);
+    };
+    let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
+    try {
+      for await (const raw of events) {
+        const event = redact(raw);
+        if (event.type === 'interaction_request') {
+          await store.interactions.create({
+            id: event.data.id,
+            project_id: turn.projectId,
+            session_id: turn.sessionId,
+            turn_id: turn.id,
+            kind: event.data.kind,
+            tool_call_id: event.data.payload.tool_call_id,
+            request: { tool: event.data.tool, args: event.data.payload.input, tool_call_id: event.data.payload.tool_call_id },
+            state,
+          });
+        }
+        emit(event);
+      }
+      if (folder.result().stop_reason === 'paused') status = 'paused';
+    } catch (error) {
+      const aborted = turn.controller.signal.aborted;
+      const reason = turn.controller.signal.reason;
+      const failure = aborted
+        ? new AppError(reason === CANCELLED ? 'turn-cancelled' : 'unavailable', reason instanceof Error ? reason.message : 'the turn was stopped')
+        : isAppError(error)
+          ? error
+          : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
+      if (!isAppError(error) && !aborted) log.error({ err: error, turn_id: turn.id }, 'turn failed');
+      status = aborted ? (reason === INTERRUPTED ? 'interrupted' : 'cancelled') : 'failed';
+      if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, []);
+      turn.failure = failure;
+      emit({ type: 'error', data: { code: failure.status, type: failure.type, message: redact(failure.message) } });
+      emit({ type: 'done', data: { stop_reason: aborted ? (status as 'interrupted' | 'cancelled') : 'error' } });
+    }
+    const folded = folder.result();
+    try {
+      await store.turns.finish(turn.id, {
+        status,
+        stop_reason: folded.stop_reason,
+        output: { messages: folded.messages, ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}) },
+        usage: folded.usage,
+        error: folded.error,
+      });
+    } catch (error) {
+      log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
+    }
+    this.live.delete(turn.id);
+    turn.finish(folded);
+  }
+
+  /**
+   * Graceful stop: live turns get `graceMs` to end by themselves, then are aborted and recorded as
+   * interrupted.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    const all = () => Promise.all([...this.live.values()].map((t) => t.done));
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    await Promise.race([all(), grace]);
+    clearTimeout(timer);
+    for (const turn of this.live.values()) turn.controller.abort(INTERRUPTED);
+    await all();
+  }
+}
+
+/** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */
+export const INTERRUPTED = new Error('the server is shutting down; the turn was interrupted');
+/** The abort reason of a turn taken over by a newer one (`force`). */
+export const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');

@@ -1,0 +1,154 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { nowIso } from './columns.ts';
+import type { Database, Role } from './schema.ts';
+
+export interface CreatedApiKey {
+  id: string;
+  /** The plaintext key. It is not stored, so this is the only time anyone sees it. */
+  key: string;
+  prefix: string;
+  role: Role;
+  project_id: string;
+}
+
+export interface VerifiedApiKey {
+  key_id: string;
+  project_id: string;
+  role: Role;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  project_id: string;
+  role: Role;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface ApiKeysOptions {
+  /** Most verified keys remembered at once. */
+  cacheSize?: number;
+  /** How long a verification is trusted without asking the database again. */
+  cacheTtlMs?: number;
+  /** Clock in ms, for tests. */
+  now?: () => number;
+}
+
+const KEY_PREFIX = 'agd_';
+const KEY_PATTERN = /^agd_[A-Za-z0-9_-]{43}$/;
+const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
+
+/**
+ * A key carries 256 random bits, so nobody can guess one from its hash however fast the hash is:
+ * slow password hashes (scrypt, argon2) exist for low-entropy secrets and would only slow every
+ * request. An unsalted SHA-256 also lets the hash itself be the lookup key.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions = {}) {
+  const cacheSize = options.cacheSize ?? 10_000;
+  const cacheTtlMs = options.cacheTtlMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  // Map keeps insertion order, so the first entry is the oldest one: evicting it bounds memory.
+  // Another replica's revoke cannot reach this cache; the TTL bounds how long a revoked key works there.
+  const cache = new Map<string, { value: VerifiedApiKey; expiresAt: number }>();
+  // Bumped when a revoke has committed: a lookup that was in flight across it may have read the
+  // key as live and must not cache that, or the revoked key would keep working for a whole TTL.
+  let revocations = 0;
+
+  function remember(hash: string, value: VerifiedApiKey): void {
+    cache.delete(hash);
+    while (cache.size >= cacheSize) {
+      const oldest = cache.keys().next();
+      if (oldest.done) break;
+      cache.delete(oldest.value);
+    }
+    cache.set(hash, { value, expiresAt: now() + cacheTtlMs });
+  }
+
+  async function create(projectId: string, role: Role): Promise<CreatedApiKey> {
+    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const id = randomUUID();
+    const prefix = key.slice(0, DISPLAY_PREFIX_LENGTH);
+    await db
+      .insertInto('api_keys')
+      .values({
+        id,
+        project_id: projectId,
+        role,
+        key_hash: hashApiKey(key),
+        key_prefix: prefix,
+        created_at: nowIso(),
+        revoked_at: null,
+      })
+      .execute();
+    return { id, key, prefix, role, project_id: projectId };
+  }
+
+  /** The key's identity, or undefined for an unknown, malformed or revoked key. */
+  async function verify(key: string): Promise<VerifiedApiKey | undefined> {
+    // Garbage never reaches the database: a flood of junk headers costs a regex test each.
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) return undefined;
+    const hash = hashApiKey(key);
+    const generation = revocations;
+    const cached = cache.get(hash);
+    if (cached) {
+      if (cached.expiresAt > now()) return cached.value;
+      cache.delete(hash);
+    }
+    const row = await db
+      .selectFrom('api_keys')
+      .select(['id', 'project_id', 'role'])
+      .where('key_hash', '=', hash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const value: VerifiedApiKey = { key_id: row.id, project_id: row.project_id, role: row.role };
+    if (generation === revocations) remember(hash, value);
+    return value;
+  }
+
+  /**
+   * Revokes a key (within `projectId` when given); true if it was live. The local cache forgets it
+   * at once.
+   */
+  async function revoke(id: string, projectId?: string): Promise<boolean> {
+    let query = db
+      .updateTable('api_keys')
+      .set({ revoked_at: nowIso() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null);
+    if (projectId !== undefined) query = query.where('project_id', '=', projectId);
+    const row = await query.returning('key_hash').executeTakeFirst();
+    revocations += 1;
+    if (row) cache.delete(row.key_hash);
+    return row !== undefined;
+  }
+
+  /** Keys of a project for display; never the hash. */
+  async function list(projectId: string): Promise<ApiKeyInfo[]> {
+    const rows = await db
+      .selectFrom('api_keys')
+      .select(['id', 'project_id', 'role', 'key_prefix', 'created_at', 'revoked_at'])
+      .where('project_id', '=', projectId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      project_id: row.project_id,
+      role: row.role,
+      prefix: row.key_prefix,
+      created_at: row.created_at,
+      revoked_at: row.revoked_at,
+    }));
+  }
+
+  return { create, verify, revoke, list };
+}
+
+export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;

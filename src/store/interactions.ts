@@ -1,0 +1,169 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { InteractionKind } from '../contract/events.ts';
+import { fromJson, nowIso, toJson } from './columns.ts';
+import type { Database, InteractionStatus, InteractionsTable } from './schema.ts';
+
+export type { InteractionStatus };
+
+type JsonObject = Record<string, unknown>;
+
+export interface InteractionRequest {
+  tool: string;
+  args: unknown;
+  tool_call_id: string;
+}
+
+export interface InteractionRecord {
+  id: string;
+  project_id: string;
+  session_id: string;
+  turn_id: string;
+  kind: InteractionKind;
+  status: InteractionStatus;
+  tool_call_id: string;
+  request: InteractionRequest;
+  answer: JsonObject | null;
+  resolution: JsonObject | null;
+  /** The paused turn's state, enough to continue it out of band. */
+  state: unknown;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NewInteraction {
+  id: string;
+  project_id: string;
+  session_id: string;
+  turn_id: string;
+  kind: InteractionKind;
+  tool_call_id: string;
+  request: InteractionRequest;
+  state?: unknown;
+}
+
+export interface Transition {
+  from: readonly InteractionStatus[];
+  to: InteractionStatus;
+  answer?: JsonObject | null;
+  resolution?: JsonObject | null;
+}
+
+/** States a record can still leave; `resolved` and `cancelled` are final (design.md §4). */
+export const OPEN_INTERACTION_STATUSES: readonly InteractionStatus[] = ['pending', 'responded'];
+
+function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    session_id: row.session_id,
+    turn_id: row.turn_id,
+    kind: row.kind as InteractionKind,
+    status: row.status,
+    tool_call_id: row.tool_call_id,
+    request: JSON.parse(row.request_json) as InteractionRequest,
+    answer: fromJson<JsonObject>(row.answer_json),
+    resolution: fromJson<JsonObject>(row.resolution_json),
+    state: fromJson<unknown>(row.state_json),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function createInteractionsRepo(db: Kysely<Database>) {
+  async function create(input: NewInteraction): Promise<InteractionRecord> {
+    const at = nowIso();
+    const row = {
+      id: input.id,
+      project_id: input.project_id,
+      session_id: input.session_id,
+      turn_id: input.turn_id,
+      kind: input.kind,
+      status: 'pending' as const,
+      tool_call_id: input.tool_call_id,
+      request_json: JSON.stringify(input.request),
+      answer_json: null,
+      resolution_json: null,
+      state_json: toJson(input.state),
+      created_at: at,
+      updated_at: at,
+    };
+    await db.insertInto('interactions').values(row).execute();
+    return toInteraction(row);
+  }
+
+  async function get(projectId: string, id: string): Promise<InteractionRecord | undefined> {
+    const row = await db
+      .selectFrom('interactions')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && toInteraction(row);
+  }
+
+  /** Oldest first, the order the turn asked them in. */
+  async function listPending(projectId: string, sessionId: string): Promise<InteractionRecord[]> {
+    const rows = await db
+      .selectFrom('interactions')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId)
+      .where('status', '=', 'pending')
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toInteraction);
+  }
+
+  /**
+   * Moves a record from one of `from` to `to` in a single conditional UPDATE, so of two concurrent
+   * callers exactly one sees the record come back; the other gets undefined, as does a record that
+   * is missing, in another project, or in a state outside `from`. `answer`/`resolution` are
+   * written only when given.
+   */
+  async function transition(projectId: string, id: string, change: Transition): Promise<InteractionRecord | undefined> {
+    if (change.from.length === 0) return undefined;
+    const row = await db
+      .updateTable('interactions')
+      .set({
+        status: change.to,
+        updated_at: nowIso(),
+        ...(change.answer !== undefined && { answer_json: toJson(change.answer) }),
+        ...(change.resolution !== undefined && { resolution_json: toJson(change.resolution) }),
+      })
+      .where('id', '=', id)
+      .where('project_id', '=', projectId)
+      .where('status', 'in', change.from)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toInteraction(row);
+  }
+
+  /**
+   * Cancels the session's `pending` interactions except `exceptIds`, when a new turn abandons them.
+   * A `responded` record is left alone by default because an out-of-band continuation may be about
+   * to consume it; a takeover that abandons that too passes `from: OPEN_INTERACTION_STATUSES`
+   * (design.md §4). Returns how many were cancelled.
+   */
+  async function cancelPending(
+    projectId: string,
+    sessionId: string,
+    exceptIds: readonly string[] = [],
+    from: readonly InteractionStatus[] = ['pending'],
+  ): Promise<number> {
+    if (from.length === 0) return 0;
+    let query = db
+      .updateTable('interactions')
+      .set({ status: 'cancelled', updated_at: nowIso() })
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId)
+      .where('status', 'in', from);
+    if (exceptIds.length > 0) query = query.where('id', 'not in', exceptIds);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  return { create, get, listPending, transition, cancelPending };
+}
+
+export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import { initial } from './0001_initial.ts';
+
+/**
+ * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
+ * sequence number; listing them in code (not scanning a folder) keeps them working when bundled.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_initial': initial,
+};

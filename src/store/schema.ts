@@ -1,0 +1,76 @@
+/**
+ * Row types of the database as Kysely sees it. Kept to what both engines store the same way:
+ * ids and ISO-8601 timestamps are text, structured values are JSON text (`*_json`), booleans are
+ * 0/1 integers. Repositories translate rows to the records callers use; nothing else reads rows.
+ */
+
+export type Role = 'viewer' | 'editor' | 'admin';
+export const ROLES: readonly Role[] = ['viewer', 'editor', 'admin'];
+
+export type TurnStatus = 'running' | 'completed' | 'paused' | 'failed' | 'interrupted' | 'cancelled';
+
+export type InteractionStatus = 'pending' | 'responded' | 'resolved' | 'cancelled';
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  project_id: string;
+  role: Role;
+  key_hash: string;
+  key_prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface SessionsTable {
+  project_id: string;
+  id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TurnsTable {
+  id: string;
+  project_id: string;
+  session_id: string;
+  status: TurnStatus;
+  stop_reason: string | null;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  request_json: string | null;
+  output_json: string | null;
+  usage_json: string | null;
+  error_json: string | null;
+  started_at: string;
+  ended_at: string | null;
+}
+
+export interface InteractionsTable {
+  id: string;
+  project_id: string;
+  session_id: string;
+  turn_id: string;
+  kind: string;
+  status: InteractionStatus;
+  tool_call_id: string;
+  request_json: string;
+  answer_json: string | null;
+  resolution_json: string | null;
+  state_json: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Database {
+  projects: ProjectsTable;
+  api_keys: ApiKeysTable;
+  sessions: SessionsTable;
+  turns: TurnsTable;
+  interactions: InteractionsTable;
+}

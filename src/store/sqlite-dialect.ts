@@ -1,0 +1,60 @@
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+
+/**
+ * Kysely's `SqliteDialect` over Node's built-in `node:sqlite`, so the embedded default needs no
+ * native addon. Kysely serialises access to the single connection itself (the SQLite adapter
+ * declares no support for multiple connections), so one `DatabaseSync` is shared safely.
+ */
+
+/** Opens (creating if needed) a database file, or `:memory:`, with the settings the service relies on. */
+export function openSqliteDatabase(location: string): DatabaseSync {
+  const db = new DatabaseSync(location);
+  try {
+    // WAL lets readers (e.g. `agentd keys` from another process) work while the server writes;
+    // NORMAL is durable in WAL mode except for the last commits on power loss, which is the usual trade.
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA synchronous = NORMAL');
+    db.exec('PRAGMA foreign_keys = ON');
+    db.exec('PRAGMA busy_timeout = 5000');
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+function bindable(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
+  return parameters.map((value, index) => {
+    // node:sqlite refuses booleans with an error that names no column; fail with one that says
+    // where the fix belongs, since PostgreSQL would take them and the bug would hide there.
+    if (typeof value === 'boolean') {
+      throw new TypeError(`SQL parameter ${index + 1} is a boolean: repositories store booleans as 0/1`);
+    }
+    return value as SQLInputValue;
+  });
+}
+
+function adaptStatement(statement: StatementSync): SqliteStatement {
+  return {
+    // Anything that yields columns (SELECT, INSERT … RETURNING, most PRAGMAs) must be read with `all`.
+    reader: statement.columns().length > 0,
+    all: (parameters) => statement.all(...bindable(parameters)),
+    run: (parameters) => statement.run(...bindable(parameters)),
+    iterate: (parameters) => statement.iterate(...bindable(parameters)),
+  };
+}
+
+/** The subset of better-sqlite3's `Database` that Kysely's SQLite driver calls, backed by `DatabaseSync`. */
+export function adaptDatabaseSync(db: DatabaseSync): SqliteDatabase {
+  return {
+    prepare: (sql) => adaptStatement(db.prepare(sql)),
+    close: () => {
+      if (db.isOpen) db.close();
+    },
+  };
+}
+
+export function createNodeSqliteDialect(db: DatabaseSync): SqliteDialect {
+  return new SqliteDialect({ database: adaptDatabaseSync(db) });
+}

@@ -1,0 +1,161 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { StopReason, Usage } from '../contract/events.ts';
+import { fromJson, nowIso, toJson } from './columns.ts';
+import type { Database, TurnStatus, TurnsTable } from './schema.ts';
+
+export type { TurnStatus };
+
+type JsonObject = Record<string, unknown>;
+
+export interface TurnRecord {
+  id: string;
+  project_id: string;
+  session_id: string;
+  status: TurnStatus;
+  stop_reason: StopReason | null;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  /** What the caller sent that is worth keeping with the turn: tags, meta, links, references. */
+  request: JsonObject | null;
+  /** The folded result (messages, pending interaction, …). */
+  output: JsonObject | null;
+  usage: Usage | null;
+  error: JsonObject | null;
+  started_at: string;
+  ended_at: string | null;
+}
+
+export interface NewTurn {
+  id: string;
+  project_id: string;
+  session_id: string;
+  trace_id: string;
+  span_id: string;
+  parent_span_id?: string | null;
+  request?: JsonObject | null;
+}
+
+export interface TurnEnd {
+  status: Exclude<TurnStatus, 'running'>;
+  stop_reason?: StopReason | null;
+  output?: JsonObject | null;
+  usage?: Usage | null;
+  error?: JsonObject | null;
+}
+
+function toTurn(row: Selectable<TurnsTable>): TurnRecord {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    session_id: row.session_id,
+    status: row.status,
+    stop_reason: row.stop_reason as StopReason | null,
+    trace_id: row.trace_id,
+    span_id: row.span_id,
+    parent_span_id: row.parent_span_id,
+    request: fromJson<JsonObject>(row.request_json),
+    output: fromJson<JsonObject>(row.output_json),
+    usage: fromJson<Usage>(row.usage_json),
+    error: fromJson<JsonObject>(row.error_json),
+    started_at: row.started_at,
+    ended_at: row.ended_at,
+  };
+}
+
+export function createTurnsRepo(db: Kysely<Database>) {
+  async function create(turn: NewTurn): Promise<TurnRecord> {
+    const row = {
+      id: turn.id,
+      project_id: turn.project_id,
+      session_id: turn.session_id,
+      status: 'running' as const,
+      stop_reason: null,
+      trace_id: turn.trace_id,
+      span_id: turn.span_id,
+      parent_span_id: turn.parent_span_id ?? null,
+      request_json: toJson(turn.request),
+      output_json: null,
+      usage_json: null,
+      error_json: null,
+      started_at: nowIso(),
+      ended_at: null,
+    };
+    await db.insertInto('turns').values(row).execute();
+    return toTurn(row);
+  }
+
+  /**
+   * Records how a running turn ended. Only a `running` turn changes, so the first ending wins: a
+   * late finish from a loop that was cancelled or interrupted does not rewrite what happened.
+   * Undefined when the turn does not exist or had already ended.
+   */
+  async function finish(id: string, end: TurnEnd): Promise<TurnRecord | undefined> {
+    const row = await db
+      .updateTable('turns')
+      .set({
+        status: end.status,
+        stop_reason: end.stop_reason ?? null,
+        output_json: toJson(end.output),
+        usage_json: toJson(end.usage),
+        error_json: toJson(end.error),
+        ended_at: nowIso(),
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .returningAll()
+      .executeTakeFirst();
+    return row && toTurn(row);
+  }
+
+  async function get(projectId: string, id: string): Promise<TurnRecord | undefined> {
+    const row = await db
+      .selectFrom('turns')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && toTurn(row);
+  }
+
+  /** Newest first. `before` is a `started_at` timestamp (exclusive), for paging back in time. */
+  async function listForSession(
+    projectId: string,
+    sessionId: string,
+    options: { limit: number; before?: string },
+  ): Promise<TurnRecord[]> {
+    let query = db
+      .selectFrom('turns')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId);
+    if (options.before !== undefined) query = query.where('started_at', '<', options.before);
+    const rows = await query
+      .orderBy('started_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(Math.max(0, Math.trunc(options.limit)))
+      .execute();
+    return rows.map(toTurn);
+  }
+
+  /**
+   * Records every turn still `running` (or just those in `ids`) as `interrupted`: at shutdown for
+   * the turns this process abandons, at startup for those a crash left behind. Returns how many.
+   * Without `ids` it touches every replica's turns, so on a shared PostgreSQL it is only right once
+   * turns carry a lease (design.md §5); until then call it bare only on a database this process owns.
+   */
+  async function markRunningAsInterrupted(ids?: readonly string[]): Promise<number> {
+    if (ids !== undefined && ids.length === 0) return 0;
+    let query = db
+      .updateTable('turns')
+      .set({ status: 'interrupted', stop_reason: 'interrupted', ended_at: nowIso() })
+      .where('status', '=', 'running');
+    if (ids !== undefined) query = query.where('id', 'in', ids);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  return { create, finish, get, listForSession, markRunningAsInterrupted };
+}
+
+export type TurnsRepo = ReturnType<typeof createTurnsRepo>;

@@ -1,0 +1,178 @@
+import { z } from 'zod';
+import { AppError } from '../errors.ts';
+import { UIMessage, type Approval, type Message } from '../contract/messages.ts';
+import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from './tool-messages.ts';
+
+/**
+ * Inbound Vercel `UIMessage`s (what `useChat` posts) → native messages. The in-band approval
+ * decision is a tool part in state `approval-responded`, exactly as `addToolApprovalResponse`
+ * leaves it (design.md §4 "In-band decisions"); it becomes a call carrying
+ * `approval: {id, approved, reason?}` with no result, which is the native form of a decision.
+ *
+ * Every rejection names the JSON path of the offending value, so a client can find it.
+ */
+
+export interface UiToNativeOptions {
+  /** Where the messages sit in the request, for error paths. */
+  path?: string;
+}
+
+/** Parts that carry nothing the model needs from history (reasoning is the model's own scratch). */
+const IGNORED_PARTS = new Set(['step-start', 'reasoning', 'source-url', 'source-document', 'file', 'reasoning-file', 'custom']);
+
+const TOOL_STATES = [
+  'input-streaming',
+  'input-available',
+  'approval-requested',
+  'approval-responded',
+  'output-available',
+  'output-error',
+  'output-denied',
+] as const;
+
+const TextPart = z.looseObject({ type: z.literal('text'), text: z.string() });
+const ApprovalRequest = z.looseObject({ id: z.string().min(1) });
+const ApprovalDecision = z.looseObject({ id: z.string().min(1), approved: z.boolean(), reason: z.string().optional() });
+const toolBase = { type: z.string(), toolCallId: z.string().min(1), input: z.unknown().optional() };
+const ToolPart = z.discriminatedUnion('state', [
+  z.looseObject({ ...toolBase, state: z.literal('input-available') }),
+  z.looseObject({ ...toolBase, state: z.literal('approval-requested'), approval: ApprovalRequest }),
+  z.looseObject({ ...toolBase, state: z.literal('approval-responded'), approval: ApprovalDecision }),
+  z.looseObject({ ...toolBase, state: z.literal('output-available'), output: z.unknown(), approval: ApprovalDecision.optional() }),
+  z.looseObject({ ...toolBase, state: z.literal('output-error'), errorText: z.string(), approval: ApprovalDecision.optional() }),
+  // The SDK always sets the approval; parts persisted by older clients may lack it (vercel/ai#15787).
+  z.looseObject({ ...toolBase, state: z.literal('output-denied'), approval: ApprovalDecision.optional() }),
+]);
+type ToolPart = z.infer<typeof ToolPart>;
+const DynamicToolName = z.looseObject({ toolName: z.string().min(1) });
+
+export function uiToNative(messages: unknown, opts: UiToNativeOptions = {}): Message[] {
+  const base = opts.path ?? 'data.inputs.messages';
+  if (!Array.isArray(messages)) invalid(`expected an array of UI messages, received ${kindOf(messages)}`, base);
+  const out: Message[] = [];
+  messages.forEach((raw, i) => {
+    const at = `${base}[${i}]`;
+    const parsed = UIMessage.safeParse(raw);
+    if (!parsed.success) throw fromZod(parsed.error, at);
+    const message = parsed.data;
+    if (message.role === 'assistant') {
+      out.push(...assistantMessages(message.parts, at));
+    } else {
+      const native: Message = { id: message.id, role: message.role, content: textOf(message.parts, at, message.role) };
+      out.push(native);
+    }
+  });
+  return out;
+}
+
+function textOf(parts: readonly { type: string }[], at: string, role: string): string {
+  let text = '';
+  parts.forEach((part, j) => {
+    const partAt = `${at}.parts[${j}]`;
+    if (part.type === 'text') text += parse(TextPart, part, partAt).text;
+    else if (isToolType(part.type)) invalid(`tool parts belong in assistant messages, not in a ${role} message`, partAt);
+    else checkIgnorable(part.type, partAt);
+  });
+  return text;
+}
+
+function assistantMessages(parts: readonly { type: string }[], at: string): Message[] {
+  const out: Message[] = [];
+  let text: string | undefined;
+  const flushText = (): void => {
+    if (text) out.push({ role: 'assistant', content: text });
+    text = undefined;
+  };
+  parts.forEach((part, j) => {
+    const partAt = `${at}.parts[${j}]`;
+    if (part.type === 'text') {
+      text = (text ?? '') + parse(TextPart, part, partAt).text;
+    } else if (isToolType(part.type)) {
+      flushText();
+      out.push(...toolMessages(part, partAt));
+    } else {
+      checkIgnorable(part.type, partAt);
+    }
+  });
+  flushText();
+  return out;
+}
+
+function toolMessages(raw: { type: string }, at: string): Message[] {
+  const state = (raw as { state?: unknown }).state;
+  if (state === 'input-streaming') {
+    invalid("tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete", `${at}.state`);
+  }
+  if (typeof state !== 'string' || !(TOOL_STATES as readonly string[]).includes(state)) {
+    invalid(`unknown tool part state ${JSON.stringify(state)}, expected one of ${TOOL_STATES.slice(1).join(', ')}`, `${at}.state`);
+  }
+  const part = parse(ToolPart, raw, at);
+  const toolName = part.type === 'dynamic-tool' ? parse(DynamicToolName, raw, at).toolName : part.type.slice('tool-'.length);
+  if (toolName === '') invalid("tool part type must name the tool, as in 'tool-<name>'", `${at}.type`);
+
+  const call = (approval?: Approval): Message => toolCallMessage(part.toolCallId, toolName, part.input, approval);
+  const result = (content: string, isError: boolean): Message => toolResultMessage(part.toolCallId, content, isError);
+  switch (part.state) {
+    case 'input-available':
+      return [call()];
+    case 'approval-requested':
+      return [call({ id: part.approval.id })];
+    case 'approval-responded':
+      return [call(decision(part.approval))];
+    case 'output-available':
+      return [call(optionalDecision(part)), result(toolOutputText(part.output), false)];
+    case 'output-error':
+      return [call(optionalDecision(part)), result(part.errorText, true)];
+    case 'output-denied': {
+      // A denial is a call that never ran: the model must still see a result for it, and an
+      // error result saying it was denied (with the reason, which is why the model should not
+      // simply retry) reads best. The call keeps the decision so a re-posted history stays
+      // recognisable as decided, not pending.
+      const reason = part.approval?.reason;
+      const approval: Approval | undefined =
+        part.approval === undefined ? undefined : { ...decision(part.approval), approved: false };
+      return [call(approval), result(deniedResultText(reason), true)];
+    }
+  }
+}
+
+function decision(approval: z.infer<typeof ApprovalDecision>): Approval {
+  const out: Approval = { id: approval.id, approved: approval.approved };
+  if (approval.reason !== undefined) out.reason = approval.reason;
+  return out;
+}
+
+function optionalDecision(part: ToolPart): Approval | undefined {
+  const approval = (part as { approval?: z.infer<typeof ApprovalDecision> }).approval;
+  return approval === undefined ? undefined : decision(approval);
+}
+
+function isToolType(type: string): boolean {
+  return type === 'dynamic-tool' || type.startsWith('tool-');
+}
+
+function checkIgnorable(type: string, at: string): void {
+  if (IGNORED_PARTS.has(type) || type.startsWith('data-')) return;
+  invalid(`unknown part type ${JSON.stringify(type)}`, `${at}.type`);
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, at: string): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw fromZod(parsed.error, at);
+  return parsed.data;
+}
+
+function fromZod(error: z.ZodError, at: string): AppError {
+  const issue = error.issues[0];
+  const path = (issue?.path ?? []).map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('');
+  return new AppError('invalid-messages', `${issue?.message ?? 'invalid value'} at ${at}${path}`);
+}
+
+function invalid(what: string, at: string): never {
+  throw new AppError('invalid-messages', `${what} at ${at}`);
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'array' : typeof value;
+}

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/db.ts';
+import { OPEN_INTERACTION_STATUSES } from '../../src/store/interactions.ts';
+import { tempDir } from './helpers.ts';
+
+const dir = await tempDir('interactions');
+
+function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', state?: unknown) {
+  const toolCallId = `call_${randomUUID()}`;
+  return store.interactions.create({
+    id: randomUUID(),
+    project_id: projectId,
+    session_id: sessionId,
+    turn_id: 't1',
+    kind: 'user_approval',
+    tool_call_id: toolCallId,
+    request: { tool: 'bash', args: { command: 'ls' }, tool_call_id: toolCallId },
+    state,
+  });
+}
+
+describe('interactions', () => {
+  it('creates a pending record and reads it back with its JSON parsed', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const state = { messages: [{ role: 'user', content: 'go' }], step: 3 };
+    const created = await newInteraction(store, 'p1', 's1', state);
+    expect(created).toMatchObject({ status: 'pending', kind: 'user_approval', answer: null, resolution: null, state });
+    expect(created.request).toEqual({ tool: 'bash', args: { command: 'ls' }, tool_call_id: created.tool_call_id });
+    expect(await store.interactions.get('p1', created.id)).toEqual(created);
+    expect(await store.interactions.listPending('p1', 's1')).toEqual([created]);
+    await store.close();
+  });
+
+  it('transitions only from the listed states and records the answer', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const created = await newInteraction(store);
+    const answered = await store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { approved: true } });
+    expect(answered).toMatchObject({ status: 'responded', answer: { approved: true }, resolution: null });
+    expect(await store.interactions.listPending('p1', 's1')).toEqual([]);
+    expect(await store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded' })).toBeUndefined();
+    expect(await store.interactions.transition('p1', created.id, { from: [], to: 'resolved' })).toBeUndefined();
+    const resolved = await store.interactions.transition('p1', created.id, { from: ['responded'], to: 'resolved', resolution: { turn_id: 't2' } });
+    expect(resolved).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { turn_id: 't2' } });
+    expect(await store.interactions.transition('p1', 'missing', { from: ['pending'], to: 'cancelled' })).toBeUndefined();
+    await store.close();
+  });
+
+  it('lets exactly one of two concurrent responders win', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const created = await newInteraction(store);
+    const results = await Promise.all([
+      store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { by: 'a' } }),
+      store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { by: 'b' } }),
+    ]);
+    const winners = results.filter((r) => r !== undefined);
+    expect(winners).toHaveLength(1);
+    expect((await store.interactions.get('p1', created.id))?.answer).toEqual(winners[0]?.answer);
+    await store.close();
+  });
+
+  it('lets exactly one of two processes sharing the database file win', async () => {
+    const dataDir = path.join(dir, 'shared');
+    const one = await openStore({ dataDir });
+    const two = await openStore({ dataDir });
+    for (let round = 0; round < 20; round++) {
+      const created = await newInteraction(one);
+      const results = await Promise.all([
+        one.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { by: 'one' } }),
+        two.interactions.transition('p1', created.id, { from: ['pending'], to: 'cancelled' }),
+      ]);
+      expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+    }
+    await one.close();
+    await two.close();
+  });
+
+  it('is invisible and immovable from another project', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const created = await newInteraction(store, 'p1', 's1');
+    expect(await store.interactions.get('p2', created.id)).toBeUndefined();
+    expect(await store.interactions.listPending('p2', 's1')).toEqual([]);
+    expect(await store.interactions.transition('p2', created.id, { from: ['pending'], to: 'responded' })).toBeUndefined();
+    expect(await store.interactions.cancelPending('p2', 's1')).toBe(0);
+    expect((await store.interactions.get('p1', created.id))?.status).toBe('pending');
+    await store.close();
+  });
+
+  it('cancels a session’s pending interactions except the ones kept', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const keep = await newInteraction(store);
+    const drop = await newInteraction(store);
+    const responded = await newInteraction(store);
+    const resolved = await newInteraction(store);
+    const elsewhere = await newInteraction(store, 'p1', 's2');
+    await store.interactions.transition('p1', responded.id, { from: ['pending'], to: 'responded' });
+    await store.interactions.transition('p1', resolved.id, { from: ['pending'], to: 'resolved' });
+
+    expect(await store.interactions.cancelPending('p1', 's1', [keep.id])).toBe(1);
+    const status = async (id: string) => (await store.interactions.get('p1', id))?.status;
+    expect(await status(keep.id)).toBe('pending');
+    expect(await status(drop.id)).toBe('cancelled');
+    expect(await status(responded.id)).toBe('responded');
+    expect(await status(resolved.id)).toBe('resolved');
+    expect(await status(elsewhere.id)).toBe('pending');
+
+    // A takeover abandons answered-but-unconsumed records as well.
+    expect(await store.interactions.cancelPending('p1', 's1', [], OPEN_INTERACTION_STATUSES)).toBe(2);
+    expect(await status(keep.id)).toBe('cancelled');
+    expect(await status(responded.id)).toBe('cancelled');
+    expect(await status(resolved.id)).toBe('resolved');
+    expect(await store.interactions.cancelPending('p1', 's1')).toBe(0);
+    await store.close();
+  });
+});

@@ -1,0 +1,77 @@
+import path from 'node:path';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openStore, resolveDatabaseLocation } from '../../src/store/db.ts';
+import { migrateToLatest } from '../../src/store/migrate.ts';
+import { tempDir } from './helpers.ts';
+
+const dir = await tempDir('migrations');
+
+describe('openStore and migrations', () => {
+  it('creates the schema once and reopens an existing database without migrating again', async () => {
+    const dataDir = path.join(dir, 'nested', 'data');
+    const first = await openStore({ dataDir });
+    const project = await first.projects.create('kept');
+    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' order by name`.execute(first.db);
+    expect(tables.rows.map((row) => row.name)).toEqual(
+      expect.arrayContaining(['api_keys', 'interactions', 'projects', 'sessions', 'turns', 'kysely_migration']),
+    );
+    await first.close();
+
+    const second = await openStore({ dataDir });
+    expect(await migrateToLatest(second.db)).toEqual([]);
+    expect(await second.projects.findById(project.id)).toEqual(project);
+    const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(second.db);
+    expect(applied.rows.map((row) => row.name)).toEqual(['0001_initial']);
+    await second.close();
+  });
+
+  it('opens the file in WAL mode with foreign keys enforced', async () => {
+    const store = await openStore({ dataDir: path.join(dir, 'pragmas') });
+    const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(store.db);
+    expect(mode.rows[0]?.journal_mode).toBe('wal');
+    const fk = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(store.db);
+    expect(fk.rows[0]?.foreign_keys).toBe(1);
+    const busy = await sql<{ timeout: number }>`pragma busy_timeout`.execute(store.db);
+    expect(busy.rows[0]?.timeout).toBe(5000);
+    await expect(store.apiKeys.create('no-such-project', 'editor')).rejects.toThrow(/FOREIGN KEY/);
+    await store.close();
+  });
+
+  it('refuses a boolean parameter with a message that says where to fix it', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    await expect(sql`select ${true} as x`.execute(store.db)).rejects.toThrow(/boolean.*0\/1/);
+    await store.close();
+  });
+
+  it('enforces the role and status check constraints', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const project = await store.projects.create('p');
+    await expect(
+      store.db
+        .insertInto('api_keys')
+        .values({ id: 'k', project_id: project.id, role: 'root' as never, key_hash: 'h', key_prefix: 'p', created_at: 'now', revoked_at: null })
+        .execute(),
+    ).rejects.toThrow(/CHECK/);
+    await store.close();
+  });
+
+  it('resolves DATABASE_URL and refuses PostgreSQL for now', async () => {
+    expect(resolveDatabaseLocation({ dataDir: '/data' })).toBe('/data/agentd.db');
+    expect(resolveDatabaseLocation({ dataDir: ':memory:' })).toBe(':memory:');
+    expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite:/x/y.db' })).toBe('/x/y.db');
+    expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'file:///x/z.db' })).toBe('/x/z.db');
+    expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite::memory:' })).toBe(':memory:');
+    expect(() => resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'mysql://h/db' })).toThrow(/not supported/);
+    await expect(openStore({ dataDir: dir, databaseUrl: 'postgres://u@h/db' })).rejects.toThrow(/pg driver \(issue 7\)/);
+    await expect(openStore({ dataDir: dir, databaseUrl: 'postgresql://u@h/db' })).rejects.toThrow(/PostgreSQL/);
+
+    const file = path.join(dir, 'via-url', 'custom.db');
+    const store = await openStore({ dataDir: path.join(dir, 'unused'), databaseUrl: `sqlite:${file}` });
+    await store.projects.create('via-url');
+    await store.close();
+    const again = await openStore({ dataDir: path.join(dir, 'unused'), databaseUrl: `file:${file}` });
+    expect(await again.projects.findByName('via-url')).toBeDefined();
+    await again.close();
+  });
+});

@@ -1,0 +1,136 @@
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config.ts';
+import { bashTool } from '../../src/agent/tools/bash.ts';
+import { sandboxAvailable } from '../../src/agent/tools/sandbox.ts';
+import { processesWith, run, tempFolder } from './helpers.ts';
+
+const limits: Config['bash'] = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false };
+
+function bash(root: string, overrides: Partial<Config['bash']> = {}, network: 'on' | 'off' = 'off') {
+  return bashTool({ root, bash: { ...limits, ...overrides }, network });
+}
+
+describe.skipIf(!(await sandboxAvailable()))('bash under bubblewrap', () => {
+  let server: net.Server;
+  let port: number;
+
+  beforeAll(async () => {
+    server = net.createServer((socket) => socket.end('hello from host\n'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('runs in the folder at its host path and writes there', async () => {
+    const root = await tempFolder();
+    const out = await run(bash(root), { command: 'pwd; echo "$HOME"; echo hi > made.txt && cat made.txt' });
+    expect(out).toBe(`exit code 0\n${root}\n${root}\nhi\n`);
+    expect(await fs.readFile(path.join(root, 'made.txt'), 'utf8')).toBe('hi\n');
+  });
+
+  it('reports non-zero exits as results, with stderr interleaved', async () => {
+    const root = await tempFolder();
+    expect(await run(bash(root), { command: 'echo out; echo err >&2; echo out2; exit 3' })).toBe('exit code 3\nout\nerr\nout2\n');
+    expect(await run(bash(root), { command: 'true' })).toBe('exit code 0\n(no output)');
+  });
+
+  it('cannot write outside the folder', async () => {
+    const root = await tempFolder();
+    const marker = `agentd-escape-${path.basename(root)}`;
+    const out = await run(bash(root), {
+      command: `echo x > /root/${marker}; echo x > /etc/${marker}; echo x > /tmp/../usr/${marker}; echo x > ../${marker}; ls /root`,
+    });
+    expect(out).toMatch(/^exit code [1-9]/);
+    for (const dir of ['/root', '/etc', '/usr', path.dirname(root)]) {
+      await expect(fs.access(path.join(dir, marker)), dir).rejects.toThrow();
+    }
+  });
+
+  it('cannot read files outside the folder', async () => {
+    const root = await tempFolder();
+    const outside = await tempFolder('agentd-outside-');
+    await fs.writeFile(path.join(outside, 'secret.txt'), 'the-secret-value');
+    const out = await run(bash(root), { command: `cat ${path.join(outside, 'secret.txt')}` });
+    expect(out).toMatch(/^exit code [1-9]/);
+    expect(out).not.toContain('the-secret-value');
+    const etc = await run(bash(root), { command: 'ls /etc' });
+    expect(etc).not.toMatch(/\bshadow\b|\bhostname\b/);
+  });
+
+  it('does not pass the server environment through', async () => {
+    const root = await tempFolder();
+    process.env.AGENTD_TEST_SECRET = 'leaky-value';
+    try {
+      const out = await run(bash(root), { command: 'env' });
+      expect(out).not.toContain('leaky-value');
+      expect(out).toContain('PATH=/usr/local/bin:/usr/bin:/bin');
+      expect(out).toContain('LANG=C.UTF-8');
+    } finally {
+      delete process.env.AGENTD_TEST_SECRET;
+    }
+  });
+
+  it('has no network unless the template turns it on', async () => {
+    const root = await tempFolder();
+    const fromHost = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(fromHost).toBe('hello from host\n');
+
+    const command = `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3'`;
+    const off = await run(bash(root), { command });
+    expect(off).toMatch(/^exit code [1-9]/);
+    expect(off).not.toContain('hello from host');
+
+    const on = await run(bash(root, {}, 'on'), { command });
+    expect(on).toBe('exit code 0\nhello from host\n');
+  });
+
+  it('kills the command at the time limit and leaves nothing running', async () => {
+    const root = await tempFolder();
+    const marker = '29.731';
+    const started = Date.now();
+    await expect(run(bash(root), { command: `echo before; sleep ${marker} & sleep ${marker}`, timeout_ms: 500 })).rejects.toThrow(
+      'timed out after 500 ms; output so far:\nbefore\n',
+    );
+    expect(Date.now() - started).toBeLessThan(29_000);
+    expect(await processesWith(marker)).toEqual([]);
+  });
+
+  it('lets timeout_ms lower the limit but never raise it', async () => {
+    const root = await tempFolder();
+    await expect(run(bash(root, { timeoutMs: 400 }), { command: 'sleep 30', timeout_ms: 600_000 })).rejects.toThrow(
+      'timed out after 400 ms',
+    );
+  });
+
+  it('caps the output and says so', async () => {
+    const root = await tempFolder();
+    const out = await run(bash(root, { maxOutputBytes: 1000 }), { command: "head -c 5000 /dev/zero | tr '\\0' a" });
+    expect(out).toBe(`exit code 0\n${'a'.repeat(1000)}\n[output truncated: showed the first 1000 of 5000 bytes]`);
+  });
+
+  it('is killed by the abort signal', async () => {
+    const root = await tempFolder();
+    const marker = '28.417';
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    await expect(run(bash(root), { command: `sleep ${marker}` }, controller.signal)).rejects.toThrow(/^aborted/);
+    expect(Date.now() - started).toBeLessThan(28_000);
+    expect(await processesWith(marker)).toEqual([]);
+  });
+
+  it('sees a private, empty /tmp', async () => {
+    const root = await tempFolder();
+    const out = await run(bash(root), { command: 'ls -A /tmp | grep -v "^agentd-tools-" | wc -l; touch /tmp/scratch && echo ok' });
+    expect(out).toBe('exit code 0\n0\nok\n');
+  });
+});

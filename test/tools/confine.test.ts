@@ -1,0 +1,69 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resolveInside } from '../../src/agent/tools/confine.ts';
+import { ToolError } from '../../src/agent/tools/tool-error.ts';
+import { tempFolder } from './helpers.ts';
+
+describe('resolveInside', () => {
+  it('resolves relative and inside-absolute paths to real paths', async () => {
+    const root = await tempFolder();
+    await fs.mkdir(path.join(root, 'sub'));
+    await fs.writeFile(path.join(root, 'sub/f.txt'), 'x');
+    expect(await resolveInside(root, 'sub/f.txt')).toBe(path.join(root, 'sub/f.txt'));
+    expect(await resolveInside(root, '.')).toBe(root);
+    expect(await resolveInside(root, path.join(root, 'sub/f.txt'))).toBe(path.join(root, 'sub/f.txt'));
+    expect(await resolveInside(root, 'sub/../sub/f.txt')).toBe(path.join(root, 'sub/f.txt'));
+  });
+
+  it('realpaths the root itself', async () => {
+    const base = await tempFolder();
+    await fs.mkdir(path.join(base, 'real'));
+    await fs.symlink(path.join(base, 'real'), path.join(base, 'alias'));
+    expect(await resolveInside(path.join(base, 'alias'), 'new.txt')).toBe(path.join(base, 'real/new.txt'));
+    // Reaching the folder through the alias is still inside.
+    expect(await resolveInside(path.join(base, 'real'), path.join(base, 'alias/new.txt'))).toBe(path.join(base, 'real/new.txt'));
+  });
+
+  it('refuses .. escapes and absolute paths outside', async () => {
+    const root = await tempFolder();
+    await expect(resolveInside(root, '../x')).rejects.toThrow(ToolError);
+    await expect(resolveInside(root, '../x')).rejects.toThrow('path "../x" is outside the session folder; use a path relative to the folder');
+    await expect(resolveInside(root, 'a/../../x')).rejects.toThrow(/outside the session folder/);
+    await expect(resolveInside(root, '/etc/passwd')).rejects.toThrow(/outside the session folder/);
+    await expect(resolveInside(root, '/nonexistent/dir/file')).rejects.toThrow(/outside the session folder/);
+    await expect(resolveInside(root, `${root}-sibling/x`)).rejects.toThrow(/outside the session folder/);
+  });
+
+  it('refuses symlinks whose real target is outside, existing or not', async () => {
+    const root = await tempFolder();
+    const outside = await tempFolder('agentd-outside-');
+    await fs.writeFile(path.join(outside, 'secret'), 's');
+    await fs.symlink('/etc', path.join(root, 'etc-link'));
+    await fs.symlink(path.join(outside, 'secret'), path.join(root, 'file-link'));
+    await fs.symlink(path.join(outside, 'not-yet'), path.join(root, 'dangling'));
+    await fs.symlink(path.join(outside, 'no-dir'), path.join(root, 'dangling-dir'));
+    for (const p of ['etc-link', 'etc-link/passwd', 'etc-link/new', 'file-link', 'dangling', 'dangling-dir/a/b']) {
+      await expect(resolveInside(root, p), p).rejects.toThrow(/symbolic link to a location outside/);
+    }
+    await expect(resolveInside(root, 'dangling', { mustExist: true })).rejects.toThrow(/symbolic link to a location outside/);
+  });
+
+  it('follows symlinks that stay inside, including dangling ones', async () => {
+    const root = await tempFolder();
+    await fs.mkdir(path.join(root, 'dir'));
+    await fs.symlink('dir', path.join(root, 'dir-link'));
+    await fs.symlink('dir/later.txt', path.join(root, 'later-link'));
+    expect(await resolveInside(root, 'dir-link/x.txt')).toBe(path.join(root, 'dir/x.txt'));
+    expect(await resolveInside(root, 'later-link')).toBe(path.join(root, 'dir/later.txt'));
+  });
+
+  it('handles missing paths', async () => {
+    const root = await tempFolder();
+    await fs.writeFile(path.join(root, 'file'), 'x');
+    expect(await resolveInside(root, 'a/b/c.txt')).toBe(path.join(root, 'a/b/c.txt'));
+    await expect(resolveInside(root, 'a/b/c.txt', { mustExist: true })).rejects.toThrow('path "a/b/c.txt" does not exist');
+    await expect(resolveInside(root, 'file/below')).rejects.toThrow(/goes through a file/);
+    await expect(resolveInside(root, 'bad\0name')).rejects.toThrow(/NUL/);
+  });
+});
