@@ -93,6 +93,9 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     maxRetries: input.config.modelMaxRetries,
     abortSignal: input.signal,
     timeout: { stepMs: input.config.modelTimeoutMs, chunkMs: input.config.modelTimeoutMs },
+    // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
+    // error reaches the caller through the stream's error part instead.
+    onError: () => {},
     ...(Object.keys(template.llm.extras).length ? { providerOptions: template.llm.extras as never } : {}),
   });
 

@@ -65,7 +65,24 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   });
   const closing = app.close();
   await app.turns.shutdown(config.shutdownGraceMs);
-  await closing;
+  await drain(app.server, closing);
   await store.close();
   return 0;
+}
+
+/**
+ * Keep-alive connections would hold `close()` open for their whole idle timeout; once the turns
+ * are over, connections with no request in flight are closed as soon as they go idle, and any
+ * still open after a few seconds are cut.
+ */
+async function drain(server: import('node:http').Server, closing: Promise<unknown>): Promise<void> {
+  let done = false;
+  void closing.finally(() => (done = true));
+  const deadline = Date.now() + 5_000;
+  while (!done && Date.now() < deadline) {
+    server.closeIdleConnections();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (!done) server.closeAllConnections();
+  await closing;
 }

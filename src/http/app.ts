@@ -22,6 +22,8 @@ declare module 'fastify' {
 export interface AppDeps {
   config: Config;
   store: Store;
+  /** Where log lines go instead of stdout; tests capture them to prove secrets stay out. */
+  logStream?: { write(line: string): void };
 }
 
 /** Paths pino must never print: credentials travel in these. */
@@ -53,7 +55,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' } },
+    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.maxBodyBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -61,6 +63,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     requestIdHeader: false,
   });
+
+  // Fastify parses text/plain into a string by default; every body here is JSON, so that type
+  // gets the same 415 as any other non-JSON type instead of a confusing "must be an object" 400.
+  app.removeContentTypeParser('text/plain');
 
   const turns = new TurnService({ store: deps.store, config, log: app.log });
   app.decorate('turns', turns);

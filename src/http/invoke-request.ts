@@ -98,7 +98,13 @@ function baggageSession(baggage: string | undefined): string | undefined {
   if (!baggage) return undefined;
   for (const member of baggage.split(',')) {
     const [key, value] = member.split(';')[0]!.split('=');
-    if (key?.trim() === 'ag.session.id' && value !== undefined) return decodeURIComponent(value.trim());
+    if (key?.trim() !== 'ag.session.id' || value === undefined) continue;
+    try {
+      return decodeURIComponent(value.trim());
+    } catch {
+      // W3C baggage lets a receiver drop a member it cannot decode; that is no reason for a 500.
+      return undefined;
+    }
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AgentEvent } from '../contract/events.ts';
 import { ndjsonLine, sseFrame } from '../stream/native-frames.ts';
-import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, vercelSseFrame } from '../stream/vercel.ts';
+import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, vercelSseFrame, type VercelProjectorOptions } from '../stream/vercel.ts';
 import type { Wire } from './negotiate.ts';
 
 const CONTENT_TYPE: Record<Exclude<Wire, 'json'>, string> = {
@@ -14,7 +14,7 @@ const KEEPALIVE_MS = 15_000;
 
 export interface StreamTarget {
   wire: Exclude<Wire, 'json'>;
-  vercel: { messageId: string; startMetadata: { session_id: string; trace_id: string } } | undefined;
+  vercel: VercelProjectorOptions | undefined;
 }
 
 /**

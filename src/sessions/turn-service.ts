@@ -195,8 +195,8 @@ export class TurnService {
       if (!isAppError(error) && !aborted) log.error({ err: error, turn_id: turn.id }, 'turn failed');
       status = aborted ? (reason === INTERRUPTED ? 'interrupted' : 'cancelled') : 'failed';
       if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, []);
-      turn.failure = failure;
-      emit({ type: 'error', data: { code: failure.status, type: failure.type, message: redact(failure.message) } });
+      turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
+      emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
       emit({ type: 'done', data: { stop_reason: aborted ? (status as 'interrupted' | 'cancelled') : 'error' } });
     }
     const folded = folder.result();

@@ -76,29 +76,44 @@ function textOf(parts: readonly { type: string }[], at: string, role: string): s
   return text;
 }
 
+/**
+ * A UI tool part holds a call and its result together, but a model step makes all its calls
+ * before any result exists. So, as the SDK's `convertToModelMessages` does, the results of a run
+ * of tool parts follow all of that run's calls; text or a new step ends the run.
+ */
 function assistantMessages(parts: readonly { type: string }[], at: string): Message[] {
   const out: Message[] = [];
   let text: string | undefined;
+  let results: Message[] = [];
   const flushText = (): void => {
     if (text) out.push({ role: 'assistant', content: text });
     text = undefined;
   };
+  const flushResults = (): void => {
+    out.push(...results);
+    results = [];
+  };
   parts.forEach((part, j) => {
     const partAt = `${at}.parts[${j}]`;
     if (part.type === 'text') {
+      flushResults();
       text = (text ?? '') + parse(TextPart, part, partAt).text;
     } else if (isToolType(part.type)) {
       flushText();
-      out.push(...toolMessages(part, partAt));
+      const [call, result] = toolMessages(part, partAt);
+      out.push(call);
+      if (result !== undefined) results.push(result);
     } else {
+      if (part.type === 'step-start') flushResults();
       checkIgnorable(part.type, partAt);
     }
   });
   flushText();
+  flushResults();
   return out;
 }
 
-function toolMessages(raw: { type: string }, at: string): Message[] {
+function toolMessages(raw: { type: string }, at: string): [call: Message, result?: Message] {
   const state = (raw as { state?: unknown }).state;
   if (state === 'input-streaming') {
     invalid("tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete", `${at}.state`);

@@ -34,13 +34,20 @@ export interface VercelStartMetadata {
 export interface VercelFinishMetadata {
   stop_reason: StopReason;
   usage?: Usage;
-  pending_interaction?: PendingInteraction;
+  /** `null` only on a continuation that ends without one, see `continues`. */
+  pending_interaction?: PendingInteraction | null;
 }
 
 export interface VercelProjectorOptions {
   /** The continued assistant message's id on a continuation, so the client appends to it. */
   messageId: string;
   startMetadata: VercelStartMetadata;
+  /**
+   * The stream continues an assistant message the client already holds. The client merges
+   * metadata into that message key by key (an absent key keeps its old value), so the paused
+   * turn's `pending_interaction` would outlive its answer unless the finish clears it.
+   */
+  continues?: boolean;
 }
 
 export function finishReasonOf(stopReason: StopReason, pending: PendingInteraction | undefined): FinishReason {
@@ -61,6 +68,7 @@ export function finishReasonOf(stopReason: StopReason, pending: PendingInteracti
 export class VercelProjector {
   readonly #messageId: string;
   readonly #startMetadata: VercelStartMetadata;
+  readonly #continues: boolean;
   readonly #steps = new StepTracker();
   readonly #openText = new Set<string>();
   readonly #openReasoning = new Set<string>();
@@ -74,6 +82,7 @@ export class VercelProjector {
   constructor(opts: VercelProjectorOptions) {
     this.#messageId = opts.messageId;
     this.#startMetadata = { ...opts.startMetadata };
+    this.#continues = opts.continues ?? false;
   }
 
   push(event: AgentEvent): UIMessageChunk[] {
@@ -187,6 +196,7 @@ export class VercelProjector {
     const metadata: VercelFinishMetadata = { stop_reason };
     if (this.#usage !== undefined) metadata.usage = { ...this.#usage };
     if (pending !== undefined) metadata.pending_interaction = pending;
+    else if (this.#continues) metadata.pending_interaction = null;
     out.push({ type: 'finish', finishReason: finishReasonOf(stop_reason, pending), messageMetadata: metadata });
     this.#finished = true;
   }

@@ -146,7 +146,8 @@ class FakeModel implements FakeModelServer {
   }
 
   reset(): void {
-    this.requests = [];
+    // In place, so a test holding `server.requests` keeps seeing the live list.
+    this.requests.length = 0;
     this.peakInFlight = this.inFlight;
   }
 
@@ -394,7 +395,9 @@ const ANTHROPIC_ERRORS: Record<number, [type: string, message: string]> = {
 
 function errorBody(protocol: FakeProtocol, status: number, message?: string): string {
   if (protocol === 'anthropic') {
-    const [type, fallback] = ANTHROPIC_ERRORS[status] ?? (status >= 500 ? ['api_error', 'Internal server error'] : ['invalid_request_error', `HTTP ${status}`]);
+    const [type, fallback] =
+      ANTHROPIC_ERRORS[status] ??
+      (status >= 500 ? ['api_error', 'Internal server error'] : ['invalid_request_error', `HTTP ${status}`]);
     return JSON.stringify({ type: 'error', error: { type, message: message ?? `${fallback} (fake model)` } });
   }
   const [type, code, fallback] =
@@ -445,7 +448,7 @@ function toolNames(protocol: FakeProtocol, tools: unknown): string[] {
   return names;
 }
 
-function systemRole(role: unknown): RecordedMessage['role'] {
+function normalRole(role: unknown): RecordedMessage['role'] {
   return role === 'developer' || role === 'system'
     ? 'system'
     : role === 'assistant'
@@ -473,7 +476,7 @@ function nameToolResults(messages: RecordedMessage[]): RecordedMessage[] {
 function normalizeChat(body: any): RecordedMessage[] {
   const out: RecordedMessage[] = [];
   for (const m of asArray(body.messages)) {
-    const msg: RecordedMessage = { role: systemRole(m?.role), content: textOf(m?.content) };
+    const msg: RecordedMessage = { role: normalRole(m?.role), content: textOf(m?.content) };
     if (Array.isArray(m?.tool_calls)) {
       msg.tool_calls = m.tool_calls.map((c: any): RecordedToolCall => {
         const args = typeof c?.function?.arguments === 'string' ? c.function.arguments : JSON.stringify(c?.function?.arguments ?? {});
@@ -512,7 +515,7 @@ function normalizeResponses(body: any, items: Map<string, { text: string } | { c
     const type = item?.type ?? (item?.role !== undefined ? 'message' : undefined);
     switch (type) {
       case 'message': {
-        const role = systemRole(item.role);
+        const role = normalRole(item.role);
         if (role === 'assistant') assistant().content += textOf(item.content);
         else out.push({ role, content: textOf(item.content) });
         break;
@@ -557,7 +560,8 @@ function normalizeAnthropic(body: any): RecordedMessage[] {
         if (block?.type === 'text') msg.content += String(block.text ?? '');
         else if (block?.type === 'tool_use') {
           const args = JSON.stringify(block.input ?? {});
-          (msg.tool_calls ??= []).push({ id: String(block.id ?? ''), name: String(block.name ?? ''), arguments: args, input: block.input ?? {} });
+          const call = { id: String(block.id ?? ''), name: String(block.name ?? ''), arguments: args, input: block.input ?? {} };
+          (msg.tool_calls ??= []).push(call);
         }
       }
       out.push(msg);
@@ -678,12 +682,14 @@ function chatFrames(reply: FakeReply, ctx: RenderContext, includeUsage: boolean)
   if (reply.text) for (const p of pieces(reply.text, TEXT_PIECES)) frames.push(chunk({ content: p }));
   const calls = reply.toolCalls ?? [];
   calls.forEach((c, index) => {
-    frames.push(chunk({ tool_calls: [{ index, id: c.id ?? ctx.id('call'), type: 'function', function: { name: c.name, arguments: '' } }] }));
+    const callId = c.id ?? ctx.id('call');
+    frames.push(chunk({ tool_calls: [{ index, id: callId, type: 'function', function: { name: c.name, arguments: '' } }] }));
     for (const p of pieces(argsOf(c), ARG_PIECES)) frames.push(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
   });
   frames.push(chunk({}, calls.length > 0 ? 'tool_calls' : 'stop'));
   if (includeUsage) {
-    frames.push(sse({ id, object: 'chat.completion.chunk', created: ctx.created, model: ctx.model, choices: [], usage: chatUsage(ctx.usage) }));
+    const usage = chatUsage(ctx.usage);
+    frames.push(sse({ id, object: 'chat.completion.chunk', created: ctx.created, model: ctx.model, choices: [], usage }));
   }
   frames.push('data: [DONE]\n\n');
   return frames;
@@ -786,31 +792,35 @@ function responsesFrames(reply: FakeReply, ctx: RenderContext, remember: Remembe
     const r = o.reasoning;
     const output_index = index++;
     event('response.output_item.added', { output_index, item: { type: 'reasoning', id: r.id, summary: [] } });
-    event('response.reasoning_summary_part.added', { item_id: r.id, output_index, summary_index: 0, part: { type: 'summary_text', text: '' } });
+    const part = (text: string) => ({ item_id: r.id, output_index, summary_index: 0, part: { type: 'summary_text', text } });
+    event('response.reasoning_summary_part.added', part(''));
     for (const delta of pieces(r.text, TEXT_PIECES)) {
       event('response.reasoning_summary_text.delta', { item_id: r.id, output_index, summary_index: 0, delta });
     }
     event('response.reasoning_summary_text.done', { item_id: r.id, output_index, summary_index: 0, text: r.text });
-    event('response.reasoning_summary_part.done', { item_id: r.id, output_index, summary_index: 0, part: { type: 'summary_text', text: r.text } });
+    event('response.reasoning_summary_part.done', part(r.text));
     event('response.output_item.done', { output_index, item: reasoningItem(r) });
   }
   if (o.message) {
     const m = o.message;
     const output_index = index++;
-    event('response.output_item.added', { output_index, item: { type: 'message', id: m.id, status: 'in_progress', role: 'assistant', content: [] } });
-    event('response.content_part.added', { item_id: m.id, output_index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+    const part = (text: string) => ({ item_id: m.id, output_index, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
+    const item = { type: 'message', id: m.id, status: 'in_progress', role: 'assistant', content: [] };
+    event('response.output_item.added', { output_index, item });
+    event('response.content_part.added', part(''));
     if (m.text !== '') {
       for (const delta of pieces(m.text, TEXT_PIECES)) {
         event('response.output_text.delta', { item_id: m.id, output_index, content_index: 0, delta, logprobs: [] });
       }
     }
     event('response.output_text.done', { item_id: m.id, output_index, content_index: 0, text: m.text, logprobs: [] });
-    event('response.content_part.done', { item_id: m.id, output_index, content_index: 0, part: { type: 'output_text', text: m.text, annotations: [] } });
+    event('response.content_part.done', part(m.text));
     event('response.output_item.done', { output_index, item: messageItem(m) });
   }
   for (const c of o.calls) {
     const output_index = index++;
-    event('response.output_item.added', { output_index, item: { type: 'function_call', id: c.id, call_id: c.call_id, name: c.name, arguments: '', status: 'in_progress' } });
+    const item = { type: 'function_call', id: c.id, call_id: c.call_id, name: c.name, arguments: '', status: 'in_progress' };
+    event('response.output_item.added', { output_index, item });
     for (const delta of pieces(c.arguments, ARG_PIECES)) {
       event('response.function_call_arguments.delta', { item_id: c.id, output_index, delta });
     }

@@ -34,7 +34,7 @@ describe('uiToNative', () => {
     ]);
   });
 
-  it('splits an assistant message into text, call and result messages in part order', () => {
+  it('splits an assistant message into text, calls and results; a run of tool parts makes its calls first', () => {
     const message: UIMessage = {
       id: 'a1',
       role: 'assistant',
@@ -54,8 +54,8 @@ describe('uiToNative', () => {
     expect(uiToNative([message])).toEqual([
       { role: 'assistant', content: 'Let me look.' },
       { role: 'tool', content: '', tool_call_id: 'c1', tool_name: 'read', input: { path: 'a' } },
-      { role: 'tool', content: '{"size":2}', tool_call_id: 'c1', is_error: false },
       { role: 'tool', content: '', tool_call_id: 'c2', tool_name: 'mcp_search', input: { q: 'x' } },
+      { role: 'tool', content: '{"size":2}', tool_call_id: 'c1', is_error: false },
       { role: 'tool', content: 'timeout', tool_call_id: 'c2', is_error: true },
       { role: 'assistant', content: 'Done.' },
     ]);
@@ -89,7 +89,7 @@ describe('uiToNative', () => {
   it('accepts what the SDK client builds from our stream, and reads the decision back', async () => {
     const paused = (await readFinal(project(f.paused))).message!;
     const answered = structuredClone(paused);
-    Object.assign(answered.parts[3]!, { state: 'approval-responded', approval: { id: 'int_1', approved: true } });
+    Object.assign(answered.parts[2]!, { state: 'approval-responded', approval: { id: 'int_1', approved: true } });
     expect(uiToNative([user('u1', 'clean up'), answered])).toEqual([
       { id: 'u1', role: 'user', content: 'clean up' },
       { role: 'assistant', content: 'I will clean the build folder.' },
@@ -191,7 +191,7 @@ describe('nativeToUi', () => {
   it('continues the paused message: results land on its parts, new output in a new step', async () => {
     const paused = (await readFinal(project(f.paused))).message!;
     const answered = structuredClone(paused);
-    Object.assign(answered.parts[3]!, { state: 'approval-responded', approval: { id: 'int_1', approved: true } });
+    Object.assign(answered.parts[2]!, { state: 'approval-responded', approval: { id: 'int_1', approved: true } });
 
     const ui = nativeToUi(foldEvents(f.continuedApproved).messages, { continues: answered });
     const streamed = (await readFinal(project(f.continuedApproved, answered.id), answered)).message!;
@@ -205,7 +205,7 @@ describe('nativeToUi', () => {
       { type: 'text', text: 'Done: the build folder is gone.', state: 'done' },
     ]);
     expect(ui[0]!.parts.map((p) => p.type)).toEqual(streamed.parts.map((p) => p.type));
-    expect(answered.parts[3]).toMatchObject({ state: 'approval-responded' });
+    expect(answered.parts[2]).toMatchObject({ state: 'approval-responded' });
     await validateUIMessages({ messages: ui });
   });
 

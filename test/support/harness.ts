@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
@@ -16,14 +18,20 @@ export interface Harness {
   dataDir: string;
   projectId: string;
   apiKey: string;
+  /** Every log line the server wrote, when started with `logs: true`. */
+  logs: string[];
   /** POST to invoke with auth and project id filled in. */
   invoke(body: unknown, init?: { headers?: Record<string, string>; query?: string }): Promise<Response>;
+  /** The session's working folder on the host. */
+  sessionDir(sessionId: string): string;
   close(): Promise<void>;
 }
 
 export interface HarnessOptions {
   env?: Record<string, string>;
   script?: FakeScript;
+  /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
+  logs?: boolean;
 }
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
@@ -32,7 +40,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-test-'));
   const config = loadConfig({
     AGENTD_DATA_DIR: dataDir,
-    AGENTD_LOG_LEVEL: 'silent',
+    AGENTD_LOG_LEVEL: options.logs ? 'trace' : 'silent',
     OPENAI_API_KEY: 'sk-test-openai-key',
     OPENAI_BASE_URL: model.url,
     OLLAMA_BASE_URL: model.url,
@@ -43,7 +51,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const store = await openStore({ dataDir, databaseUrl: undefined });
   const project = await store.projects.ensure('test');
   const key = await store.apiKeys.create(project.id, 'editor');
-  const app = await buildApp({ config, store });
+  const logs: string[] = [];
+  const app = await buildApp({ config, store, ...(options.logs ? { logStream: { write: (line: string) => void logs.push(line) } } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
@@ -57,12 +66,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     dataDir,
     projectId: project.id,
     apiKey: key.key,
+    logs,
     invoke: (body, init = {}) =>
       fetch(`${url}/services/agent/v0/invoke?${init.query ?? `project_id=${project.id}`}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `ApiKey ${key.key}`, ...init.headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }),
+    sessionDir: (sessionId) => path.join(dataDir, 'sessions', project.id, sessionId),
     async close() {
       await app.close();
       await model.close();
@@ -84,4 +95,101 @@ export function template(options: { tools?: unknown[]; mode?: string; provider?:
 
 export function userTurn(text: string, extra: Record<string, unknown> = {}) {
   return { data: { inputs: { messages: [{ role: 'user', content: text }] }, ...extra } };
+}
+
+/** An invoke body: the conversation, the template and any top-level fields. */
+export function invokeBody(messages: unknown[], agent: unknown, extra: Record<string, unknown> = {}) {
+  return { ...extra, data: { inputs: { messages }, parameters: { agent } } };
+}
+
+export const builtin = (name: string, permission?: string) => ({ type: 'builtin', name, ...(permission ? { permission } : {}) });
+
+/** The JSON path of the first `null` in a value, or undefined: replies omit null fields (spec §2.6). */
+export function findNull(value: unknown, at = '$'): string | undefined {
+  if (value === null) return at;
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const found = findNull(v, `${at}[${i}]`);
+      if (found) return found;
+    }
+  } else if (typeof value === 'object' && value !== undefined) {
+    for (const [k, v] of Object.entries(value)) {
+      const found = findNull(v, `${at}.${k}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Reads a JSON reply and checks what every JSON reply promises: a JSON type, the version header, no nulls. */
+export async function readJson(res: Response): Promise<any> {
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+  const body = await res.json();
+  expect(findNull(body)).toBeUndefined();
+  expect(body.version).toBe('2025.07.14');
+  expect(body.status.code).toBe(res.status);
+  return body;
+}
+
+/** Asserts an error envelope (spec §7) and returns it; `mentions` must appear in the message. */
+export async function expectError(res: Response, status: number, type?: string, mentions?: string | RegExp): Promise<any> {
+  const body = await readJson(res);
+  expect({ http: res.status, code: body.status.code, type: body.status.type, message: body.status.message }).toMatchObject({
+    http: status,
+    code: status,
+    ...(type ? { type } : {}),
+  });
+  expect(typeof body.status.message).toBe('string');
+  expect(body.status.message.length).toBeGreaterThan(0);
+  expect(body.data).toBeUndefined();
+  if (mentions !== undefined) expect(body.status.message).toMatch(mentions);
+  return body;
+}
+
+export interface Frame {
+  type: string;
+  data: any;
+}
+
+/** Reads a whole native stream (SSE or NDJSON, by its content type) into its frames. */
+export async function readFrames(res: Response): Promise<{ frames: Frame[]; raw: string }> {
+  const raw = await res.text();
+  const type = res.headers.get('content-type') ?? '';
+  let payloads: string[];
+  if (type.startsWith('text/event-stream')) {
+    payloads = [];
+    for (const block of raw.split('\n\n')) {
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).replace(/^ /, ''));
+      if (data.length) payloads.push(data.join('\n'));
+    }
+  } else if (type.startsWith('application/x-ndjson')) {
+    payloads = raw.split('\n').filter((line) => line !== '');
+  } else {
+    throw new Error(`not a stream: ${type}\n${raw}`);
+  }
+  return { frames: payloads.map((p) => JSON.parse(p) as Frame), raw };
+}
+
+/** A POST through node:http, for what fetch always adds (fetch sends `Accept: *\/*` when none is given). */
+export function rawPost(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { 'content-length': Buffer.byteLength(body).toString(), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+let seq = 0;
+/** A session id unique within the run, so tests sharing a harness never share a session. */
+export function sid(prefix = 's'): string {
+  return `${prefix}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 }

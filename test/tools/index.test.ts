@@ -9,7 +9,7 @@ describe('builtinTools', () => {
     const tools = builtinTools({ root, bash: { timeoutMs: 5000, maxOutputBytes: 1024, unsafeHost: false }, network: 'off' });
     expect(Object.keys(tools).sort()).toEqual([...BUILTIN_TOOLS].sort());
     for (const [name, tool] of Object.entries(tools)) {
-      expect(tool.description, name).toMatch(/\w{20}/);
+      expect(typeof tool.description === 'string' && tool.description.length > 40, name).toBe(true);
       expect(typeof tool.execute, name).toBe('function');
     }
     await run(tools.write, { path: 'x/y.txt', content: 'abc' });

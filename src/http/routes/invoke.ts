@@ -1,3 +1,4 @@
+import type { UIMessage } from 'ai';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentEvent } from '../../contract/events.ts';
 import { CONTRACT_VERSION, type InvokeResponse } from '../../contract/invoke.ts';
@@ -40,10 +41,16 @@ async function* concat(head: AgentEvent[], rest: AsyncIterator<AgentEvent>): Asy
   for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
 }
 
-function lastAssistantId(call: InvokeCall): string | undefined {
+/**
+ * The assistant message a Vercel-format turn continues: the inbound history's last message, when
+ * it is an assistant one (the client re-posts it carrying its decisions or tool outputs). By the
+ * time this is read the turn has started, so the message already passed `uiToNative`'s checks.
+ */
+function continuedMessage(call: InvokeCall): UIMessage | undefined {
+  if (call.format !== 'vercel') return undefined;
   const messages = call.request.data?.inputs?.messages;
   const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; id?: unknown } | undefined) : undefined;
-  return last?.role === 'assistant' && typeof last.id === 'string' ? last.id : undefined;
+  return last?.role === 'assistant' && typeof last.id === 'string' ? (last as UIMessage) : undefined;
 }
 
 export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
@@ -70,11 +77,16 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const { head, rest } = await firstEvents(turn);
     if (turn.failure && head.some((e) => e.type === 'error')) throw turn.failure;
     reply.hijack();
+    const continued = continuedMessage(call);
     await writeStream(reply.raw, headers, concat(head, rest), {
       wire: wire === 'json' ? 'sse' : wire,
       vercel:
         call.format === 'vercel'
-          ? { messageId: lastAssistantId(call) ?? `msg-${turn.id}`, startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId } }
+          ? {
+              messageId: continued?.id ?? `msg-${turn.id}`,
+              startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
+              continues: continued !== undefined,
+            }
           : undefined,
     });
   });
@@ -85,7 +97,9 @@ async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, 
   if (turn.failure) throw turn.failure;
   const native: Message[] = call.trim ? trimToTrailingUnit(folded.messages) : folded.messages;
   const outputs: InvokeResponse extends { data?: { outputs: infer O } } ? O : never = {
-    messages: call.format === 'vercel' ? nativeToUi(native, { idPrefix: `msg-${turn.id}` }) : native,
+    // A continuation's results and text belong to the message it continues, as on the stream;
+    // alone they would be a second assistant message holding results of calls it never made.
+    messages: call.format === 'vercel' ? nativeToUi(native, { idPrefix: `msg-${turn.id}`, continues: continuedMessage(call) }) : native,
     ...(folded.stop_reason ? { stop_reason: folded.stop_reason } : {}),
     ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}),
     ...(folded.usage ? { usage: folded.usage } : {}),

@@ -1,0 +1,88 @@
+/**
+ * The floor for bench/run.ts: a bare Fastify app (no logger, no auth, no store) that makes the
+ * same model calls an agentd turn makes, with the bodies agentd itself sent (captured by run.ts
+ * from one real turn and passed in FLOOR_TEMPLATES), so the gap to agentd is agentd's own work.
+ *
+ * - POST /floor/tool: the tool turn. Two streamed Responses calls, as the AI SDK makes them even
+ *   for a JSON reply; the first answer's SSE is parsed for the function call so the second call
+ *   can carry its result. The tool itself is not run: listing an empty folder belongs to agentd's
+ *   side of the ledger. Replies with a small JSON.
+ * - POST /floor/stream: one streamed call whose SSE bytes are relayed to the client as they come.
+ *
+ * Env: MODEL_URL (the fake model's `/v1` base), FLOOR_TEMPLATES (path to a FloorTemplates JSON).
+ */
+import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import Fastify from 'fastify';
+import type { FloorTemplates, Ready } from './shared.ts';
+
+const modelUrl = process.env.MODEL_URL;
+const templatesFile = process.env.FLOOR_TEMPLATES;
+if (!modelUrl || !templatesFile) throw new Error('set MODEL_URL and FLOOR_TEMPLATES');
+const templates = JSON.parse(readFileSync(templatesFile, 'utf8')) as FloorTemplates;
+const responsesUrl = `${modelUrl}/responses`;
+const modelHeaders = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
+
+type Item = Record<string, unknown>;
+
+function callModel(body: unknown): Promise<Response> {
+  return fetch(responsesUrl, { method: 'POST', headers: modelHeaders, body: JSON.stringify(body) });
+}
+
+/** The function call the model asked for, from a Responses SSE body. */
+function functionCall(sse: string): { call_id: string; name: string; arguments: string } {
+  for (const frame of sse.split('\n\n')) {
+    if (!frame.startsWith('data: ')) continue;
+    const event = JSON.parse(frame.slice(6)) as { type?: string; item?: Item };
+    if (event.type === 'response.output_item.done' && event.item?.type === 'function_call') {
+      return event.item as unknown as { call_id: string; name: string; arguments: string };
+    }
+  }
+  throw new Error('the model answered without a function call');
+}
+
+/** The final text, from a Responses SSE body. */
+function outputText(sse: string): string {
+  let text = '';
+  for (const frame of sse.split('\n\n')) {
+    if (!frame.startsWith('data: ')) continue;
+    const event = JSON.parse(frame.slice(6)) as { type?: string; delta?: string };
+    if (event.type === 'response.output_text.delta') text += event.delta ?? '';
+  }
+  return text;
+}
+
+const app = Fastify({ logger: false });
+
+app.post('/floor/tool', async () => {
+  const first = await callModel(templates.tool[0]);
+  if (!first.ok) throw new Error(`model answered ${first.status}`);
+  const call = functionCall(await first.text());
+  const second = templates.tool[1] as { input: Item[] };
+  const input = second.input.map((item) => (typeof item.call_id === 'string' ? { ...item, call_id: call.call_id } : item));
+  const final = await callModel({ ...second, input });
+  if (!final.ok) throw new Error(`model answered ${final.status}`);
+  return { text: outputText(await final.text()), tool_call_id: call.call_id };
+});
+
+app.post('/floor/stream', async (_request, reply) => {
+  const upstream = await callModel(templates.stream);
+  if (!upstream.ok || !upstream.body) throw new Error(`model answered ${upstream.status}`);
+  reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+  return reply.send(Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream));
+});
+
+await app.listen({ port: 0, host: '127.0.0.1' });
+const { port } = app.server.address() as { port: number };
+const ready: Ready = { url: `http://127.0.0.1:${port}` };
+process.stdout.write(`${JSON.stringify(ready)}\n`);
+process.send?.({ type: 'ready', ...ready });
+
+async function stop(): Promise<void> {
+  await app.close();
+  process.exit(0);
+}
+process.on('message', (msg: { type?: string }) => {
+  if (msg.type === 'stop') void stop();
+});
+process.once('SIGTERM', () => void stop());

@@ -1,0 +1,143 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/db.ts';
+import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
+import { runAgentd, startServe } from '../support/child-server.ts';
+
+let model: FakeModelServer;
+let dataDir: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  model = await startFakeModel();
+});
+afterAll(async () => model.close());
+
+async function freshEnv(extra: Record<string, string> = {}) {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-serve-'));
+  env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-serve-test-key', OPENAI_BASE_URL: model.url, AGENTD_DEFAULT_MODEL: 'fake', ...extra };
+}
+afterEach(async () => rm(dataDir, { recursive: true, force: true }));
+
+const agent = { llm: { provider: 'openai', model: 'fake' }, tools: [] };
+
+function invoke(url: string, projectId: string, key: string, body: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${url}/services/agent/v0/invoke?project_id=${projectId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${key}`, ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+describe('agentd serve', () => {
+  it('creates the default project on first start, prints its key once, and the key works', async () => {
+    await freshEnv();
+    const server = await startServe(env);
+    try {
+      const out = server.output();
+      const projectId = /project id: (\S+)/.exec(out)?.[1];
+      const key = /API key: +(agd_\S+)/.exec(out)?.[1];
+      expect(projectId).toBeTruthy();
+      expect(key).toBeTruthy();
+      expect(out).toContain('keys create --project');
+      model.script({ text: 'hello from serve' });
+      const res = await invoke(server.url, projectId!, key!, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
+      expect(res.status).toBe(200);
+      expect((await res.json()).data.outputs.messages.at(-1).content).toBe('hello from serve');
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+    }
+    const again = await startServe(env);
+    again.child.kill('SIGTERM');
+    await again.exited;
+    expect(again.output()).not.toContain('API key:');
+  });
+
+  it('keys create --json prints a working key for a new project', async () => {
+    await freshEnv();
+    const keys = runAgentd(['keys', 'create', '--project', 'scripts', '--json'], env);
+    expect(await keys.exited).toBe(0);
+    const created = JSON.parse(keys.output().trim().split('\n').at(-1)!);
+    expect(Object.keys(created).sort()).toEqual(['api_key', 'project_id']);
+    const store = await openStore({ dataDir });
+    try {
+      expect(await store.apiKeys.verify(created.api_key)).toMatchObject({ project_id: created.project_id, role: 'editor' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('prints help and refuses unknown commands with a hint', async () => {
+    await freshEnv();
+    const help = runAgentd(['--help'], env);
+    expect(await help.exited).toBe(0);
+    expect(help.output()).toContain('serve');
+    const bad = runAgentd(['frobnicate'], env);
+    expect(await bad.exited).toBe(2);
+    expect(bad.output()).toContain('unknown command');
+  });
+
+  it('on SIGTERM lets a live turn finish within the grace period', async () => {
+    await freshEnv({ AGENTD_SHUTDOWN_GRACE_MS: '10000' });
+    const server = await startServe(env);
+    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
+    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    model.script({ text: 'slow but complete', latencyMs: 800 });
+    const pending = invoke(server.url, projectId, key, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
+    await new Promise((r) => setTimeout(r, 300));
+    server.child.kill('SIGTERM');
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect((await res.json()).data.outputs.messages.at(-1).content).toBe('slow but complete');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('on SIGTERM aborts turns still running after the grace period and records them interrupted', async () => {
+    await freshEnv({ AGENTD_SHUTDOWN_GRACE_MS: '200' });
+    const server = await startServe(env);
+    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
+    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    model.script({ hang: true });
+    const pending = invoke(server.url, projectId, key, { session_id: 'long', data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
+    await new Promise((r) => setTimeout(r, 300));
+    server.child.kill('SIGTERM');
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect((await res.json()).status.type).toBe('unavailable');
+    expect(await server.exited).toBe(0);
+    const store = await openStore({ dataDir });
+    try {
+      const [turn] = await store.turns.listForSession(projectId, 'long', { limit: 5 });
+      expect(turn?.status).toBe('interrupted');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('never writes API keys or request secrets to its logs', async () => {
+    await freshEnv({ AGENTD_LOG_LEVEL: 'trace' });
+    const server = await startServe(env);
+    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
+    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    const logsBefore = server.output().length;
+    model.script({ error: { status: 500, body: { error: { message: 'boom sk-secret-in-request-1234' } } } });
+    const res = await invoke(server.url, projectId, key, {
+      secrets: { OPENAI_API_KEY: 'sk-secret-in-request-1234' },
+      credentials: 'cred-secret-abcdef',
+      data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } },
+    });
+    const text = await res.text();
+    expect(text).not.toContain('sk-secret-in-request-1234');
+    server.child.kill('SIGTERM');
+    await server.exited;
+    const logs = server.output().slice(logsBefore);
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs).not.toContain(key);
+    expect(logs).not.toContain('sk-secret-in-request-1234');
+    expect(logs).not.toContain('cred-secret-abcdef');
+    expect(logs).not.toContain('sk-serve-test-key');
+  });
+});

@@ -1,0 +1,306 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, findNull, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/** Spec §7: every bad input is a 4xx in the error envelope whose message says where the problem is. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ script: { text: 'fine' } });
+});
+afterAll(async () => h.close());
+
+const user = [{ role: 'user', content: 'hi' }];
+const withAgent = (agent: unknown, extra: Record<string, unknown> = {}) => invokeBody(user, agent, extra);
+
+describe('template shape (spec §2.3, §9.3)', () => {
+  const base = template();
+  it.each([
+    ['agents_md at the top level', { ...base, agents_md: 'be nice' }, 'data.parameters.agent.agents_md'],
+    ['model at the top level', { ...base, model: 'gpt-4o' }, 'data.parameters.agent.model'],
+    ['mcp_servers', { ...base, mcp_servers: [] }, 'data.parameters.agent.mcp_servers'],
+    ['harness_kwargs', { ...base, harness_kwargs: {} }, 'data.parameters.agent.harness_kwargs'],
+    ['harness as a string', { ...base, harness: 'agentd' }, 'data.parameters.agent.harness'],
+    ['sandbox as a string', { ...base, sandbox: 'local' }, 'data.parameters.agent.sandbox'],
+    ['runner as a string', { ...base, runner: 'local' }, 'data.parameters.agent.runner'],
+    ['a template that is not an object', 'you are an agent', 'data.parameters.agent'],
+  ])('pre-migration layout: %s → 400 invalid-template-shape', async (_name, agent, where) => {
+    await expectError(await h.invoke(withAgent(agent)), 400, 'invalid-template-shape', where);
+  });
+
+  it.each([
+    ['harness', { ...base, harness: { kind: 'agentd', colour: 'red' } }, /"colour".*data\.parameters\.agent\.harness/],
+    ['runner', { ...base, runner: { kind: 'local', permissions: { default: 'allow' }, speed: 2 } }, /"speed".*data\.parameters\.agent\.runner/],
+    ['sandbox', { ...base, sandbox: { kind: 'local', image: 'x' } }, /"image".*data\.parameters\.agent\.sandbox/],
+    ['runner.permissions', { ...base, runner: { permissions: { default: 'allow', tools: {} } } }, /"tools".*data\.parameters\.agent\.runner\.permissions/],
+    ['the template top level', { ...base, colour: 'red' }, /"colour".*data\.parameters\.agent/],
+    ['a tool entry', { ...base, tools: [{ type: 'builtin', name: 'read', mode: 'x' }] }, /"mode".*data\.parameters\.agent\.tools\[0\]/],
+  ])('unknown key in %s → 400 unknown-template-key', async (_name, agent, where) => {
+    await expectError(await h.invoke(withAgent(agent)), 400, 'unknown-template-key', where);
+  });
+
+  it.each(['yolo', 'ALLOW', '', 7])('runner.permissions.default %j → 400 invalid-permission-mode', async (mode) => {
+    const agent = { ...base, runner: { permissions: { default: mode } } };
+    await expectError(await h.invoke(withAgent(agent)), 400, 'invalid-permission-mode', 'data.parameters.agent.runner.permissions.default');
+  });
+
+  it('an unknown harness kind is a 400 listing the known kinds', async () => {
+    await expectError(await h.invoke(withAgent({ ...base, harness: { kind: 'claude-code' } })), 400, 'unsupported-kind', /data\.parameters\.agent\.harness\.kind.*agentd/);
+  });
+
+  it('an unknown built-in tool name is a 400 naming the tool entry', async () => {
+    await expectError(await h.invoke(withAgent({ ...base, tools: [{ type: 'builtin', name: 'rm' }] })), 400, undefined, 'data.parameters.agent.tools[0]');
+  });
+});
+
+describe('session id (spec §2.1, §8)', () => {
+  it.each([
+    ['with a space', 'a b'],
+    ['129 characters', 'x'.repeat(129)],
+    ['empty', ''],
+    ['with a slash', 'a/b'],
+    ['not a string', 42],
+  ])('a body session_id %s → 400 invalid-session-id', async (_name, id) => {
+    await expectError(await h.invoke({ ...withAgent(template()), session_id: id }), 400, 'invalid-session-id', 'session_id');
+  });
+
+  it.each([
+    ['with a space', 'a b'],
+    ['129 characters', 'x'.repeat(129)],
+    ['empty', ''],
+  ])('an x-ag-session-id header %s → 400 invalid-session-id', async (_name, id) => {
+    const res = await h.invoke(withAgent(template()), { headers: { 'x-ag-session-id': id } });
+    await expectError(res, 400, 'invalid-session-id', 'x-ag-session-id');
+  });
+
+  it('128 characters is still a valid session id', async () => {
+    const id = `${'x'.repeat(120)}${Math.random().toString(36).slice(2, 10)}`.slice(0, 128);
+    const res = await h.invoke({ ...withAgent(template()), session_id: id });
+    expect((await readJson(res)).session_id).toBe(id);
+  });
+});
+
+describe('request fields', () => {
+  it('two execution reference families → 400 conflicting-references', async () => {
+    const res = await h.invoke(withAgent(template(), { references: { workflow: { id: 'w1' }, application: { id: 'a1' } } }));
+    await expectError(res, 400, 'conflicting-references', /workflow and application/);
+  });
+
+  it('one family plus environment keys is allowed with inline parameters', async () => {
+    const res = await h.invoke(withAgent(template(), { references: { workflow: { id: 'w1' }, environment: { slug: 'prod' } } }));
+    expect(res.status).toBe(200);
+    await readJson(res);
+  });
+
+  it('an unknown references key → 400 naming it', async () => {
+    await expectError(await h.invoke(withAgent(template(), { references: { flow: { id: 'x' } } })), 400, 'invalid-request', /"flow".*references/);
+  });
+
+  it('an unsupported version → 400 unsupported-version naming the supported ones', async () => {
+    await expectError(await h.invoke(withAgent(template(), { version: '1999.01.01' })), 400, 'unsupported-version', /1999\.01\.01.*2025\.07\.14/);
+  });
+
+  it('the current version is accepted', async () => {
+    expect((await h.invoke(withAgent(template(), { version: '2025.07.14' }))).status).toBe(200);
+  });
+
+  it.each([
+    ['flags.stream', { ...withAgent(template()), flags: { stream: 'yes' } }],
+    ['flags.trim', { ...withAgent(template()), flags: { trim: 1 } }],
+    ['flags', { ...withAgent(template()), flags: [] }],
+    ['data.inputs.messages', { data: { inputs: { messages: {} }, parameters: { agent: template() } } }],
+    ['data.inputs', { data: { inputs: [], parameters: { agent: template() } } }],
+    ['data.inputs.messages[0].role', { data: { inputs: { messages: [{ role: 7, content: 'x' }] }, parameters: { agent: template() } } }],
+    ['data.inputs.messages[1].content', { data: { inputs: { messages: [...user, { role: 'user', content: { text: 1 } }] }, parameters: { agent: template() } } }],
+    ['data.inputs.messages[0]', { data: { inputs: { messages: ['hello'] }, parameters: { agent: template() } } }],
+    ['tags', { ...withAgent(template()), tags: [] }],
+    ['meta', { ...withAgent(template()), meta: 'x' }],
+    ['links.other', { ...withAgent(template()), links: { other: { trace_id: 1 } } }],
+    ['secrets.OPENAI_API_KEY', { ...withAgent(template()), secrets: { OPENAI_API_KEY: 5 } }],
+    ['credentials', { ...withAgent(template()), credentials: {} }],
+    ['data.parameters.agent.llm.model', withAgent({ ...template(), llm: { model: 5 } })],
+    ['data.parameters.agent.tools', withAgent({ ...template(), tools: {} })],
+    ['data.parameters.agent.runner.max_steps', withAgent({ ...template(), runner: { max_steps: 0 } })],
+    ['data.parameters', { data: { inputs: { messages: user }, parameters: 'agent' } }],
+    ['data', { data: 'x' }],
+    ['version', { ...withAgent(template()), version: 2025 }],
+  ])('a wrong type at %s → 400 naming the path', async (where, body) => {
+    const res = await h.invoke(body);
+    await expectError(res, 400, undefined, where);
+  });
+
+  it('missing messages → 400 invalid-messages', async () => {
+    await expectError(await h.invoke({ data: { parameters: { agent: template() } } }), 400, 'invalid-messages', 'data.inputs.messages');
+  });
+
+  it('an empty message list → 400 invalid-messages', async () => {
+    await expectError(await h.invoke(invokeBody([], template())), 400, 'invalid-messages', 'data.inputs.messages');
+  });
+
+  it('an empty object → 400 invalid-messages', async () => {
+    await expectError(await h.invoke({}), 400, 'invalid-messages');
+  });
+
+  it('a tool result with no call before it → 400 naming the message', async () => {
+    const messages = [...user, { role: 'tool', tool_call_id: 'nope', content: 'x' }];
+    await expectError(await h.invoke(invokeBody(messages, template())), 400, 'invalid-messages', 'data.inputs.messages[1]');
+  });
+
+  it('a bad x-ag-messages-transcript header → 400 naming it', async () => {
+    await expectError(await h.invoke(withAgent(template()), { headers: { 'x-ag-messages-transcript': 'some' } }), 400, 'invalid-request', 'x-ag-messages-transcript');
+  });
+});
+
+describe('the body itself', () => {
+  it('malformed JSON → 400 invalid-json', async () => {
+    await expectError(await h.invoke('{"data": {"inputs": '), 400, 'invalid-json');
+  });
+
+  it('an empty body → 400 invalid-json', async () => {
+    await expectError(await h.invoke(''), 400, 'invalid-json');
+  });
+
+  it.each(['[]', '"text"', '42', 'null', 'true'])('a JSON body that is not an object (%s) → 400', async (raw) => {
+    await expectError(await h.invoke(raw), 400);
+  });
+
+  it('a body that is not JSON → 415 unsupported-media-type', async () => {
+    const res = await h.invoke('hello', { headers: { 'content-type': 'text/plain' } });
+    await expectError(res, 415, 'unsupported-media-type', /application\/json/);
+  });
+
+  it('an unknown route → 404 in the envelope', async () => {
+    const res = await fetch(`${h.url}/services/agent/v0/nope`, { method: 'POST' });
+    await expectError(res, 404, 'not-found');
+  });
+});
+
+describe('body size limit', () => {
+  let small: Harness;
+  beforeAll(async () => {
+    small = await startHarness({ env: { AGENTD_MAX_BODY: '2048' }, script: { text: 'fine' } });
+  });
+  afterAll(async () => small.close());
+
+  it('a body over AGENTD_MAX_BODY → 413 payload-too-large', async () => {
+    const res = await small.invoke(invokeBody([{ role: 'user', content: 'x'.repeat(4096) }], template()));
+    await expectError(res, 413, 'payload-too-large', 'AGENTD_MAX_BODY');
+  });
+
+  it('a body under the limit runs', async () => {
+    const res = await small.invoke(invokeBody([{ role: 'user', content: 'x'.repeat(100) }], template()));
+    expect(res.status).toBe(200);
+  });
+});
+
+/** Deterministic junk, so a failure reproduces. */
+function prng(seed: number) {
+  return () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+}
+
+const KEYS = ['data', 'inputs', 'messages', 'parameters', 'agent', 'role', 'content', 'tools', 'llm', 'runner', 'permissions', 'default', 'flags', 'stream', 'session_id', 'tags', 'tool_call_id', 'tool_name', 'input', 'approval', 'id', 'approved', 'version', 'secrets', 'testcase', 'trace', 'traceparent', 'harness', 'kind', 'sandbox', '__proto__', 'constructor'];
+
+function junk(rand: () => number, depth: number): unknown {
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const r = rand();
+  if (depth <= 0 || r < 0.3) {
+    return pick<unknown>([null, true, false, 0, -1, 1e308, -1e308, 2 ** 63, 0.5, '', 'user', 'assistant', 'tool', 'allow', 'x'.repeat(300), '\u0000', '💥', [], {}]);
+  }
+  if (r < 0.5) return Array.from({ length: Math.floor(rand() * 4) }, () => junk(rand, depth - 1));
+  return Object.fromEntries(Array.from({ length: 1 + Math.floor(rand() * 4) }, () => [pick(KEYS), junk(rand, depth - 1)]));
+}
+
+/** Every position of a valid body replaced by null in turn. */
+function nullEverywhere(value: unknown, replace: (v: unknown) => unknown = (v) => v): unknown[] {
+  const out: unknown[] = [];
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => {
+      out.push(replace(value.map((x, j) => (j === i ? null : x))));
+      for (const variant of nullEverywhere(v, (nv) => replace(value.map((x, j) => (j === i ? nv : x))))) out.push(variant);
+    });
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      out.push(replace({ ...value, [k]: null }));
+      for (const variant of nullEverywhere(v, (nv) => replace({ ...value, [k]: nv }))) out.push(variant);
+    }
+  }
+  return out;
+}
+
+describe('garbage in is never a 5xx', () => {
+  async function expectHandled(res: Response, label: string) {
+    const text = await res.text();
+    expect(res.status, `${label} → ${res.status} ${text}`).toBeLessThan(500);
+    const body = JSON.parse(text);
+    expect(findNull(body), label).toBeUndefined();
+    expect(body.status.code, label).toBe(res.status);
+    if (res.status >= 400) {
+      expect(typeof body.status.type, label).toBe('string');
+      expect(typeof body.status.message, label).toBe('string');
+    }
+  }
+
+  it('random junk bodies', async () => {
+    const rand = prng(20250714);
+    const bodies = Array.from({ length: 120 }, () => junk(rand, 6));
+    for (const body of bodies) {
+      // Half go in as the whole body, half inside an otherwise valid one, to reach deeper checks.
+      const wrapped = rand() < 0.5 ? body : { ...(invokeBody(user, template()) as object), ...(body && typeof body === 'object' && !Array.isArray(body) ? body : { data: body }) };
+      await expectHandled(await h.invoke(JSON.stringify(wrapped)), JSON.stringify(wrapped).slice(0, 300));
+    }
+  });
+
+  it('null in every position of a valid body', async () => {
+    const valid = {
+      session_id: sid('nulls'),
+      version: '2025.07.14',
+      flags: { stream: false, trim: false },
+      tags: { a: 'b' },
+      meta: { m: 1 },
+      links: { l: { trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) } },
+      secrets: { OPENAI_API_KEY: 'sk-test-openai-key' },
+      data: {
+        inputs: { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'again' }] },
+        parameters: { agent: { ...template({ tools: [{ type: 'builtin', name: 'read' }], mode: 'ask' }), harness: { kind: 'agentd' }, sandbox: { kind: 'local' } } },
+        trace: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+      },
+    };
+    const variants = nullEverywhere(valid);
+    expect(variants.length).toBeGreaterThan(30);
+    for (const [i, body] of variants.entries()) {
+      const withSession = { ...(body as object), session_id: sid('nulls') };
+      await expectHandled(await h.invoke(withSession), `variant ${i}: ${JSON.stringify(withSession)}`);
+    }
+  });
+
+  it.each([
+    ['huge numbers', '{"session_id": 1e999, "data": {"inputs": {"messages": [{"role": "user", "content": 1e400}]}}}'],
+    ['a huge max_steps', JSON.stringify(withAgent({ ...template(), runner: { max_steps: 1e308 } }))],
+    ['a negative max_steps', JSON.stringify(withAgent({ ...template(), runner: { max_steps: -1 } }))],
+    ['deeply nested arrays', `{"data": {"inputs": {"messages": ${'['.repeat(5000)}${']'.repeat(5000)}}}}`],
+    ['deeply nested objects in tags', `{"tags": ${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}, "data": {"inputs": {"messages": [{"role":"user","content":"x"}]}}}`],
+    ['deeply nested arrays as the body', `${'['.repeat(20000)}${']'.repeat(20000)}`],
+    ['a proto key', '{"__proto__": {"admin": true}, "data": {"__proto__": null}}'],
+    ['control characters', '{"session_id": "\\u0000", "data": null}'],
+    ['a lone surrogate in content', '{"data": {"inputs": {"messages": [{"role":"user","content":"\\ud800"}]}}}'],
+    ['duplicate keys', '{"data": 1, "data": {"inputs": {"messages": 5}}}'],
+    ['trailing garbage', '{"data": {}} xyz'],
+    ['a BOM', '\ufeff{"data": {}}'],
+  ])('%s', async (label, raw) => {
+    await expectHandled(await h.invoke(raw), label);
+  });
+
+  it.each([
+    ['accept', 'garbage/;;;q=x'],
+    ['accept', 'text/event-stream;q=abc'],
+    ['x-ag-messages-format', 'klingon'],
+    ['x-ag-session-control', 'steal'],
+    ['traceparent', 'zz-not-a-trace'],
+    ['baggage', 'ag.session.id=%E0%A4%A'],
+    ['x-ag-session-id', '../../etc'],
+  ])('a junk %s header', async (name, value) => {
+    await expectHandled(await h.invoke(withAgent(template(), { session_id: undefined }), { headers: { [name]: value } }), `${name}: ${value}`);
+  });
+});

@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, userTurn, type Harness } from '../support/harness.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    env: {
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+      AGENTD_PRICES: JSON.stringify({ 'openai/priced-model': { input: 1, output: 2 } }),
+    },
+  });
+  h.config.openaiCompatible = { vllm: { base_url: h.model.url, api_key_env: 'VLLM_KEY' } };
+  h.config.env.VLLM_KEY = 'sk-vllm-test';
+  h.config.env.ANTHROPIC_BASE_URL = h.model.url;
+});
+afterAll(async () => h.close());
+
+async function run(llm: Record<string, unknown>) {
+  const res = await h.invoke(userTurn('hi', { parameters: { agent: { llm, tools: [{ type: 'builtin', name: 'ls' }], runner: { permissions: { default: 'allow' } } } } }));
+  return { res, body: await res.json() };
+}
+
+describe('providers, each over its real protocol', () => {
+  it.each([
+    ['openai', { provider: 'openai', model: 'gpt-x' }, 'responses', 'Bearer sk-test-openai-key'],
+    ['ollama', { provider: 'ollama', model: 'llama-x' }, 'chat', undefined],
+    ['anthropic', { provider: 'anthropic', model: 'claude-x' }, 'anthropic', undefined],
+    ['openai-compatible', { provider: 'openai-compatible', model: 'm', connection: { mode: 'self_managed', slug: 'vllm' } }, 'chat', 'Bearer sk-vllm-test'],
+    ['"provider/model" shorthand', { model: 'ollama/llama-y' }, 'chat', undefined],
+  ])('%s runs a tool turn', async (_name, llm, protocol, authorization) => {
+    h.model.script([{ toolCalls: [{ name: 'ls', input: {} }] }, { text: 'listed' }]);
+    const before = h.model.requests.length;
+    const { res, body } = await run(llm);
+    expect(res.status).toBe(200);
+    expect(body.data.outputs.messages.map((m: { role: string }) => m.role)).toEqual(['tool', 'tool', 'assistant']);
+    expect(body.data.outputs.messages[2].content).toBe('listed');
+    const requests = h.model.requests.slice(before);
+    expect(requests.map((r) => r.protocol)).toEqual([protocol, protocol]);
+    expect(requests[0]!.model).toBe(String(llm.model).replace(/^ollama\//, ''));
+    if (authorization) expect(requests[0]!.headers.authorization).toBe(authorization);
+    if (protocol === 'anthropic') expect(requests[0]!.headers['x-api-key']).toBe('sk-ant-test');
+    // The model saw the tool's result on its second call.
+    expect(JSON.stringify(requests[1]!.messages)).toContain('"role":"tool"');
+  });
+
+  it('names the missing setting when an openai-compatible endpoint is not configured', async () => {
+    const { res, body } = await run({ provider: 'openai-compatible', model: 'm', connection: { mode: 'self_managed', slug: 'nope' } });
+    expect(res.status).toBe(400);
+    expect(body.status.message).toContain('AGENTD_OPENAI_COMPATIBLE');
+    expect(body.status.message).toContain('vllm');
+  });
+
+  it('refuses an unknown provider with the list of known ones', async () => {
+    const { res, body } = await run({ provider: 'acme', model: 'm' });
+    expect(res.status).toBe(400);
+    expect(body.status.message).toMatch(/unknown provider "acme" at data\.parameters\.agent\.llm\.provider; known: openai, anthropic, ollama, openai-compatible/);
+  });
+
+  it('records usage and the priced cost on the turn', async () => {
+    h.model.script({ text: 'costly', usage: { input: 1000, output: 500 } });
+    const res = await h.invoke({ session_id: 'priced', ...userTurn('hi', { parameters: { agent: { llm: { provider: 'openai', model: 'priced-model' }, tools: [] } } }) });
+    const body = await res.json();
+    expect(body.data.outputs.usage).toEqual({ input: 1000, output: 500, total: 1500, cost: (1000 * 1 + 500 * 2) / 1e6 });
+    const [turn] = await h.store.turns.listForSession(h.projectId, 'priced', { limit: 1 });
+    expect(turn?.usage).toEqual(body.data.outputs.usage);
+    expect(turn?.status).toBe('completed');
+  });
+});

@@ -1,0 +1,31 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { once } from 'node:events';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const AGENTD_BIN = path.join(ROOT, 'bin/agentd.js');
+
+/** `agentd <args>` as a child process, collecting its output. */
+export function runAgentd(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, output: () => output, exited };
+}
+
+/** Starts `agentd serve` on a free port and resolves once it listens, with its URL. */
+export async function startServe(env: Record<string, string>): Promise<ReturnType<typeof runAgentd> & { url: string }> {
+  const run = runAgentd(['serve', '--port', '0'], env);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const match = /"url":"(http:\/\/[^"]+)"/.exec(run.output());
+    if (match) return { ...run, url: match[1]! };
+    if (run.child.exitCode !== null || Date.now() > deadline) {
+      run.child.kill('SIGKILL');
+      throw new Error(`agentd serve did not start:\n${run.output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

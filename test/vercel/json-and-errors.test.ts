@@ -1,0 +1,132 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { safeValidateUIMessages, validateUIMessages, type UIMessage } from 'ai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sessionFolder } from '../../src/sessions/folders.ts';
+import { agentdChat } from '../support/headless-chat.ts';
+import { startHarness, template, type Harness } from '../support/harness.ts';
+
+/** Batch replies in the Vercel format, judged by the SDK's own validator, and what bad input gets. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+beforeEach(() => h.model.reset());
+
+const VERCEL_JSON = { accept: 'application/json', 'x-ag-messages-format': 'vercel' };
+const writeTool = [{ type: 'builtin', name: 'write' }];
+
+type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>;
+
+const user = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
+
+async function invokeJson(sessionId: string, messages: unknown[], agent: unknown) {
+  const res = await h.invoke({ session_id: sessionId, data: { inputs: { messages }, parameters: { agent } } }, { headers: VERCEL_JSON });
+  const body = await res.json();
+  return { res, body, messages: body?.data?.outputs?.messages as UIMessage[] };
+}
+
+async function expectValid(messages: UIMessage[]): Promise<void> {
+  const result = await safeValidateUIMessages({ messages });
+  if (!result.success) throw new Error(`validateUIMessages rejected ${JSON.stringify(messages)}: ${result.error.message}`);
+}
+
+describe('JSON replies in the Vercel format', () => {
+  it('a tool turn comes back as one valid assistant UIMessage', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'j.txt', content: 'J' } }] }, { text: 'Wrote j.txt.' }]);
+    const { res, body, messages } = await invokeJson('vercel-json-tool', [user('u1', 'write j')], template({ tools: writeTool }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(body.data.outputs.stop_reason).toBe('end_turn');
+
+    await expectValid(messages);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ role: 'assistant', id: expect.any(String) });
+    const parts = messages[0]!.parts;
+    expect(parts.filter((p) => p.type !== 'step-start')).toMatchObject([
+      { type: 'tool-write', state: 'output-available', input: { path: 'j.txt', content: 'J' }, output: expect.any(String) },
+      { type: 'text', text: 'Wrote j.txt.' },
+    ]);
+  });
+
+  it('pause and in-band approval over JSON: both replies validate, the continuation keeps the message', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: 'K' } }] }, { text: 'Wrote k.txt.' }]);
+    const agent = template({ tools: writeTool, mode: 'ask' });
+    const history: UIMessage[] = [user('u1', 'write k')];
+
+    const paused = await invokeJson('vercel-json-approve', history, agent);
+    expect(paused.res.status).toBe(200);
+    await expectValid(paused.messages);
+    expect(paused.body.data.outputs.stop_reason).toBe('paused');
+    const assistant = paused.messages[0]!;
+    const part = assistant.parts.find((p): p is ToolPart => p.type === 'tool-write')!;
+    expect(part).toMatchObject({ state: 'approval-requested', approval: { id: paused.body.data.outputs.pending_interaction.id } });
+
+    // What addToolApprovalResponse does in the browser.
+    const answered = structuredClone(assistant);
+    Object.assign(answered.parts.find((p) => p.type === 'tool-write')!, { state: 'approval-responded', approval: { id: (part as { approval: { id: string } }).approval.id, approved: true } });
+
+    const done = await invokeJson('vercel-json-approve', [...history, answered], agent);
+    expect(done.res.status).toBe(200);
+    await expectValid(done.messages);
+    // One assistant message, the continued one, with the output in place and the answer after it.
+    expect(done.messages).toHaveLength(1);
+    expect(done.messages[0]!.id).toBe(assistant.id);
+    expect(done.messages[0]!.parts.filter((p) => p.type !== 'step-start')).toMatchObject([
+      { type: 'tool-write', toolCallId: part.toolCallId, state: 'output-available', output: expect.any(String), approval: { approved: true } },
+      { type: 'text', text: 'Wrote k.txt.' },
+    ]);
+    expect(existsSync(path.join(sessionFolder(h.dataDir, h.projectId, 'vercel-json-approve'), 'k.txt'))).toBe(true);
+
+    // The client's history after the continuation validates as a whole.
+    await validateUIMessages({ messages: [...history, ...done.messages] });
+  });
+});
+
+describe('invalid Vercel input', () => {
+  const agent = template();
+
+  async function rejected(messages: unknown[], headers: Record<string, string> = VERCEL_JSON) {
+    const res = await h.invoke({ session_id: 'vercel-bad', data: { inputs: { messages }, parameters: { agent } } }, { headers });
+    const body = await res.json();
+    expect(res.status).toBe(400);
+    expect(body.status).toMatchObject({ code: 400, type: 'invalid-messages' });
+    return body.status.message as string;
+  }
+
+  it('a text part with no text names data.inputs.messages[i].parts[j]', async () => {
+    const ok = user('u1', 'hello');
+    const broken = { id: 'a1', role: 'assistant', parts: [{ type: 'step-start' }, { type: 'text', text: 42 }] };
+    const message = await rejected([ok, broken, user('u2', 'again')]);
+    expect(message).toContain('data.inputs.messages[1].parts[1]');
+    expect(message).toMatch(/data\.inputs\.messages\[1\]\.parts\[1\]\.text\b/);
+  });
+
+  it('a tool part in an unknown state, and an unknown part type, are named by path', async () => {
+    const badState = { id: 'a1', role: 'assistant', parts: [{ type: 'tool-write', toolCallId: 'c1', state: 'done', input: {} }] };
+    expect(await rejected([user('u1', 'x'), badState])).toContain('data.inputs.messages[1].parts[0].state');
+
+    const unknownType = { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'a' }, { type: 'image', url: 'x' }] };
+    expect(await rejected([unknownType])).toContain('data.inputs.messages[0].parts[1].type');
+
+    // The SDK itself rejects the same message, so the 400 is not agentd being stricter than useChat.
+    expect((await safeValidateUIMessages({ messages: [badState as never] })).success).toBe(false);
+  });
+
+  it('the chat transport body is checked the same way, and useChat surfaces the 400', async () => {
+    const chat = agentdChat({
+      api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
+      apiKey: h.apiKey,
+      body: { data: { parameters: { agent } } },
+      messages: [user('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [{ type: 'text' } as never] }],
+    });
+    await chat.sendMessage({ text: 'next' });
+    await chat.untilFinished(1);
+    expect(chat.status).toBe('error');
+    expect(chat.error?.message).toContain('invalid-messages');
+    expect(chat.error?.message).toContain('data.inputs.messages[1].parts[0]');
+    expect(h.model.requests).toHaveLength(0);
+  });
+});

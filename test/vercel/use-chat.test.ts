@@ -1,0 +1,210 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  type UIMessage,
+} from 'ai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sessionFolder } from '../../src/sessions/folders.ts';
+import { agentdChat, type HeadlessChat } from '../support/headless-chat.ts';
+import { startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * `useChat` against agentd: the SDK's `AbstractChat` + `DefaultChatTransport`, configured only the
+ * way a front end would (url, headers, extra body), posting its own `{id, messages, trigger,
+ * messageId}` bodies over real HTTP. No agentd-specific client code is involved.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+beforeEach(() => h.model.reset());
+
+type Part = UIMessage['parts'][number];
+type ToolPart = Extract<Part, { toolCallId: string }>;
+
+const writeAgent = template({ tools: [{ type: 'builtin', name: 'write' }], mode: 'ask' });
+const pickColorAgent = template({
+  tools: [
+    {
+      type: 'client',
+      name: 'pick_color',
+      description: 'Ask the user to pick a color',
+      input_schema: { type: 'object', properties: { options: { type: 'array', items: { type: 'string' } } } },
+    },
+  ],
+});
+
+function chatFor(agent: unknown, sendAutomaticallyWhen: (o: { messages: UIMessage[] }) => boolean): HeadlessChat {
+  return agentdChat({
+    api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
+    apiKey: h.apiKey,
+    body: { data: { parameters: { agent } } },
+    sendAutomaticallyWhen,
+  });
+}
+
+function assistants(chat: HeadlessChat): UIMessage[] {
+  return chat.messages.filter((m) => m.role === 'assistant');
+}
+
+function toolPart(message: UIMessage | undefined, type: string): ToolPart {
+  const part = message?.parts.find((p): p is ToolPart => p.type === type);
+  if (part === undefined) throw new Error(`no ${type} part in ${JSON.stringify(message)}`);
+  return part;
+}
+
+function texts(message: UIMessage | undefined): string[] {
+  return (message?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : []));
+}
+
+/** Sends the first message and waits for the paused turn's approval request. */
+async function pauseOnWrite(chat: HeadlessChat, file: string, content: string): Promise<{ assistant: UIMessage; approvalId: string; toolCallId: string }> {
+  await chat.sendMessage({ text: 'write a file' });
+  await chat.untilFinished(1);
+  expect(chat.error).toBeUndefined();
+  expect(chat.status).toBe('ready');
+
+  const [assistant, ...more] = assistants(chat);
+  expect(more).toEqual([]);
+  const part = toolPart(assistant, 'tool-write');
+  expect(part).toMatchObject({ state: 'approval-requested', input: { path: file, content } });
+  const approvalId = (part as { approval: { id: string } }).approval.id;
+
+  // The approval id is agentd's interaction id, usable with /respond as well as in band.
+  const record = await h.store.interactions.get(h.projectId, approvalId);
+  expect(record).toMatchObject({
+    session_id: chat.id,
+    kind: 'user_approval',
+    status: 'pending',
+    tool_call_id: part.toolCallId,
+    request: { tool: 'write', args: { path: file, content } },
+  });
+  expect(assistant!.metadata).toMatchObject({
+    session_id: chat.id,
+    stop_reason: 'paused',
+    pending_interaction: { id: approvalId, kind: 'user_approval', tool: 'write' },
+  });
+  // Nothing ran before the decision.
+  expect(existsSync(path.join(sessionFolder(h.dataDir, h.projectId, chat.id), file))).toBe(false);
+  return { assistant: assistant!, approvalId, toolCallId: part.toolCallId };
+}
+
+describe('useChat (headless AbstractChat + DefaultChatTransport) against agentd', () => {
+  it('approval round trip: approve, automatic re-post, output, answer, one assistant message', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'hello.txt', content: 'hi there' } }] }, { text: 'Wrote hello.txt for you.' }]);
+    const chat = chatFor(writeAgent, lastAssistantMessageIsCompleteWithApprovalResponses);
+    const { assistant, approvalId, toolCallId } = await pauseOnWrite(chat, 'hello.txt', 'hi there');
+
+    // The first POST is the transport's own shape, posted as-is.
+    expect(chat.sent).toHaveLength(1);
+    expect(Object.keys(chat.sent[0]!.body).sort()).toEqual(['data', 'id', 'messages', 'trigger']);
+    expect(chat.sent[0]!.body).toMatchObject({ id: chat.id, trigger: 'submit-message' });
+    expect(chat.sent[0]!.headers['x-ag-messages-format']).toBe('vercel');
+
+    await chat.addToolApprovalResponse({ id: approvalId, approved: true });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+
+    // The chat re-posted by itself, continuing the paused assistant message.
+    expect(chat.sent).toHaveLength(2);
+    const repost = chat.sent[1]!.body;
+    expect(repost).toMatchObject({ id: chat.id, trigger: 'submit-message', messageId: assistant.id });
+    expect(repost.messages.at(-1)).toMatchObject({ id: assistant.id, role: 'assistant' });
+    expect(toolPart(repost.messages.at(-1), 'tool-write')).toMatchObject({ state: 'approval-responded', approval: { id: approvalId, approved: true } });
+
+    const all = assistants(chat);
+    expect(all).toHaveLength(1);
+    expect(all[0]!.id).toBe(assistant.id);
+    expect(chat.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    const part = toolPart(all[0], 'tool-write');
+    expect(part).toMatchObject({ toolCallId, state: 'output-available', approval: { id: approvalId, approved: true } });
+    expect((part as { output?: unknown }).output).toBeTruthy();
+    expect(texts(all[0])).toEqual(['Wrote hello.txt for you.']);
+    // The continuation's metadata is merged into the paused message's: the answered interaction
+    // must not linger there as if still pending.
+    expect(all[0]!.metadata).toMatchObject({ session_id: chat.id, stop_reason: 'end_turn', pending_interaction: null });
+
+    const file = path.join(sessionFolder(h.dataDir, h.projectId, chat.id), 'hello.txt');
+    expect(await readFile(file, 'utf8')).toBe('hi there');
+    expect((await h.store.interactions.get(h.projectId, approvalId))?.status).toBe('resolved');
+
+    // The model saw its call and the write's result on the continuation, not a repeated call.
+    const last = h.model.requests.at(-1)!;
+    expect(h.model.requests).toHaveLength(2);
+    const calls = last.messages.flatMap((m) => m.tool_calls ?? []);
+    expect(calls).toEqual([expect.objectContaining({ id: toolCallId, name: 'write', input: { path: 'hello.txt', content: 'hi there' } })]);
+    expect(last.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: toolCallId, name: 'write' });
+  });
+
+  it('denial round trip: output-denied, no file, the model is told', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'nope.txt', content: 'x' } }] }, { text: 'Understood, I will not write it.' }]);
+    const chat = chatFor(writeAgent, lastAssistantMessageIsCompleteWithApprovalResponses);
+    const { assistant, approvalId, toolCallId } = await pauseOnWrite(chat, 'nope.txt', 'x');
+
+    await chat.addToolApprovalResponse({ id: approvalId, approved: false, reason: 'not that file' });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    expect(chat.sent).toHaveLength(2);
+
+    const all = assistants(chat);
+    expect(all).toHaveLength(1);
+    expect(all[0]!.id).toBe(assistant.id);
+    expect(toolPart(all[0], 'tool-write')).toMatchObject({
+      toolCallId,
+      state: 'output-denied',
+      approval: { id: approvalId, approved: false, reason: 'not that file' },
+    });
+    expect(texts(all[0])).toEqual(['Understood, I will not write it.']);
+    expect(existsSync(path.join(sessionFolder(h.dataDir, h.projectId, chat.id), 'nope.txt'))).toBe(false);
+    expect((await h.store.interactions.get(h.projectId, approvalId))?.status).toBe('resolved');
+
+    // The model gets a result for its call carrying the user's reason (the SDK's execution-denied
+    // result, which providers render as the reason alone), not the tool's output.
+    expect(h.model.requests).toHaveLength(2);
+    const last = h.model.requests.at(-1)!;
+    expect(last.messages.flatMap((m) => m.tool_calls ?? []).map((c) => c.id)).toEqual([toolCallId]);
+    expect(last.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: toolCallId, name: 'write', content: 'not that file' });
+    expect(all[0]!.metadata).toMatchObject({ stop_reason: 'end_turn', pending_interaction: null });
+  });
+
+  it('client tool round trip: addToolOutput, automatic re-post, the model gets the output', async () => {
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red', 'blue'] } }] }, { text: 'Blue it is.' }]);
+    const chat = chatFor(pickColorAgent, lastAssistantMessageIsCompleteWithToolCalls);
+
+    await chat.sendMessage({ text: 'pick a color' });
+    await chat.untilFinished(1);
+    expect(chat.error).toBeUndefined();
+    const [assistant] = assistants(chat);
+    const part = toolPart(assistant, 'tool-pick_color');
+    // A client tool is the client's to run: the part waits with its input.
+    expect(part).toMatchObject({ state: 'input-available', input: { options: ['red', 'blue'] } });
+    expect(assistant!.metadata).toMatchObject({ stop_reason: 'paused', pending_interaction: { kind: 'client_tool', tool: 'pick_color' } });
+    const interactionId = (assistant!.metadata as { pending_interaction: { id: string } }).pending_interaction.id;
+
+    await chat.addToolOutput({ tool: 'pick_color', toolCallId: part.toolCallId, output: { color: 'blue' } });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    expect(chat.sent).toHaveLength(2);
+    expect(chat.sent[1]!.body).toMatchObject({ trigger: 'submit-message', messageId: assistant!.id });
+
+    const all = assistants(chat);
+    expect(all).toHaveLength(1);
+    expect(all[0]!.id).toBe(assistant!.id);
+    expect(toolPart(all[0], 'tool-pick_color')).toMatchObject({ state: 'output-available', output: { color: 'blue' } });
+    expect(texts(all[0])).toEqual(['Blue it is.']);
+    expect(all[0]!.metadata).toMatchObject({ stop_reason: 'end_turn', pending_interaction: null });
+
+    const last = h.model.requests.at(-1)!;
+    expect(last.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: part.toolCallId, name: 'pick_color' });
+    expect(JSON.parse(last.messages.at(-1)!.content)).toEqual({ color: 'blue' });
+    expect((await h.store.interactions.get(h.projectId, interactionId))?.status).toBe('resolved');
+  });
+});
