@@ -5,9 +5,11 @@ import type { Message } from '../contract/messages.ts';
 import { gateFor } from './permissions.ts';
 import { collectCalls, toModelMessages } from './history.ts';
 import { toModelError } from './model-errors.ts';
+import { AppError } from '../errors.ts';
 import type { EffectiveTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 import type { Pricing } from './pricing.ts';
+import { deniedResultText } from '../stream/tool-messages.ts';
 
 export interface TurnInput {
   turnId: string;
@@ -69,6 +71,11 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   const entries = new Map(template.tools.map((t) => [t.name, t]));
   const mode = template.runner.permissions.default;
   const deniedReasons = new Map<string, string>();
+  // A denial re-posted in band reaches the SDK as history, and its tool-output-denied part carries
+  // no reason; without this the caller's own reason would vanish from the turn's output.
+  for (const call of calls) {
+    if (call.approval?.approved === false && call.approval.reason && !call.result) deniedReasons.set(call.toolCallId, call.approval.reason);
+  }
 
   const toolApproval = ({ toolCall }: { toolCall: { toolName: string; toolCallId: string } }): ToolApprovalStatus => {
     const entry = entries.get(toolCall.toolName);
@@ -147,12 +154,11 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           yield { type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } };
           break;
         case 'tool-approval-response':
-          if (!part.approved) deniedReasons.set(part.toolCall.toolCallId, part.reason ?? 'the call was denied');
+          if (!part.approved && part.reason) deniedReasons.set(part.toolCall.toolCallId, part.reason);
           break;
         case 'tool-output-denied': {
           unanswered.delete(part.toolCallId);
-          const reason = deniedReasons.get(part.toolCallId) ?? 'the call was denied';
-          yield { type: 'tool_result', data: { id: part.toolCallId, output: `denied: ${reason}`, is_error: true, denied: true } };
+          yield { type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } };
           break;
         }
         case 'tool-approval-request': {
@@ -183,7 +189,13 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
         case 'error':
           throw part.error;
         case 'abort':
-          throw input.signal.reason ?? new Error('the turn was aborted');
+          if (input.signal.aborted) throw input.signal.reason ?? new Error('the turn was aborted');
+          // Our signal is intact, so the SDK's own step/chunk timeout ended the call: the provider
+          // went quiet, which is a gateway timeout, not a broken response.
+          throw new AppError(
+            'upstream-timeout',
+            `the model provider did not answer within ${input.config.modelTimeoutMs} ms (AGENTD_MODEL_TIMEOUT_MS)${part.reason ? `: ${part.reason}` : ''}`,
+          );
         default:
           break;
       }

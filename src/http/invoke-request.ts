@@ -78,7 +78,7 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
     const fromHeader = header(request, 'x-ag-session-id') ?? baggageSession(header(request, 'baggage'));
     if (fromHeader !== undefined) {
       if (!SESSION_ID_PATTERN.test(fromHeader)) {
-        throw new AppError('invalid-session-id', 'the x-ag-session-id header must be 1-128 letters, digits, ".", "_", ":" or "-"');
+        throw new AppError('invalid-session-id', 'the x-ag-session-id header (or the ag.session.id member of baggage) must be 1-128 letters, digits, ".", "_", ":" or "-"');
       }
       sessionId = fromHeader;
     }
@@ -102,8 +102,8 @@ function baggageSession(baggage: string | undefined): string | undefined {
     try {
       return decodeURIComponent(value.trim());
     } catch {
-      // W3C baggage lets a receiver drop a member it cannot decode; that is no reason for a 500.
-      return undefined;
+      // Undecodable: returned raw, its "%" fails the session id pattern, so the caller gets a 400.
+      return value.trim();
     }
   }
   return undefined;

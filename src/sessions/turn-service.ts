@@ -12,7 +12,7 @@ import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import { TurnFolder } from '../stream/fold.ts';
-import { makeRedactor } from '../telemetry/redact.ts';
+import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
 import { startSpan, traceparentFromData } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder } from './folders.ts';
 import { inboundMessages } from './inbound.ts';
@@ -138,7 +138,8 @@ export class TurnService {
     const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const redact = makeRedactor([...Object.values(secrets), request.credentials ?? undefined]);
+    const secretValues = [...Object.values(secrets), request.credentials ?? undefined];
+    const redact = makeRedactor(secretValues);
     const events = runTurn({
       turnId,
       sessionId,
@@ -152,13 +153,19 @@ export class TurnService {
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
     });
-    void this.drive(turn, events, redact, { template, history: answers.history }).finally(() => {
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history }).finally(() => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
     });
     return turn;
   }
 
-  private async drive(turn: LiveTurn, events: AsyncGenerator<AgentEvent>, redact: <T>(v: T) => T, state: Record<string, unknown>): Promise<void> {
+  private async drive(
+    turn: LiveTurn,
+    events: AsyncGenerator<AgentEvent>,
+    redact: <T>(v: T) => T,
+    redactEvent: (event: AgentEvent) => AgentEvent[],
+    state: Record<string, unknown>,
+  ): Promise<void> {
     const { store, log } = this.deps;
     const folder = new TurnFolder();
     const emit = (event: AgentEvent) => {
@@ -168,20 +175,21 @@ export class TurnService {
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
     try {
       for await (const raw of events) {
-        const event = redact(raw);
-        if (event.type === 'interaction_request') {
-          await store.interactions.create({
-            id: event.data.id,
-            project_id: turn.projectId,
-            session_id: turn.sessionId,
-            turn_id: turn.id,
-            kind: event.data.kind,
-            tool_call_id: event.data.payload.tool_call_id,
-            request: { tool: event.data.tool, args: event.data.payload.input, tool_call_id: event.data.payload.tool_call_id },
-            state,
-          });
+        for (const event of redactEvent(raw)) {
+          if (event.type === 'interaction_request') {
+            await store.interactions.create({
+              id: event.data.id,
+              project_id: turn.projectId,
+              session_id: turn.sessionId,
+              turn_id: turn.id,
+              kind: event.data.kind,
+              tool_call_id: event.data.payload.tool_call_id,
+              request: { tool: event.data.tool, args: event.data.payload.input, tool_call_id: event.data.payload.tool_call_id },
+              state,
+            });
+          }
+          emit(event);
         }
-        emit(event);
       }
       if (folder.result().stop_reason === 'paused') status = 'paused';
     } catch (error) {

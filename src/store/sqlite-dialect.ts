@@ -45,10 +45,25 @@ function adaptStatement(statement: StatementSync): SqliteStatement {
   };
 }
 
+/** Bounds the statement cache; the repositories use a few dozen SQL texts, `IN` lists of varying length add more. */
+const STATEMENT_CACHE_SIZE = 256;
+
 /** The subset of better-sqlite3's `Database` that Kysely's SQLite driver calls, backed by `DatabaseSync`. */
 export function adaptDatabaseSync(db: DatabaseSync): SqliteDatabase {
+  // Kysely asks for a new statement on every query, and compiling the SQL cost as much CPU as
+  // running it on a turn's path (see BENCHMARKS.md), so statements are kept per SQL text. Reuse is
+  // safe: every call resets the statement, and Kysely runs one query at a time on this connection.
+  const statements = new Map<string, SqliteStatement>();
   return {
-    prepare: (sql) => adaptStatement(db.prepare(sql)),
+    prepare: (sql) => {
+      let statement = statements.get(sql);
+      if (!statement) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+        statement = adaptStatement(db.prepare(sql));
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
     close: () => {
       if (db.isOpen) db.close();
     },

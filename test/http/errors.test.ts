@@ -72,6 +72,13 @@ describe('session id (spec §2.1, §8)', () => {
     await expectError(res, 400, 'invalid-session-id', 'x-ag-session-id');
   });
 
+  it.each([
+    ['with a space', 'ag.session.id=a%20b'],
+    ['that cannot be decoded', 'ag.session.id=%E0%A4%A'],
+  ])('a baggage ag.session.id %s → 400 invalid-session-id', async (_name, baggage) => {
+    await expectError(await h.invoke(withAgent(template()), { headers: { baggage } }), 400, 'invalid-session-id', 'baggage');
+  });
+
   it('128 characters is still a valid session id', async () => {
     const id = `${'x'.repeat(120)}${Math.random().toString(36).slice(2, 10)}`.slice(0, 128);
     const res = await h.invoke({ ...withAgent(template()), session_id: id });

@@ -1,0 +1,167 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtin, expectError, invokeBody, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * In-band continuation in the native format (spec §4.6.2, design.md §4 "In-band decisions"): the
+ * caller re-posts the paused call with `approval: {id, approved, reason?}`.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+
+const agent = template({ tools: [builtin('write')], mode: 'ask' });
+const first = [{ role: 'user', content: 'please write a.txt' }];
+
+/** Runs a turn that pauses on `write a.txt <content>` and returns what a caller needs to continue it. */
+async function paused(content = 'original', session = sid('appr')) {
+  h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content } }] }, { text: 'The file is written.' }]);
+  const json = await readJson(await h.invoke(invokeBody(first, agent, { session_id: session })));
+  expect(json.data.outputs.stop_reason).toBe('paused');
+  const messages = json.data.outputs.messages as Array<Record<string, any>>;
+  const id = json.data.outputs.pending_interaction.id as string;
+  return { session, id, messages, file: `${h.sessionDir(session)}/a.txt` };
+}
+
+function decide(messages: Array<Record<string, any>>, approval: Record<string, unknown>, patch: Record<string, unknown> = {}) {
+  return messages.map((m) => (m.approval ? { ...m, ...patch, approval: { ...m.approval, ...approval } } : m));
+}
+
+const repost = (session: string, messages: unknown[], headers: Record<string, string> = {}) =>
+  h.invoke(invokeBody([...first, ...messages], agent, { session_id: session }), { headers });
+
+describe('approve', () => {
+  it('runs the tool, resolves the interaction and continues to the final text', async () => {
+    const p = await paused('approved content');
+    h.model.reset();
+    const json = await readJson(await repost(p.session, decide(p.messages, { approved: true })));
+    const out = json.data.outputs;
+    expect(out.stop_reason).toBe('end_turn');
+    expect(out.messages.at(-1)).toEqual({ role: 'assistant', content: 'The file is written.' });
+    expect(out.messages[0]).toMatchObject({ role: 'tool', tool_call_id: p.messages[0]!.tool_call_id, is_error: false });
+    expect(await readFile(p.file, 'utf8')).toBe('approved content');
+    const record = await h.store.interactions.get(h.projectId, p.id);
+    expect(record).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { via: 'in_band', turn_id: json.turn_id } });
+    expect(h.model.requests).toHaveLength(1);
+    expect(h.model.requests[0]!.messages.find((m) => m.role === 'tool')?.content).toContain('a.txt');
+  });
+
+  it('works when the continuation is streamed', async () => {
+    const p = await paused('streamed');
+    const res = await repost(p.session, decide(p.messages, { approved: true }), { accept: 'text/event-stream' });
+    const { frames } = await readFrames(res);
+    const types = frames.map((f) => f.type);
+    expect(types[0]).toBe('turn_start');
+    expect(types).toContain('tool_result');
+    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(await readFile(p.file, 'utf8')).toBe('streamed');
+  });
+
+  it('runs the ORIGINAL input when the re-post edits it', async () => {
+    const p = await paused('safe content');
+    const res = await repost(p.session, decide(p.messages, { approved: true }, { input: { path: 'evil.txt', content: 'rm -rf /' } }));
+    expect(res.status).toBe(200);
+    await readJson(res);
+    expect(await readFile(p.file, 'utf8')).toBe('safe content');
+    expect(existsSync(`${h.sessionDir(p.session)}/evil.txt`)).toBe(false);
+  });
+
+  it('re-posting the same decision again → 409 interaction-not-pending, and nothing runs', async () => {
+    const p = await paused();
+    const again = decide(p.messages, { approved: true });
+    expect((await repost(p.session, again)).status).toBe(200);
+    h.model.reset();
+    await expectError(await repost(p.session, again), 409, 'interaction-not-pending', p.id);
+    expect(h.model.requests).toHaveLength(0);
+  });
+});
+
+describe('deny', () => {
+  it('does not run the tool, tells the model why, and resolves the interaction', async () => {
+    const p = await paused();
+    h.model.script({ text: 'Understood, I will not write it.' });
+    h.model.reset();
+    const json = await readJson(await repost(p.session, decide(p.messages, { approved: false, reason: 'not today' })));
+    const out = json.data.outputs;
+    expect(out.stop_reason).toBe('end_turn');
+    expect(existsSync(p.file)).toBe(false);
+    expect(out.messages[0]).toMatchObject({ role: 'tool', tool_call_id: p.messages[0]!.tool_call_id, is_error: true, content: expect.stringMatching(/denied.*not today/i) });
+    const toolMessage = h.model.requests.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(toolMessage?.content).toContain('not today');
+    const record = await h.store.interactions.get(h.projectId, p.id);
+    expect(record).toMatchObject({ status: 'resolved', answer: { approved: false, reason: 'not today' } });
+  });
+
+  it('a denial without a reason still reaches the model as a denial', async () => {
+    const p = await paused();
+    h.model.script({ text: 'ok' });
+    h.model.reset();
+    const json = await readJson(await repost(p.session, decide(p.messages, { approved: false })));
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect(existsSync(p.file)).toBe(false);
+    expect(h.model.requests.at(-1)!.messages.find((m) => m.role === 'tool')?.content).toMatch(/denied/i);
+  });
+});
+
+describe('bad decisions', () => {
+  it('an unknown approval id → 400 invalid-approval', async () => {
+    const p = await paused();
+    const messages = p.messages.map((m) => ({ ...m, approval: { id: 'no-such-approval', approved: true } }));
+    await expectError(await repost(p.session, messages), 400, 'invalid-approval', 'no-such-approval');
+    expect(existsSync(p.file)).toBe(false);
+    expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('pending');
+  });
+
+  it('an approval id from another session → 400, and neither interaction moves', async () => {
+    const a = await paused('from a');
+    const b = await paused('from b');
+    // Session b re-posts a's paused call with a's approval id.
+    await expectError(await repost(b.session, decide(a.messages, { approved: true })), 400, 'invalid-approval');
+    expect(existsSync(a.file)).toBe(false);
+    expect(existsSync(b.file)).toBe(false);
+    expect((await h.store.interactions.get(h.projectId, a.id))!.status).toBe('pending');
+  });
+
+  it('an approval id moved onto another call of the same session → 400', async () => {
+    const p = await paused();
+    const messages = p.messages.map((m) => ({ ...m, tool_call_id: 'call_other', approval: { id: p.id, approved: true } }));
+    await expectError(await repost(p.session, messages), 400, 'invalid-approval');
+  });
+
+  it('re-posting the paused call without a decision → 400 naming the message', async () => {
+    const p = await paused();
+    await expectError(await repost(p.session, p.messages), 400, 'invalid-approval', 'data.inputs.messages[1].approval');
+  });
+
+  it('a non-boolean approved → 400 naming the path', async () => {
+    const p = await paused();
+    await expectError(await repost(p.session, decide(p.messages, { approved: 'yes' })), 400, undefined, 'data.inputs.messages[1].approval.approved');
+  });
+});
+
+describe('abandoning a pause', () => {
+  it('a new user message instead of a decision cancels the pending interaction', async () => {
+    const p = await paused();
+    h.model.script({ text: 'Sure, something else.' });
+    h.model.reset();
+    const res = await repost(p.session, [...p.messages, { role: 'user', content: 'never mind, do something else' }]);
+    const json = await readJson(res);
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('cancelled');
+    expect(existsSync(p.file)).toBe(false);
+    // The abandoned call has no result, so it is not sent to the provider (which would refuse it).
+    expect(h.model.requests[0]!.messages.some((m) => m.tool_calls?.length)).toBe(false);
+  });
+
+  it('a cancelled interaction cannot be answered afterwards → 409', async () => {
+    const p = await paused();
+    h.model.script({ text: 'ok' });
+    await readJson(await repost(p.session, [...p.messages, { role: 'user', content: 'forget it' }]));
+    await expectError(await repost(p.session, decide(p.messages, { approved: true })), 409, 'interaction-not-pending', /cancelled/);
+    expect(existsSync(p.file)).toBe(false);
+  });
+});

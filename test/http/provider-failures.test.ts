@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtin, expectError, invokeBody, readFrames, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * Spec §4.2, §7 and src/agent/model-errors.ts: what a broken upstream turns into. Never a 500 for
+ * someone else's outage, the real status even when a stream was asked for, and a stream that has
+ * begun ends with an `error` frame and `done`.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+
+const agent = template({ tools: [builtin('write')], mode: 'allow' });
+const turn = (extra: Record<string, unknown> = {}) => invokeBody([{ role: 'user', content: 'go' }], agent, extra);
+
+describe('before any output (JSON)', () => {
+  it('upstream 401 → 424 upstream-auth', async () => {
+    h.model.script({ error: { status: 401 } });
+    await expectError(await h.invoke(turn()), 424, 'upstream-auth', /credentials|API key/i);
+  });
+
+  it('upstream 403 → 424 upstream-auth', async () => {
+    h.model.script({ error: { status: 403 } });
+    await expectError(await h.invoke(turn()), 424, 'upstream-auth');
+  });
+
+  it('upstream 429 with retry-after: 7 → 429 upstream-rate-limited and retry-after: 7', async () => {
+    h.model.script({ error: { status: 429, headers: { 'retry-after': '7' } } });
+    const res = await h.invoke(turn());
+    await expectError(res, 429, 'upstream-rate-limited', /7/);
+    expect(res.headers.get('retry-after')).toBe('7');
+  });
+
+  it('upstream 500 → 502 upstream-error', async () => {
+    h.model.script({ error: { status: 500 } });
+    await expectError(await h.invoke(turn()), 502, 'upstream-error', /500/);
+  });
+
+  it('upstream 503 → a 5xx gateway error, not 500', async () => {
+    h.model.script({ error: { status: 503 } });
+    const res = await h.invoke(turn());
+    expect([502, 503]).toContain(res.status);
+    await expectError(res, res.status);
+  });
+
+  it('a malformed upstream stream → 502', async () => {
+    h.model.script({ malformed: true });
+    await expectError(await h.invoke(turn()), 502, 'upstream-error');
+  });
+
+  it('a failed turn still names its session and trace, and is recorded as failed', async () => {
+    const session = sid('fail');
+    h.model.script({ error: { status: 500 } });
+    const res = await h.invoke(turn({ session_id: session }));
+    const json = await expectError(res, 502);
+    expect(json.session_id).toBe(session);
+    expect(json.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(res.headers.get('x-ag-trace-id')).toBe(json.trace_id);
+    const [record] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
+    expect(record).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 502, type: 'upstream-error' } });
+  });
+
+  it('a failed turn frees its session for the next one', async () => {
+    const session = sid('fail');
+    h.model.script({ error: { status: 500 } });
+    expect((await h.invoke(turn({ session_id: session }))).status).toBe(502);
+    h.model.script({ text: 'recovered' });
+    expect((await h.invoke(turn({ session_id: session }))).status).toBe(200);
+  });
+});
+
+describe('streamed requests', () => {
+  it.each([
+    [{ status: 429, headers: { 'retry-after': '7' } }, 429, 'upstream-rate-limited'],
+    [{ status: 401 }, 424, 'upstream-auth'],
+    [{ status: 500 }, 502, 'upstream-error'],
+  ])('a failure before any output still answers with the JSON envelope and the real status (%j)', async (error, status, type) => {
+    h.model.script({ error });
+    const res = await h.invoke(turn(), { headers: { accept: 'text/event-stream' } });
+    await expectError(res, status, type);
+    if (status === 429) expect(res.headers.get('retry-after')).toBe('7');
+  });
+
+  it('NDJSON too', async () => {
+    h.model.script({ error: { status: 401 } });
+    await expectError(await h.invoke(turn(), { headers: { accept: 'application/x-ndjson' } }), 424, 'upstream-auth');
+  });
+
+  it('a failure after output began → an error frame, then done, then the stream ends', async () => {
+    h.model.script([{ text: 'Writing now.', toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'x' } }] }, { error: { status: 500 } }]);
+    const res = await h.invoke(turn(), { headers: { accept: 'text/event-stream' } });
+    expect(res.status).toBe(200);
+    const { frames } = await readFrames(res);
+    const types = frames.map((f) => f.type);
+    expect(types).toContain('tool_call');
+    expect(types).toContain('tool_result');
+    expect(types.slice(-2)).toEqual(['error', 'done']);
+    expect(frames.at(-2)!.data).toMatchObject({ code: 502, type: 'upstream-error', message: expect.stringContaining('500') });
+    expect(frames.at(-1)!.data).toEqual({ stop_reason: 'error' });
+    expect(types.filter((t) => t === 'done')).toHaveLength(1);
+  });
+
+  it('the same failure after output began, asked as JSON → the envelope with 502', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'x' } }] }, { error: { status: 500 } }]);
+    await expectError(await h.invoke(turn()), 502, 'upstream-error');
+  });
+});
+
+describe('a hanging provider', () => {
+  let slow: Harness;
+  beforeAll(async () => {
+    slow = await startHarness({ env: { AGENTD_MODEL_TIMEOUT_MS: '300' } });
+  });
+  afterAll(async () => slow.close());
+
+  it('→ 504 upstream-timeout within the configured time', async () => {
+    slow.model.script({ hang: true });
+    const started = Date.now();
+    const res = await slow.invoke(turn());
+    await expectError(res, 504, 'upstream-timeout');
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('a provider that stalls mid-stream → 504 too', async () => {
+    slow.model.script({ text: 'slow words trickle in', chunkDelayMs: 1000 });
+    const started = Date.now();
+    const res = await slow.invoke(turn());
+    await expectError(res, 504, 'upstream-timeout');
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('a slow but timely provider is fine', async () => {
+    slow.model.script({ text: 'just in time', latencyMs: 100 });
+    expect((await slow.invoke(turn())).status).toBe(200);
+  });
+
+  it('a hang after output began, streamed → error frame and done', async () => {
+    slow.model.script([{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'x' } }] }, { hang: true }]);
+    const res = await slow.invoke(turn(), { headers: { accept: 'text/event-stream' } });
+    const { frames } = await readFrames(res);
+    expect(frames.map((f) => f.type).slice(-2)).toEqual(['error', 'done']);
+    expect(frames.at(-2)!.data).toMatchObject({ code: 504, type: 'upstream-timeout' });
+  });
+});
+
+describe('no provider key', () => {
+  let keyless: Harness;
+  beforeAll(async () => {
+    keyless = await startHarness({ env: { OPENAI_API_KEY: '' } });
+  });
+  afterAll(async () => keyless.close());
+
+  it('→ 424 naming OPENAI_API_KEY, and no call upstream', async () => {
+    keyless.model.reset();
+    await expectError(await keyless.invoke(turn()), 424, 'upstream-auth', 'OPENAI_API_KEY');
+    expect(keyless.model.requests).toHaveLength(0);
+  });
+
+  it('→ the JSON envelope even when streamed', async () => {
+    await expectError(await keyless.invoke(turn(), { headers: { accept: 'text/event-stream' } }), 424, 'upstream-auth', 'OPENAI_API_KEY');
+  });
+
+  it('a per-request secret supplies the key', async () => {
+    keyless.model.script({ text: 'ok' });
+    const res = await keyless.invoke(turn({ secrets: { OPENAI_API_KEY: 'sk-from-request-1' } }));
+    expect(res.status).toBe(200);
+    expect(keyless.model.requests.at(-1)!.headers.authorization).toBe('Bearer sk-from-request-1');
+  });
+});

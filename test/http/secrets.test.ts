@@ -1,0 +1,118 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordedRequest } from '../../src/testing/fake-model.ts';
+import { builtin, invokeBody, readFrames, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * design.md §4 "Connections" and §6: per-request `secrets` (and `credentials`) are used for the run
+ * and never stored, logged or echoed — even when the model or the provider repeats them.
+ */
+
+const SECRET = 'sk-secret-value-123';
+const CREDENTIAL = 'cred-secret-456789';
+
+let h: Harness;
+const bodies: string[] = [];
+beforeAll(async () => {
+  // The server's own key is different, so a run that reached the model with SECRET used the request's.
+  h = await startHarness({ logs: true });
+});
+afterAll(async () => h.close());
+
+const agent = template({ tools: [builtin('write')], mode: 'allow' });
+const withSecrets = (extra: Record<string, unknown> = {}) =>
+  invokeBody([{ role: 'user', content: 'go' }], agent, { secrets: { OPENAI_API_KEY: SECRET }, credentials: CREDENTIAL, ...extra });
+const keyOf = (req: RecordedRequest) => req.headers.authorization?.replace(/^Bearer /, '') ?? '';
+
+async function text(res: Response): Promise<string> {
+  const body = await res.text();
+  bodies.push(body);
+  return body;
+}
+
+describe('per-request secrets', () => {
+  it('are used for the provider call', async () => {
+    h.model.script({ text: 'hello' });
+    h.model.reset();
+    const res = await h.invoke(withSecrets());
+    expect(res.status).toBe(200);
+    await text(res);
+    expect(h.model.requests[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
+  });
+
+  it('are masked when the model echoes them in text and tool input', async () => {
+    const session = sid('echo');
+    h.model.script((req) =>
+      req.messages.at(-1)?.role === 'tool'
+        ? { text: `Your key is ${keyOf(req)}.` }
+        : { toolCalls: [{ name: 'write', input: { path: 'k.txt', content: `key=${keyOf(req)}` } }] },
+    );
+    const body = await text(await h.invoke(withSecrets({ session_id: session })));
+    expect(body).not.toContain(SECRET);
+    const json = JSON.parse(body);
+    expect(json.data.outputs.messages.at(-1).content).toBe('Your key is [redacted].');
+    const [turn] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
+    expect(JSON.stringify(turn)).not.toContain(SECRET);
+  });
+
+  it('are masked on a stream too', async () => {
+    h.model.script({ text: `Streaming ${SECRET} back.` });
+    const res = await h.invoke(withSecrets(), { headers: { accept: 'text/event-stream' } });
+    const raw = await text(res.clone());
+    expect(raw).not.toContain(SECRET);
+    const { frames } = await readFrames(res);
+    // The fake model sends the text in pieces, so the secret straddles deltas.
+    expect(frames.filter((f) => f.type === 'message_delta').length).toBeGreaterThan(1);
+    expect(frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('Streaming [redacted] back.');
+    expect(frames.at(-1)!.type).toBe('done');
+  });
+
+  it('are masked in a paused turn’s pending interaction and its record', async () => {
+    const session = sid('pause');
+    h.model.script((req) => ({ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: keyOf(req) } }] }));
+    const body = await text(await h.invoke({ ...withSecrets({ session_id: session }), data: { ...withSecrets().data, parameters: { agent: template({ tools: [builtin('write')], mode: 'ask' }) } } }));
+    expect(body).not.toContain(SECRET);
+    const json = JSON.parse(body);
+    expect(json.data.outputs.stop_reason).toBe('paused');
+    const record = await h.store.interactions.get(h.projectId, json.data.outputs.pending_interaction.id);
+    expect(JSON.stringify(record)).not.toContain(SECRET);
+  });
+
+  it('are masked when the provider’s error repeats them', async () => {
+    h.model.script({ error: { status: 500, message: `Incorrect API key provided: ${SECRET}` } });
+    const res = await h.invoke(withSecrets());
+    expect(res.status).toBe(502);
+    const body = await text(res);
+    expect(body).not.toContain(SECRET);
+    expect(JSON.parse(body).status).toMatchObject({ code: 502, type: 'upstream-error', message: expect.stringContaining('Incorrect API key provided: [redacted]') });
+  });
+
+  it('are masked in an error frame after output began', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'x' } }] }, { error: { status: 500, message: `boom ${SECRET} ${CREDENTIAL}` } }]);
+    const res = await h.invoke(withSecrets(), { headers: { accept: 'application/x-ndjson' } });
+    const raw = await text(res);
+    expect(raw).toContain('"type":"error"');
+    expect(raw).not.toContain(SECRET);
+    expect(raw).not.toContain(CREDENTIAL);
+  });
+
+  it('never appear in a reply, the database files or the logs', async () => {
+    for (const body of bodies) {
+      expect(body).not.toContain(SECRET);
+      expect(body).not.toContain(CREDENTIAL);
+    }
+    const dbFiles = (await readdir(h.dataDir)).filter((f) => f.startsWith('agentd.db'));
+    expect(dbFiles).toContain('agentd.db');
+    for (const file of dbFiles) {
+      const bytes = await readFile(path.join(h.dataDir, file));
+      expect(bytes.includes(SECRET), file).toBe(false);
+      expect(bytes.includes(CREDENTIAL), file).toBe(false);
+    }
+    const logs = h.logs.join('');
+    expect(logs).toContain('"reqId"');
+    expect(logs).not.toContain(SECRET);
+    expect(logs).not.toContain(CREDENTIAL);
+    expect(logs).not.toContain(h.apiKey);
+  });
+});

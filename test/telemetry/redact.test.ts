@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { AgentEvent } from '../../src/contract/events.ts';
+import { makeEventRedactor } from '../../src/telemetry/redact.ts';
+
+const SECRET = 'sk-secret-value-123';
+
+function run(pieces: string[]): { text: string; deltas: string[] } {
+  const redact = makeEventRedactor([SECRET]);
+  const out: AgentEvent[] = [];
+  for (const delta of pieces) out.push(...redact({ type: 'message_delta', data: { id: 'm', delta } }));
+  out.push(...redact({ type: 'message_end', data: { id: 'm' } }));
+  expect(out.at(-1)).toEqual({ type: 'message_end', data: { id: 'm' } });
+  const deltas = out.flatMap((e) => (e.type === 'message_delta' ? [e.data.delta] : []));
+  return { text: deltas.join(''), deltas };
+}
+
+describe('makeEventRedactor', () => {
+  const text = `key: ${SECRET}, again ${SECRET}.`;
+
+  it('masks a secret split at any point across two deltas', () => {
+    for (let i = 1; i < text.length; i++) {
+      const { text: out, deltas } = run([text.slice(0, i), text.slice(i)]);
+      expect(out).toBe('key: [redacted], again [redacted].');
+      for (const d of deltas) expect(d).not.toContain('sk-secret');
+    }
+  });
+
+  it('masks a secret sent one character at a time', () => {
+    expect(run([...text]).text).toBe('key: [redacted], again [redacted].');
+  });
+
+  it('releases a held tail that turned out not to be a secret at the end of the message', () => {
+    expect(run(['costs sk-', 'secret']).text).toBe('costs sk-secret');
+  });
+
+  it('keeps streams of different messages apart', () => {
+    const redact = makeEventRedactor([SECRET]);
+    const a = redact({ type: 'message_delta', data: { id: 'a', delta: 'x sk-secret' } });
+    const b = redact({ type: 'thought_delta', data: { id: 'b', delta: '-value-123' } });
+    expect([...a, ...b].map((e) => (e.data as { delta: string }).delta).join('')).toBe('x -value-123');
+  });
+
+  it('masks whole events such as tool calls', () => {
+    const [event] = makeEventRedactor([SECRET])({ type: 'tool_call', data: { id: 'c', name: 'write', input: { content: `k=${SECRET}` } } });
+    expect(event).toEqual({ type: 'tool_call', data: { id: 'c', name: 'write', input: { content: 'k=[redacted]' } } });
+  });
+
+  it('passes events through untouched when there is no secret', () => {
+    const event: AgentEvent = { type: 'message_delta', data: { id: 'm', delta: 'sk-' } };
+    expect(makeEventRedactor([undefined])(event)).toEqual([event]);
+  });
+});
