@@ -1,5 +1,6 @@
 import type { AssistantContent, ModelMessage, ToolContent } from 'ai';
 import type { Message } from '../contract/messages.ts';
+import { isToolCallMessage } from '../contract/tool-messages.ts';
 import { AppError } from '../errors.ts';
 
 const WHERE = 'data.inputs.messages';
@@ -14,10 +15,6 @@ export interface HistoryCall {
   result?: { index: number; content: string; isError: boolean };
 }
 
-export function isToolCall(m: Message): boolean {
-  return m.tool_name !== undefined && m.input !== undefined && (m.role === 'tool' || m.role === 'assistant');
-}
-
 /**
  * Reads the calls out of a native history and pairs each with its result. The trailing calls (after
  * the last user message) are the ones a continuation may answer; earlier unanswered calls were
@@ -29,7 +26,7 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
   let lastUser = -1;
   messages.forEach((m, index) => {
     if (m.role === 'user') lastUser = index;
-    if (isToolCall(m)) {
+    if (isToolCallMessage(m)) {
       if (!m.tool_call_id) throw new AppError('invalid-messages', `a tool-call message needs "tool_call_id" at ${WHERE}[${index}]`);
       if (byId.has(m.tool_call_id)) throw new AppError('invalid-messages', `duplicate tool call "${m.tool_call_id}" at ${WHERE}[${index}]`);
       const call: HistoryCall = { index, toolCallId: m.tool_call_id, toolName: m.tool_name!, input: m.input };

@@ -9,7 +9,7 @@ import { AppError } from '../errors.ts';
 import type { EffectiveTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 import type { Pricing } from './pricing.ts';
-import { deniedResultText } from '../stream/tool-messages.ts';
+import { deniedResultText } from '../contract/tool-messages.ts';
 
 export interface TurnInput {
   turnId: string;

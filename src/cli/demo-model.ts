@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseFlags } from './args.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 
 const USAGE = `Usage: agentd demo-model [--port N]
@@ -12,13 +12,8 @@ It listens on 127.0.0.1, port 11434 by default — Ollama's — so a template wi
 `;
 
 export async function demoModelCommand(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: argv, options: { port: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
+  const values = parseFlags(argv, { port: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
+  if (!values) return 2;
   if (values.help) {
     process.stdout.write(USAGE);
     return 0;

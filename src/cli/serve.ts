@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import type { Config } from '../config.ts';
+import { parseFlags } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
 import { openStore } from '../store/db.ts';
@@ -15,13 +15,8 @@ DATABASE_URL when set. Migrations run at start. On the first start it creates th
 `;
 
 export async function serveCommand(argv: string[], config: Config): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: argv, options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
+  const values = parseFlags(argv, { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
+  if (!values) return 2;
   if (values.help) {
     process.stdout.write(USAGE);
     return 0;

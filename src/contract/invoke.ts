@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PendingInteraction, StopReason, Usage } from './events.ts';
 import { AgentTemplate } from './template.ts';
-import { ErrorStatus } from './errors.ts';
+import { ErrorEnvelope } from './errors.ts';
 
 /** Invoke request and response (spec §2.1, §2.2, §2.4, §2.6). */
 
@@ -81,12 +81,8 @@ export const TurnOutputs = z.object({
 });
 export type TurnOutputs = z.infer<typeof TurnOutputs>;
 
-export const InvokeResponse = z.object({
-  version: z.string(),
-  status: ErrorStatus,
-  trace_id: z.string().optional(),
-  span_id: z.string().optional(),
-  session_id: z.string().optional(),
+/** A run's reply: the error envelope's fields, plus the turn and its outputs on success. */
+export const InvokeResponse = ErrorEnvelope.extend({
   turn_id: z.string().optional(),
   data: z.object({ outputs: TurnOutputs }).optional(),
 });

@@ -46,10 +46,19 @@ export class TurnService {
   private readonly starting = new Set<string>();
   private readonly deps: TurnServiceDeps;
   private readonly pricing: Pricing | undefined;
+  /** The server's own provider keys: an upstream error or a model may echo them too. */
+  private readonly serverSecrets: Array<string | undefined>;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
     this.pricing = pricingFrom(deps.config.prices);
+    const { env, openaiCompatible } = deps.config;
+    this.serverSecrets = [
+      env.OPENAI_API_KEY,
+      env.ANTHROPIC_API_KEY,
+      env.OLLAMA_API_KEY,
+      ...Object.values(openaiCompatible).map((endpoint) => (endpoint.api_key_env ? env[endpoint.api_key_env] : undefined)),
+    ];
   }
 
   /** Validates the request completely before anything runs; every refusal is an AppError. */
@@ -138,7 +147,7 @@ export class TurnService {
     const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const secretValues = [...Object.values(secrets), request.credentials ?? undefined];
+    const secretValues = [...this.serverSecrets, ...Object.values(secrets), request.credentials ?? undefined];
     const redact = makeRedactor(secretValues);
     const events = runTurn({
       turnId,

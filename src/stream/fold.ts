@@ -1,6 +1,6 @@
 import type { AgentEvent, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
-import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from './tool-messages.ts';
+import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { addUsage } from './usage.ts';
 
 /** A turn's event stream folded into the JSON reply's `data.outputs` (spec §2.5, §2.6). */

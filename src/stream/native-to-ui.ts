@@ -1,7 +1,7 @@
 import type { DynamicToolUIPart, ToolUIPart, UIMessage } from 'ai';
 import type { Message } from '../contract/messages.ts';
 import { StepTracker } from './steps.ts';
-import { isToolCallMessage } from './tool-messages.ts';
+import { isToolCallMessage } from '../contract/tool-messages.ts';
 
 /**
  * Native messages → Vercel `UIMessage`s, for JSON replies in the Vercel format. The assistant

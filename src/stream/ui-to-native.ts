@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { UIMessage, type Approval, type Message } from '../contract/messages.ts';
-import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from './tool-messages.ts';
+import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 
 /**
  * Inbound Vercel `UIMessage`s (what `useChat` posts) → native messages. The in-band approval

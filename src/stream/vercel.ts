@@ -1,7 +1,7 @@
 import type { FinishReason, UIMessageChunk } from 'ai';
 import type { AgentEvent, EventOf, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import { StepTracker } from './steps.ts';
-import { deniedResultText, toolOutputText } from './tool-messages.ts';
+import { deniedResultText, toolOutputText } from '../contract/tool-messages.ts';
 import { addUsage } from './usage.ts';
 
 /**

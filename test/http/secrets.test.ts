@@ -56,6 +56,12 @@ describe('per-request secrets', () => {
     expect(JSON.stringify(turn)).not.toContain(SECRET);
   });
 
+  it('mask the server’s own provider key too, when no secret was sent', async () => {
+    h.model.script((req) => ({ text: `The server key is ${keyOf(req)}.` }));
+    const body = await text(await h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent)));
+    expect(JSON.parse(body).data.outputs.messages.at(-1).content).toBe('The server key is [redacted].');
+  });
+
   it('are masked on a stream too', async () => {
     h.model.script({ text: `Streaming ${SECRET} back.` });
     const res = await h.invoke(withSecrets(), { headers: { accept: 'text/event-stream' } });

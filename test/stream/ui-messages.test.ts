@@ -5,7 +5,7 @@ import type { Message } from '../../src/contract/messages.ts';
 import { foldEvents } from '../../src/stream/fold.ts';
 import { nativeToUi, uiToNative } from '../../src/stream/ui-messages.ts';
 import * as f from './fixtures.ts';
-import { project, readFinal } from './sdk-client.ts';
+import { project, readFinal } from '../support/sdk-client.ts';
 
 const user = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
 

@@ -2,7 +2,7 @@ import { lastAssistantMessageIsCompleteWithApprovalResponses, validateUIMessages
 import { describe, expect, it } from 'vitest';
 import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, finishReasonOf, vercelSseFrame } from '../../src/stream/vercel.ts';
 import * as f from './fixtures.ts';
-import { checkChunks, overTheWire, project, readFinal } from './sdk-client.ts';
+import { checkChunks, overTheWire, project, readFinal } from '../support/sdk-client.ts';
 
 const types = (chunks: { type: string }[]): string[] => chunks.map((c) => c.type);
 

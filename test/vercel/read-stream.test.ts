@@ -1,5 +1,6 @@
-import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
+import { parseJsonEventStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { readFinal } from '../support/sdk-client.ts';
 import { startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -38,17 +39,7 @@ async function invokeVercelStream(body: unknown): Promise<Read> {
     chunks.push(value.value);
   }
 
-  const errors: string[] = [];
-  let message: UIMessage | undefined;
-  const stream = new ReadableStream<UIMessageChunk>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
-  });
-  for await (const snapshot of readUIMessageStream({ stream, onError: (e) => errors.push(e instanceof Error ? e.message : String(e)) })) {
-    message = snapshot;
-  }
+  const { message, errors } = await readFinal(chunks);
   return { res, raw, chunks, message, errors };
 }
 

@@ -1,4 +1,4 @@
-import type { Approval, Message } from '../contract/messages.ts';
+import type { Approval, Message } from './messages.ts';
 
 /**
  * The native shape of a tool call and its result (spec §2.5): two `role: "tool"` messages sharing
@@ -16,9 +16,18 @@ export function toolResultMessage(toolCallId: string, content: string, isError: 
   return { role: 'tool', content, tool_call_id: toolCallId, is_error: isError };
 }
 
-/** A result names no tool; only the call does. A client-supplied result may omit `is_error`. */
+/**
+ * A call carries the tool's name and input; a result names neither (a client-supplied result may
+ * omit `is_error`). `role: "assistant"` is accepted for calls posted by clients that keep calls on
+ * the assistant's side.
+ */
 export function isToolCallMessage(message: Message): boolean {
-  return message.role === 'tool' && message.tool_name !== undefined && message.is_error === undefined;
+  return (
+    (message.role === 'tool' || message.role === 'assistant') &&
+    message.tool_name !== undefined &&
+    message.input !== undefined &&
+    message.is_error === undefined
+  );
 }
 
 /** Native content is text; structured outputs travel as their JSON. */

@@ -1,0 +1,16 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * Parses a command's flags; a mistake prints what was wrong followed by the usage, so the user
+ * sees what to type next. Returns undefined when the command should exit with status 2.
+ */
+export function parseFlags<O extends Options>(argv: string[], options: O, usage: string): ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values'] | undefined {
+  try {
+    return parseArgs({ args: argv, options }).values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${usage}`);
+    return undefined;
+  }
+}
