@@ -21,7 +21,7 @@ export interface Harness {
   /** Every log line the server wrote, when started with `logs: true`. */
   logs: string[];
   /** POST to invoke with auth and project id filled in. */
-  invoke(body: unknown, init?: { headers?: Record<string, string>; query?: string }): Promise<Response>;
+  invoke(body: unknown, init?: { headers?: Record<string, string>; query?: string; signal?: AbortSignal }): Promise<Response>;
   /** The session's working folder on the host. */
   sessionDir(sessionId: string): string;
   close(): Promise<void>;
@@ -72,10 +72,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `ApiKey ${key.key}`, ...init.headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
+        ...(init.signal ? { signal: init.signal } : {}),
       }),
     sessionDir: (sessionId) => path.join(dataDir, 'sessions', project.id, sessionId),
     async close() {
-      await app.close();
+      // The test's fetch client may hold a connection that never carried a request; Node does not
+      // count it idle, so close() would wait for its timeout.
+      const closing = app.close();
+      app.server.closeAllConnections();
+      await closing;
       await model.close();
       await store.close();
       await rm(dataDir, { recursive: true, force: true });

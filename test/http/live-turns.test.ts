@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { expectError, invokeBody, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/** A turn runs detached from its caller: others can attach to it, take it over, or leave it. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+beforeEach(() => h.model.reset());
+
+const agent = template();
+const hello = (session: string) => invokeBody([{ role: 'user', content: 'hi' }], agent, { session_id: session });
+const FORCE = { 'x-ag-session-control': 'force' };
+
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('condition not reached');
+}
+
+const modelCalled = (n: number) => async () => h.model.requests.length >= n;
+
+describe('live turns', () => {
+  it('attach (force, no input) replays a live turn from its start and follows it to the end', async () => {
+    const session = sid('attach');
+    h.model.script({ text: 'slow words', latencyMs: 400 });
+    const owner = h.invoke(hello(session));
+    await waitFor(modelCalled(1));
+    const attached = await h.invoke({ session_id: session, data: {} }, { headers: { ...FORCE, accept: 'text/event-stream' } });
+    const { frames } = await readFrames(attached);
+    expect(frames[0]!.type).toBe('turn_start');
+    expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(frames.filter((f) => f.type === 'message_delta').map((f) => (f.data as { delta: string }).delta).join('')).toBe('slow words');
+    const ownerBody = await readJson(await owner);
+    expect(ownerBody.turn_id).toBe((frames[0]!.data as { turn_id: string }).turn_id);
+  });
+
+  it('attach as JSON waits for the live turn and returns its output', async () => {
+    const session = sid('attach-json');
+    h.model.script({ text: 'waited for', latencyMs: 300 });
+    const owner = h.invoke(hello(session));
+    await waitFor(modelCalled(1));
+    const body = await readJson(await h.invoke({ session_id: session }, { headers: FORCE }));
+    expect(body.data.outputs.messages.at(-1).content).toBe('waited for');
+    expect((await readJson(await owner)).turn_id).toBe(body.turn_id);
+  });
+
+  it('attach with no live turn is a 404 that says how to start one', async () => {
+    await expectError(await h.invoke({ session_id: sid('idle') }, { headers: FORCE }), 404, 'not-found', 'no live turn');
+  });
+
+  it('force with input cancels the live turn and runs the new one', async () => {
+    const session = sid('takeover');
+    h.model.script([{ hang: true }, { text: 'the new turn' }]);
+    const old = h.invoke(hello(session));
+    await waitFor(modelCalled(1));
+    const res = await h.invoke(hello(session), { headers: FORCE });
+    expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
+    await expectError(await old, 409, 'turn-cancelled');
+    const turns = await h.store.turns.listForSession(h.projectId, session, { limit: 5 });
+    expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
+  });
+
+  it('a second turn without force is refused while one is live', async () => {
+    const session = sid('busy');
+    h.model.script({ text: 'first', latencyMs: 300 });
+    const first = h.invoke(hello(session));
+    await waitFor(modelCalled(1));
+    const body = await expectError(await h.invoke(hello(session)), 409, 'session-busy');
+    const firstBody = await readJson(await first);
+    expect(body.status.message).toContain(firstBody.turn_id);
+  });
+
+  it('a client that disconnects mid-stream does not stop the turn; its output is stored', async () => {
+    const session = sid('gone');
+    h.model.script({ text: 'still finished', latencyMs: 100, chunkDelayMs: 50 });
+    const controller = new AbortController();
+    const res = await h.invoke(hello(session), { headers: { accept: 'text/event-stream' }, signal: controller.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await waitFor(async () => (await h.store.turns.listForSession(h.projectId, session, { limit: 1 }))[0]?.status === 'completed');
+    const [turn] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
+    expect(JSON.stringify(turn?.output)).toContain('still finished');
+  });
+});
