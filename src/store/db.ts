@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Kysely } from 'kysely';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
+import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import type { Database } from './schema.ts';
@@ -18,6 +19,7 @@ export interface Store {
   sessions: SessionsRepo;
   turns: TurnsRepo;
   interactions: InteractionsRepo;
+  leases: LeasesRepo;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     sessions: createSessionsRepo(db),
     turns: createTurnsRepo(db),
     interactions: createInteractionsRepo(db),
+    leases: createLeasesRepo(db),
     close: () => db.destroy(),
   };
 }

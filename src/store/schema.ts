@@ -67,10 +67,21 @@ export interface InteractionsTable {
   updated_at: string;
 }
 
+export interface SessionLeasesTable {
+  project_id: string;
+  session_id: string;
+  turn_id: string;
+  holder: string;
+  expires_at: string;
+  cancel_requested: number;
+  started_at: string;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
   sessions: SessionsTable;
   turns: TurnsTable;
   interactions: InteractionsTable;
+  session_leases: SessionLeasesTable;
 }

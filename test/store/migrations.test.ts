@@ -2,6 +2,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openStore, resolveDatabaseLocation } from '../../src/store/db.ts';
+import { migrations } from '../../src/store/migrations/index.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { tempDir } from './helpers.ts';
 
@@ -14,7 +15,7 @@ describe('openStore and migrations', () => {
     const project = await first.projects.create('kept');
     const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' order by name`.execute(first.db);
     expect(tables.rows.map((row) => row.name)).toEqual(
-      expect.arrayContaining(['api_keys', 'interactions', 'projects', 'sessions', 'turns', 'kysely_migration']),
+      expect.arrayContaining(['api_keys', 'interactions', 'projects', 'sessions', 'turns', 'session_leases', 'kysely_migration']),
     );
     await first.close();
 
@@ -22,7 +23,7 @@ describe('openStore and migrations', () => {
     expect(await migrateToLatest(second.db)).toEqual([]);
     expect(await second.projects.findById(project.id)).toEqual(project);
     const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(second.db);
-    expect(applied.rows.map((row) => row.name)).toEqual(['0001_initial']);
+    expect(applied.rows.map((row) => row.name)).toEqual(Object.keys(migrations));
     await second.close();
   });
 

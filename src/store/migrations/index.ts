@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import { initial } from './0001_initial.ts';
+import { sessionLeases } from './0002_session_leases.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -7,4 +8,5 @@ import { initial } from './0001_initial.ts';
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
+  '0002_session_leases': sessionLeases,
 };

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { StopReason, Usage, PendingInteraction } from './events.ts';
+
+/** The sessions API: reading a session and its turns (issue 3; design.md §4). */
+
+export const TurnStatus = z.enum(['running', 'completed', 'paused', 'failed', 'interrupted', 'cancelled']);
+export type TurnStatus = z.infer<typeof TurnStatus>;
+
+export const TurnView = z.object({
+  id: z.string(),
+  status: TurnStatus,
+  stop_reason: StopReason.optional(),
+  trace_id: z.string(),
+  span_id: z.string(),
+  started_at: z.string(),
+  ended_at: z.string().optional(),
+  outputs: z
+    .object({ messages: z.array(z.unknown()), pending_interaction: PendingInteraction.optional() })
+    .optional(),
+  usage: Usage.optional(),
+  error: z.object({ code: z.number().int(), type: z.string().optional(), message: z.string() }).optional(),
+  request: z.record(z.string(), z.unknown()).optional(),
+});
+export type TurnView = z.infer<typeof TurnView>;
+
+export const SessionView = z.object({
+  session: z.object({ id: z.string(), project_id: z.string(), created_at: z.string(), updated_at: z.string() }),
+  live_turn: z.object({ id: z.string(), started_at: z.string() }).optional(),
+  turns: z.array(TurnView),
+  next: z.string().optional(),
+});
+export type SessionView = z.infer<typeof SessionView>;
+
+export const FileEntry = z.object({ name: z.string(), type: z.enum(['file', 'directory']), size: z.number().int().optional() });
+export const FileListing = z.object({ path: z.string(), entries: z.array(FileEntry) });

@@ -1,0 +1,110 @@
+import type { Kysely, Selectable } from 'kysely';
+import { nowIso } from './columns.ts';
+import type { Database, SessionLeasesTable } from './schema.ts';
+
+/** The one-live-turn-per-session lease (design.md §5): a row with an expiry its holder renews. */
+export interface Lease {
+  project_id: string;
+  session_id: string;
+  turn_id: string;
+  holder: string;
+  expires_at: string;
+  cancel_requested: boolean;
+  started_at: string;
+}
+
+export type Acquired = { acquired: true; lease: Lease; expired?: Lease } | { acquired: false; current: Lease };
+
+function toLease(row: Selectable<SessionLeasesTable>): Lease {
+  return { ...row, cancel_requested: row.cancel_requested === 1 };
+}
+
+const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
+
+export function createLeasesRepo(db: Kysely<Database>) {
+  const pk = (projectId: string, sessionId: string) =>
+    db.selectFrom('session_leases').selectAll().where('project_id', '=', projectId).where('session_id', '=', sessionId);
+
+  async function get(projectId: string, sessionId: string): Promise<Lease | undefined> {
+    const row = await pk(projectId, sessionId).executeTakeFirst();
+    return row && toLease(row);
+  }
+
+  /**
+   * Takes the session for a turn unless a live lease holds it. One statement decides, so two
+   * processes racing for a free (or expired) session cannot both win. A lease taken over from an
+   * expired holder is returned as `expired`, so its turn can be recorded as interrupted.
+   */
+  async function acquire(input: { projectId: string; sessionId: string; turnId: string; holder: string; ttlMs: number }): Promise<Acquired> {
+    const now = nowIso();
+    const before = await get(input.projectId, input.sessionId);
+    const row = await db
+      .insertInto('session_leases')
+      .values({
+        project_id: input.projectId,
+        session_id: input.sessionId,
+        turn_id: input.turnId,
+        holder: input.holder,
+        expires_at: inMs(input.ttlMs),
+        cancel_requested: 0,
+        started_at: now,
+      })
+      .onConflict((oc) =>
+        oc.columns(['project_id', 'session_id']).doUpdateSet((eb) => ({
+          turn_id: eb.ref('excluded.turn_id'),
+          holder: eb.ref('excluded.holder'),
+          expires_at: eb.ref('excluded.expires_at'),
+          cancel_requested: 0,
+          started_at: eb.ref('excluded.started_at'),
+        })).where('session_leases.expires_at', '<', now),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    if (row && row.turn_id === input.turnId) {
+      const expired = before && before.turn_id !== input.turnId ? before : undefined;
+      return expired ? { acquired: true, lease: toLease(row), expired } : { acquired: true, lease: toLease(row) };
+    }
+    const current = await get(input.projectId, input.sessionId);
+    if (!current) return acquire(input);
+    return { acquired: false, current };
+  }
+
+  /** Extends the lease; undefined when it was lost (expired and taken, or released). */
+  async function renew(projectId: string, sessionId: string, turnId: string, ttlMs: number): Promise<Lease | undefined> {
+    const row = await db
+      .updateTable('session_leases')
+      .set({ expires_at: inMs(ttlMs) })
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId)
+      .where('turn_id', '=', turnId)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toLease(row);
+  }
+
+  async function release(projectId: string, sessionId: string, turnId: string): Promise<void> {
+    await db.deleteFrom('session_leases').where('project_id', '=', projectId).where('session_id', '=', sessionId).where('turn_id', '=', turnId).execute();
+  }
+
+  /** Asks the holder of a turn to stop it; the holder sees the flag at its next renewal. */
+  async function requestCancel(projectId: string, sessionId: string, turnId: string): Promise<boolean> {
+    const result = await db
+      .updateTable('session_leases')
+      .set({ cancel_requested: 1 })
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId)
+      .where('turn_id', '=', turnId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Leases whose holders stopped renewing them, oldest first. */
+  async function listExpired(limit = 100): Promise<Lease[]> {
+    const rows = await db.selectFrom('session_leases').selectAll().where('expires_at', '<', nowIso()).orderBy('expires_at').limit(limit).execute();
+    return rows.map(toLease);
+  }
+
+  return { get, acquire, renew, release, requestCancel, listExpired };
+}
+
+export type LeasesRepo = ReturnType<typeof createLeasesRepo>;
