@@ -11,9 +11,13 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   maxBodyBytes: number;
+  /** Largest file one `PUT /api/sessions/{id}/files` may upload. */
+  maxUploadBytes: number;
   debug: boolean;
   logLevel: string;
   shutdownGraceMs: number;
+  /** How long a session's lease lives without renewal: a crashed process frees its sessions after this. */
+  leaseTtlMs: number;
   maxSteps: number;
   modelTimeoutMs: number;
   modelMaxRetries: number;
@@ -57,9 +61,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: env.DATABASE_URL || undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
+    maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     debug: flag(env, 'AGENTD_DEBUG'),
     logLevel: env.AGENTD_LOG_LEVEL ?? 'info',
     shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
+    leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
     maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),

@@ -59,17 +59,21 @@ function resultOutput(result: NonNullable<HistoryCall['result']>) {
  */
 export function toModelMessages(messages: Message[], calls: HistoryCall[]): { system: string[]; messages: ModelMessage[] } {
   const callAt = new Map(calls.map((c) => [c.index, c]));
-  const resultAt = new Set(calls.flatMap((c) => (c.result ? [c.result.index] : [])));
+  const resultAt = new Map(calls.flatMap((c) => (c.result ? [[c.result.index, c] as const] : [])));
   const system: string[] = [];
   const out: ModelMessage[] = [];
   let assistant: Exclude<AssistantContent, string> | undefined;
   let tool: ToolContent | undefined;
+  // A call after a result starts the model's next step; approval responses (which have no message
+  // of their own) belong to the step of their call and never split it.
+  let sawResult = false;
 
   const flush = () => {
     if (assistant?.length) out.push({ role: 'assistant', content: assistant });
     if (tool?.length) out.push({ role: 'tool', content: tool });
     assistant = undefined;
     tool = undefined;
+    sawResult = false;
   };
 
   messages.forEach((m, index) => {
@@ -77,13 +81,10 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
     if (call) {
       const decided = call.approval?.approved !== undefined;
       if (!call.result && !decided) return;
-      if (tool?.length) flush();
+      if (sawResult) flush();
       assistant ??= [];
       assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
-      if (call.result) {
-        tool ??= [];
-        tool.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: resultOutput(call.result) });
-      } else if (call.approval && decided) {
+      if (!call.result && call.approval) {
         assistant.push({ type: 'tool-approval-request', approvalId: call.approval.id, toolCallId: call.toolCallId });
         tool ??= [];
         tool.push({
@@ -95,7 +96,13 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
       }
       return;
     }
-    if (resultAt.has(index)) return;
+    const answered = resultAt.get(index);
+    if (answered?.result) {
+      tool ??= [];
+      tool.push({ type: 'tool-result', toolCallId: answered.toolCallId, toolName: answered.toolName, output: resultOutput(answered.result) });
+      sawResult = true;
+      return;
+    }
     switch (m.role) {
       case 'system':
         system.push(m.content);

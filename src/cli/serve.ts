@@ -3,6 +3,7 @@ import { parseFlags } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
 import { openStore } from '../store/db.ts';
+import { resumeAnswered } from '../interactions/continuation.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -28,8 +29,10 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   }
 
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
-  // A turn still "running" in the database was cut off when an earlier process died.
+  // The embedded database has one server: a turn still "running" in it, and its lease, were cut
+  // off when the previous process died.
   await store.turns.markRunningAsInterrupted();
+  await store.leases.releaseAll();
   const first = await bootstrapFirstRun(store);
   const app = await buildApp({ config, store });
   await app.listen({ port, host: values.host ?? config.host });
@@ -49,6 +52,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     );
   }
   app.log.info({ url, data_dir: config.dataDir }, 'agentd is listening');
+  void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -32,4 +32,10 @@ export const SessionView = z.object({
 export type SessionView = z.infer<typeof SessionView>;
 
 export const FileEntry = z.object({ name: z.string(), type: z.enum(['file', 'directory']), size: z.number().int().optional() });
+export type FileEntry = z.infer<typeof FileEntry>;
 export const FileListing = z.object({ path: z.string(), entries: z.array(FileEntry) });
+export type FileListing = z.infer<typeof FileListing>;
+
+/** The reply to an upload into the session folder: where the file landed (folder-relative) and its size. */
+export const FileUploaded = z.object({ path: z.string(), size: z.number().int().nonnegative() });
+export type FileUploaded = z.infer<typeof FileUploaded>;

@@ -7,11 +7,16 @@ import { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
 import { errorEnvelope } from './envelope.ts';
 import { invokeRoutes } from './routes/invoke.ts';
+import { sessionFileRoutes } from './routes/session-files.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { interactionRoutes } from './routes/interactions.ts';
+import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     turns: TurnService;
+    interactions: InteractionService;
   }
   interface FastifyRequest {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
@@ -70,6 +75,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const turns = new TurnService({ store: deps.store, config, log: app.log });
   app.decorate('turns', turns);
+  const interactions = new InteractionService({ store: deps.store, turns, log: app.log });
+  app.decorate('interactions', interactions);
   app.decorateRequest('run', null as never);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};
@@ -98,5 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get('/health', async () => ({ status: 'ok' }));
   await app.register(invokeRoutes, { store: deps.store, turns });
+  await app.register(sessionRoutes, { store: deps.store, config });
+  await app.register(sessionFileRoutes, { store: deps.store, config });
+  await app.register(interactionRoutes, { store: deps.store, interactions });
   return app;
 }

@@ -17,7 +17,15 @@ export interface InBandAnswers {
  * honoured for a call this session actually paused on, while it is still pending, and it runs the
  * input that was shown for approval — never an input edited in the re-post.
  */
-export async function readInBandAnswers(store: Store, projectId: string, sessionId: string, history: Message[], trailing: HistoryCall[]): Promise<InBandAnswers> {
+export async function readInBandAnswers(
+  store: Store,
+  projectId: string,
+  sessionId: string,
+  history: Message[],
+  trailing: HistoryCall[],
+  /** Interactions answered through the API whose continuation this is: they are `responded`. */
+  outOfBand: ReadonlySet<string> = new Set(),
+): Promise<InBandAnswers> {
   if (trailing.length === 0) return { history, answered: [] };
   const pending = await store.interactions.listPending(projectId, sessionId);
   const pendingByCall = new Map(pending.map((r) => [r.tool_call_id, r]));
@@ -34,7 +42,7 @@ export async function readInBandAnswers(store: Store, projectId: string, session
       if (record.tool_call_id !== call.toolCallId) {
         throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at})`);
       }
-      if (record.status !== 'pending') {
+      if (record.status !== 'pending' && !(record.status === 'responded' && outOfBand.has(record.id))) {
         throw new AppError('interaction-not-pending', `interaction "${record.id}" is already ${record.status}; it cannot be answered again (${at}.approval)`);
       }
       out[call.index] = { ...history[call.index]!, input: record.request.args };

@@ -30,6 +30,22 @@ export interface StartTurn {
   force: boolean;
 }
 
+/** What a turn runs, however it was asked for: an invoke, or the continuation of a paused turn. */
+export interface TurnPlan {
+  projectId: string;
+  sessionId: string;
+  template: EffectiveTemplate;
+  messages: Message[];
+  secrets: Record<string, string>;
+  credentials: string | undefined;
+  traceparent: string | undefined;
+  /** Recorded on the turn: tags, meta, links, references, or what it continues. */
+  record: Record<string, unknown>;
+  force: boolean;
+  /** Interactions answered through the API that this turn consumes (`responded` → `resolved`). */
+  outOfBand?: ReadonlySet<string>;
+}
+
 export interface TurnServiceDeps {
   store: Store;
   config: Config;
@@ -43,8 +59,9 @@ export interface TurnServiceDeps {
 export class TurnService {
   readonly live = new Map<string, LiveTurn>();
   private readonly bySession = new Map<string, LiveTurn>();
-  private readonly starting = new Set<string>();
   private readonly deps: TurnServiceDeps;
+  /** Names this process on the leases it holds. */
+  private readonly holder = randomUUID();
   private readonly pricing: Pricing | undefined;
   /** The server's own provider keys: an upstream error or a model may echo them too. */
   private readonly serverSecrets: Array<string | undefined>;
@@ -79,49 +96,106 @@ export class TurnService {
 
     const messages = inboundMessages(request, params.format);
     const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
-    const key = `${projectId}\u0000${sessionId}`;
-    const live = this.bySession.get(key);
     if (!messages?.length) {
       if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
-      if (live) return live;
-      throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+      return this.attach(projectId, sessionId);
     }
-    if (this.starting.has(key) || (live && !params.force)) {
-      throw new AppError(
-        'session-busy',
-        `session "${sessionId}" is running turn "${live?.id ?? '(starting)'}"; wait for it to end, or send x-ag-session-control: force to take over`,
-      );
+    return this.run({
+      projectId,
+      sessionId,
+      template,
+      messages,
+      secrets: request.secrets ?? {},
+      credentials: request.credentials ?? undefined,
+      traceparent: params.traceparent ?? traceparentFromData(request.data?.trace),
+      record: {
+        version: request.version ?? CONTRACT_VERSIONS[0],
+        tags: request.tags ?? undefined,
+        meta: request.meta ?? undefined,
+        links: request.links ?? undefined,
+        references: request.references ?? undefined,
+        selector: request.selector ?? undefined,
+      },
+      force: params.force,
+    });
+  }
+
+  /** The session's live turn, to follow from its start (force with no input). */
+  private async attach(projectId: string, sessionId: string): Promise<LiveTurn> {
+    const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
+    if (live) return live;
+    const lease = await this.deps.store.leases.get(projectId, sessionId);
+    if (lease && lease.expires_at > new Date().toISOString()) {
+      throw new AppError('session-busy', `session "${sessionId}" runs turn "${lease.turn_id}" in another agentd process; attach to it there`);
     }
-    this.starting.add(key);
+    throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+  }
+
+  /** Runs a planned turn once the session is ours: the one-live-turn rule is the store's lease. */
+  async run(plan: TurnPlan): Promise<LiveTurn> {
+    const turnId = randomUUID();
+    await this.takeSession(plan, turnId);
     try {
-      if (live) {
-        live.controller.abort(CANCELLED);
-        await live.done;
-      }
-      return await this.begin(params, template, messages, sessionId, key);
-    } finally {
-      this.starting.delete(key);
+      return await this.begin(plan, turnId);
+    } catch (error) {
+      await this.deps.store.leases.release(plan.projectId, plan.sessionId, turnId);
+      throw error;
     }
   }
 
-  private async begin(params: StartTurn, template: EffectiveTemplate, messages: Message[], sessionId: string, key: string): Promise<LiveTurn> {
+  private async takeSession(plan: TurnPlan, turnId: string): Promise<void> {
     const { store, config } = this.deps;
-    const { request, projectId } = params;
-    const secrets = request.secrets ?? {};
+    const { projectId, sessionId } = plan;
+    const deadline = Date.now() + config.leaseTtlMs + 2_000;
+    for (;;) {
+      const got = await store.leases.acquire({ projectId, sessionId, turnId, holder: this.holder, ttlMs: config.leaseTtlMs });
+      if (got.acquired) {
+        // The process that held this lease died with its turn still recorded as running.
+        if (got.expired) await store.turns.finish(got.expired.turn_id, { status: 'interrupted', stop_reason: 'interrupted' });
+        return;
+      }
+      const current = got.current.turn_id;
+      if (!plan.force || Date.now() > deadline) {
+        throw new AppError(
+          'session-busy',
+          plan.force
+            ? `session "${sessionId}" is still held by turn "${current}", which did not stop in time; try again`
+            : `session "${sessionId}" is running turn "${current}"; wait for it to end, or send x-ag-session-control: force to take over`,
+        );
+      }
+      const local = this.live.get(current);
+      if (local) {
+        local.controller.abort(CANCELLED);
+        await local.done;
+      } else {
+        // Its holder sees the request at its next renewal and stops the turn.
+        await store.leases.requestCancel(projectId, sessionId, current);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(200, config.leaseTtlMs / 6)));
+      }
+    }
+  }
+
+  private async begin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
+    const { store, config } = this.deps;
+    const { projectId, sessionId, template, messages, secrets } = plan;
+    const outOfBand = plan.outOfBand ?? new Set<string>();
     const model = resolveModel(template.llm, config, secrets);
     const { trailing } = collectCalls(messages);
-    const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing);
+    const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
 
-    const trace = startSpan(params.traceparent ?? traceparentFromData(request.data?.trace));
-    const turnId = randomUUID();
-    for (const { id, answer } of answers.answered) {
-      const claimed = await store.interactions.transition(projectId, id, {
-        from: ['pending'],
+    const trace = startSpan(plan.traceparent);
+    const claims = [
+      ...answers.answered.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
+      ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
+    ];
+    for (const claim of claims) {
+      const claimed = await store.interactions.transition(projectId, claim.id, {
+        from: [claim.from],
         to: 'resolved',
-        answer,
-        resolution: { via: 'in_band', turn_id: turnId },
+        ...(claim.answer ? { answer: claim.answer } : {}),
+        resolution: { via: claim.via, turn_id: turnId },
       });
-      if (!claimed) throw new AppError('interaction-not-pending', `interaction "${id}" was answered meanwhile; it cannot be answered again`);
+      if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
     }
     await store.interactions.cancelPending(projectId, sessionId, []);
 
@@ -134,20 +208,14 @@ export class TurnService {
       trace_id: trace.traceId,
       span_id: trace.spanId,
       ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
-      request: {
-        version: request.version ?? CONTRACT_VERSIONS[0],
-        tags: request.tags ?? undefined,
-        meta: request.meta ?? undefined,
-        links: request.links ?? undefined,
-        references: request.references ?? undefined,
-        selector: request.selector ?? undefined,
-      },
+      request: plan.record,
     });
 
     const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
+    const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const secretValues = [...this.serverSecrets, ...Object.values(secrets), request.credentials ?? undefined];
+    const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials];
     const redact = makeRedactor(secretValues);
     const events = runTurn({
       turnId,
@@ -182,6 +250,7 @@ export class TurnService {
       turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
+    const renewal = this.keepLease(turn);
     try {
       for await (const raw of events) {
         for (const event of redactEvent(raw)) {
@@ -210,7 +279,7 @@ export class TurnService {
           ? error
           : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
       if (!isAppError(error) && !aborted) log.error({ err: error, turn_id: turn.id }, 'turn failed');
-      status = aborted ? (reason === INTERRUPTED ? 'interrupted' : 'cancelled') : 'failed';
+      status = aborted ? (reason === CANCELLED ? 'cancelled' : 'interrupted') : 'failed';
       if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, []);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
@@ -228,8 +297,30 @@ export class TurnService {
     } catch (error) {
       log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
     }
+    clearInterval(renewal);
+    await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
     this.live.delete(turn.id);
     turn.finish(folded);
+  }
+
+  /**
+   * Renews the turn's lease while it runs. A renewal that finds a cancel request (a takeover from
+   * another process) stops the turn; one that finds the lease gone means another process already
+   * declared this one dead, so the turn stops rather than run beside its successor.
+   */
+  private keepLease(turn: LiveTurn): NodeJS.Timeout {
+    const { store, config, log } = this.deps;
+    const timer = setInterval(() => {
+      store.leases.renew(turn.projectId, turn.sessionId, turn.id, config.leaseTtlMs).then(
+        (lease) => {
+          if (!lease) turn.controller.abort(LEASE_LOST);
+          else if (lease.cancel_requested) turn.controller.abort(CANCELLED);
+        },
+        (error: unknown) => log.warn({ err: error, turn_id: turn.id }, 'could not renew a session lease'),
+      );
+    }, config.leaseTtlMs / 3);
+    timer.unref();
+    return timer;
   }
 
   /**
@@ -249,5 +340,7 @@ export class TurnService {
 
 /** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */
 export const INTERRUPTED = new Error('the server is shutting down; the turn was interrupted');
+/** The abort reason of a turn whose lease another process took: it is recorded as interrupted. */
+export const LEASE_LOST = new Error('the session lease expired and was taken over; the turn was interrupted');
 /** The abort reason of a turn taken over by a newer one (`force`). */
 export const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');

@@ -1,6 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { InteractionKind } from '../contract/events.ts';
+import type { InteractionQuery } from '../contract/interactions.ts';
 import { fromJson, nowIso, toJson } from './columns.ts';
+import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database, InteractionStatus, InteractionsTable } from './schema.ts';
 
 export type { InteractionStatus };
@@ -47,6 +49,9 @@ export interface Transition {
   answer?: JsonObject | null;
   resolution?: JsonObject | null;
 }
+
+/** What `query` can select on: the API's query body without its paging fields. */
+export type InteractionFilters = Pick<InteractionQuery, 'session_id' | 'turn_id' | 'kind' | 'status'>;
 
 /** States a record can still leave; `resolved` and `cancelled` are final (design.md §4). */
 export const OPEN_INTERACTION_STATUSES: readonly InteractionStatus[] = ['pending', 'responded'];
@@ -115,6 +120,41 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return rows.map(toInteraction);
   }
 
+  /** Oldest first, the order the turns asked them in; every filter given must match. */
+  async function query(projectId: string, filters: InteractionFilters, page: PageRequest): Promise<Page<InteractionRecord>> {
+    const limit = pageSize(page.limit);
+    if (Array.isArray(filters.status) && filters.status.length === 0) return { items: [] };
+    let q = db.selectFrom('interactions').selectAll().where('project_id', '=', projectId);
+    if (filters.session_id !== undefined) q = q.where('session_id', '=', filters.session_id);
+    if (filters.turn_id !== undefined) q = q.where('turn_id', '=', filters.turn_id);
+    if (filters.kind !== undefined) q = q.where('kind', '=', filters.kind);
+    if (filters.status !== undefined) q = q.where('status', 'in', typeof filters.status === 'string' ? [filters.status] : filters.status);
+    if (page.cursor !== undefined) {
+      const after = decodeCursor(page.cursor);
+      q = q.where((eb) => eb.or([eb('created_at', '>', after.at), eb.and([eb('created_at', '=', after.at), eb('id', '>', after.id)])]));
+    }
+    const rows = await q.orderBy('created_at').orderBy('id').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toInteraction);
+  }
+
+  /**
+   * Records in `status` across every project, least recently changed first: for a startup sweep
+   * that picks up what a stopped process left (e.g. `responded` records never continued).
+   */
+  async function listByStatus(status: InteractionStatus | readonly InteractionStatus[], limit: number): Promise<InteractionRecord[]> {
+    const statuses = typeof status === 'string' ? [status] : status;
+    if (statuses.length === 0) return [];
+    const rows = await db
+      .selectFrom('interactions')
+      .selectAll()
+      .where('status', 'in', statuses)
+      .orderBy('updated_at')
+      .orderBy('id')
+      .limit(pageSize(limit))
+      .execute();
+    return rows.map(toInteraction);
+  }
+
   /**
    * Moves a record from one of `from` to `to` in a single conditional UPDATE, so of two concurrent
    * callers exactly one sees the record come back; the other gets undefined, as does a record that
@@ -163,7 +203,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, get, listPending, transition, cancelPending };
+  return { create, get, listPending, query, listByStatus, transition, cancelPending };
 }
 
 export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

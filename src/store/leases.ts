@@ -104,7 +104,13 @@ export function createLeasesRepo(db: Kysely<Database>) {
     return rows.map(toLease);
   }
 
-  return { get, acquire, renew, release, requestCancel, listExpired };
+  /** Drops every lease: only for a process that knows it is the database's sole user, at start. */
+  async function releaseAll(): Promise<number> {
+    const result = await db.deleteFrom('session_leases').executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  return { get, acquire, renew, release, requestCancel, listExpired, releaseAll };
 }
 
 export type LeasesRepo = ReturnType<typeof createLeasesRepo>;

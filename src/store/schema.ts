@@ -4,12 +4,14 @@
  * 0/1 integers. Repositories translate rows to the records callers use; nothing else reads rows.
  */
 
+import type { InteractionStatus } from '../contract/interactions.ts';
+import type { TurnStatus } from '../contract/sessions.ts';
+
 export type Role = 'viewer' | 'editor' | 'admin';
 export const ROLES: readonly Role[] = ['viewer', 'editor', 'admin'];
 
-export type TurnStatus = 'running' | 'completed' | 'paused' | 'failed' | 'interrupted' | 'cancelled';
-
-export type InteractionStatus = 'pending' | 'responded' | 'resolved' | 'cancelled';
+// The API reports these values as stored, so the contract is where the sets are defined.
+export type { InteractionStatus, TurnStatus };
 
 export interface ProjectsTable {
   id: string;

@@ -36,7 +36,24 @@ export function createSessionsRepo(db: Kysely<Database>) {
     return row && toSession(row);
   }
 
-  return { touch, get };
+  /**
+   * Deletes the session and everything recorded under it (turns, interactions, its lease) in one
+   * transaction, so a failure leaves the session whole rather than half gone. True when there was
+   * anything to delete. The session folder on disk is the caller's to remove.
+   */
+  async function remove(projectId: string, sessionId: string): Promise<boolean> {
+    return db.transaction().execute(async (trx) => {
+      let removed = 0;
+      for (const table of ['interactions', 'turns', 'session_leases'] as const) {
+        const result = await trx.deleteFrom(table).where('project_id', '=', projectId).where('session_id', '=', sessionId).executeTakeFirst();
+        removed += Number(result.numDeletedRows);
+      }
+      const session = await trx.deleteFrom('sessions').where('project_id', '=', projectId).where('id', '=', sessionId).executeTakeFirst();
+      return removed + Number(session.numDeletedRows) > 0;
+    });
+  }
+
+  return { touch, get, remove };
 }
 
 export type SessionsRepo = ReturnType<typeof createSessionsRepo>;

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { StopReason, Usage } from '../contract/events.ts';
 import { fromJson, nowIso, toJson } from './columns.ts';
+import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database, TurnStatus, TurnsTable } from './schema.ts';
 
 export type { TurnStatus };
@@ -118,17 +119,16 @@ export function createTurnsRepo(db: Kysely<Database>) {
     return row && toTurn(row);
   }
 
+  const sessionTurns = (projectId: string, sessionId: string) =>
+    db.selectFrom('turns').selectAll().where('project_id', '=', projectId).where('session_id', '=', sessionId);
+
   /** Newest first. `before` is a `started_at` timestamp (exclusive), for paging back in time. */
   async function listForSession(
     projectId: string,
     sessionId: string,
     options: { limit: number; before?: string },
   ): Promise<TurnRecord[]> {
-    let query = db
-      .selectFrom('turns')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .where('session_id', '=', sessionId);
+    let query = sessionTurns(projectId, sessionId);
     if (options.before !== undefined) query = query.where('started_at', '<', options.before);
     const rows = await query
       .orderBy('started_at', 'desc')
@@ -136,6 +136,20 @@ export function createTurnsRepo(db: Kysely<Database>) {
       .limit(Math.max(0, Math.trunc(options.limit)))
       .execute();
     return rows.map(toTurn);
+  }
+
+  /** Newest first, by keyset cursor: unlike `before`, two turns started in the same millisecond both appear. */
+  async function listForSessionPage(projectId: string, sessionId: string, page: PageRequest): Promise<Page<TurnRecord>> {
+    const limit = pageSize(page.limit);
+    let query = sessionTurns(projectId, sessionId);
+    if (page.cursor !== undefined) {
+      const after = decodeCursor(page.cursor);
+      query = query.where((eb) =>
+        eb.or([eb('started_at', '<', after.at), eb.and([eb('started_at', '=', after.at), eb('id', '<', after.id)])]),
+      );
+    }
+    const rows = await query.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.started_at, id: row.id }), toTurn);
   }
 
   /**
@@ -155,7 +169,7 @@ export function createTurnsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, finish, get, listForSession, markRunningAsInterrupted };
+  return { create, finish, get, listForSession, listForSessionPage, markRunningAsInterrupted };
 }
 
 export type TurnsRepo = ReturnType<typeof createTurnsRepo>;

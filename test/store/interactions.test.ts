@@ -1,20 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { InteractionKind } from '../../src/contract/events.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { OPEN_INTERACTION_STATUSES } from '../../src/store/interactions.ts';
-import { tempDir } from './helpers.ts';
+import { sleep, tempDir } from './helpers.ts';
 
 const dir = await tempDir('interactions');
 
-function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', state?: unknown) {
+function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', state?: unknown, extra: { turn_id?: string; kind?: InteractionKind } = {}) {
   const toolCallId = `call_${randomUUID()}`;
   return store.interactions.create({
     id: randomUUID(),
     project_id: projectId,
     session_id: sessionId,
-    turn_id: 't1',
-    kind: 'user_approval',
+    turn_id: extra.turn_id ?? 't1',
+    kind: extra.kind ?? 'user_approval',
     tool_call_id: toolCallId,
     request: { tool: 'bash', args: { command: 'ls' }, tool_call_id: toolCallId },
     state,
@@ -111,6 +112,65 @@ describe('interactions', () => {
     expect(await status(responded.id)).toBe('cancelled');
     expect(await status(resolved.id)).toBe('resolved');
     expect(await store.interactions.cancelPending('p1', 's1')).toBe(0);
+    await store.close();
+  });
+
+  it('queries a project’s records oldest first by any filter, one page at a time', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const a = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't1' });
+    const b = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't2', kind: 'client_tool' });
+    const c = await newInteraction(store, 'p1', 's2', undefined, { turn_id: 't3' });
+    const d = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't2' });
+    await newInteraction(store, 'p2', 's1');
+    // Equal timestamps are ordered by id and still each reached once.
+    await store.db.updateTable('interactions').set({ created_at: '2030-01-01T00:00:00.000Z' }).where('id', 'in', [b.id, c.id, d.id]).execute();
+    await store.interactions.transition('p1', a.id, { from: ['pending'], to: 'responded' });
+    await store.interactions.transition('p1', c.id, { from: ['pending'], to: 'cancelled' });
+    const tied = [b, c, d].map((r) => r.id).sort();
+
+    const ids = async (filters: Parameters<Store['interactions']['query']>[1], limit = 100) => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.interactions.query('p1', filters, { limit, cursor });
+        seen.push(...page.items.map((r) => r.id));
+        cursor = page.next;
+      } while (cursor !== undefined);
+      return seen;
+    };
+    expect(await ids({})).toEqual([a.id, ...tied]);
+    expect(await ids({}, 1)).toEqual([a.id, ...tied]);
+    expect(await ids({ session_id: 's1' }, 2)).toEqual([a.id, ...tied.filter((id) => id !== c.id)]);
+    expect(await ids({ turn_id: 't2' })).toEqual(tied.filter((id) => id === b.id || id === d.id));
+    expect(await ids({ kind: 'client_tool' })).toEqual([b.id]);
+    expect(await ids({ status: 'pending' })).toEqual(tied.filter((id) => id !== c.id));
+    expect(await ids({ status: ['responded', 'cancelled'] })).toEqual([a.id, c.id]);
+    expect(await ids({ status: [] })).toEqual([]);
+    expect(await ids({ session_id: 's1', status: 'pending', kind: 'user_approval' })).toEqual([d.id]);
+
+    const first = await store.interactions.query('p1', {}, { limit: 1 });
+    expect(first.items[0]).toEqual(await store.interactions.get('p1', a.id));
+    expect(first.next).toEqual(expect.any(String));
+    await expect(store.interactions.query('p1', {}, { limit: 1, cursor: 'nope' })).rejects.toMatchObject({ type: 'invalid-request', message: /pass the "next" value/ });
+    expect(await store.interactions.query('p3', {}, { limit: 10 })).toEqual({ items: [] });
+    await store.close();
+  });
+
+  it('lists records in a status across projects, least recently changed first', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const one = await newInteraction(store, 'p1', 's1');
+    const two = await newInteraction(store, 'p2', 's9');
+    const three = await newInteraction(store, 'p3', 's1');
+    await newInteraction(store, 'p1', 's2');
+    for (const [record, project] of [[two, 'p2'], [one, 'p1'], [three, 'p3']] as const) {
+      await store.interactions.transition(project, record.id, { from: ['pending'], to: 'responded', answer: { approved: true } });
+      await sleep(3);
+    }
+    expect((await store.interactions.listByStatus('responded', 10)).map((r) => r.id)).toEqual([two.id, one.id, three.id]);
+    expect((await store.interactions.listByStatus('responded', 2)).map((r) => r.id)).toEqual([two.id, one.id]);
+    expect(await store.interactions.listByStatus('pending', 10)).toHaveLength(1);
+    expect(await store.interactions.listByStatus(['pending', 'responded'], 10)).toHaveLength(4);
+    expect(await store.interactions.listByStatus([], 10)).toEqual([]);
     await store.close();
   });
 });

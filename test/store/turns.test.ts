@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { encodeCursor } from '../../src/store/cursor.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { sleep, tempDir } from './helpers.ts';
 
@@ -61,6 +62,52 @@ describe('turns', () => {
     expect(page.map((t) => t.id)).toEqual([turns[3]!.id, turns[2]!.id]);
     const next = await store.turns.listForSession('p1', 's1', { limit: 2, before: page[1]!.started_at });
     expect(next.map((t) => t.id)).toEqual([turns[1]!.id, turns[0]!.id]);
+    await store.close();
+  });
+
+  it('pages a session newest first by cursor, reaching turns started in the same millisecond exactly once', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const turns = [];
+    for (let i = 0; i < 7; i++) turns.push(await newTurn(store, 'p1', 's1'));
+    await newTurn(store, 'p1', 'other');
+    // Several turns stamped alike: only the id tells them apart, so a timestamp cursor alone would drop some.
+    const same = '2030-01-01T00:00:00.000Z';
+    await store.db.updateTable('turns').set({ started_at: same }).where('id', 'in', turns.slice(1, 5).map((t) => t.id)).execute();
+    const expected = (await store.turns.listForSession('p1', 's1', { limit: 100 })).map((t) => t.id);
+    expect(expected).toHaveLength(7);
+
+    for (const limit of [1, 2, 3, 7, 50]) {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.turns.listForSessionPage('p1', 's1', { limit, cursor });
+        expect(page.items.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.items.map((t) => t.id));
+        cursor = page.next;
+        pages++;
+      } while (cursor !== undefined);
+      expect(seen).toEqual(expected);
+      // A full last page does not promise a next one that would come back empty.
+      expect(pages).toBe(Math.ceil(7 / limit));
+    }
+    expect((await store.turns.listForSessionPage('p1', 's1', { limit: 2 })).items[0]).toEqual(await store.turns.get('p1', expected[0]!));
+    expect(await store.turns.listForSessionPage('p2', 's1', { limit: 10 })).toEqual({ items: [] });
+    await store.close();
+  });
+
+  it('refuses a cursor it did not issue, saying what to pass instead', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const b64 = (text: string) => Buffer.from(text).toString('base64url');
+    for (const cursor of ['not a cursor!', b64('plain text'), b64('{"at":"2030-01-01T00:00:00.000Z"}'), b64('["yesterday","x"]'), b64('[1,2]'), b64('["2030-01-01T00:00:00.000Z",""]')]) {
+      await expect(store.turns.listForSessionPage('p1', 's1', { limit: 5, cursor })).rejects.toMatchObject({
+        type: 'invalid-request',
+        status: 400,
+        message: expect.stringMatching(/^cursor ".*" is not valid; pass the "next" value of the previous page$/),
+      });
+    }
+    const wellFormed = encodeCursor({ at: '2030-01-01T00:00:00.000Z', id: 'z' });
+    expect(await store.turns.listForSessionPage('p1', 's1', { limit: 5, cursor: wellFormed })).toEqual({ items: [] });
     await store.close();
   });
 

@@ -16,8 +16,22 @@ export const BWRAP_MISSING =
   'bash is disabled: bubblewrap (bwrap) is not installed on the server; install it with "apt-get install bubblewrap" ' +
   'or set AGENTD_UNSAFE_HOST_BASH=1 to run commands unsandboxed';
 
+function inputSchema(maxTimeoutMs: number) {
+  return z.object({
+    command: z.string().min(1).describe('Shell command to run'),
+    timeout_ms: z.number().int().min(1).optional().describe(`Time limit in ms; can only lower the server's ${maxTimeoutMs} ms`),
+  });
+}
+
+// Every turn builds the tool set, bash included even when unused, and constructing this zod schema
+// was the largest part of agentd's own per-turn work on the streamed path (BENCHMARKS.md). It
+// depends only on the server's time limit, so it is built once per limit.
+const inputSchemas = new Map<number, ReturnType<typeof inputSchema>>();
+
 export function bashTool(ctx: BashContext) {
   const { timeoutMs: maxTimeoutMs, maxOutputBytes } = ctx.bash;
+  let schema = inputSchemas.get(maxTimeoutMs);
+  if (!schema) inputSchemas.set(maxTimeoutMs, (schema = inputSchema(maxTimeoutMs)));
   return tool({
     description:
       'Run a shell command with /bin/sh -c in the session folder (the working directory; HOME is the folder too). ' +
@@ -25,10 +39,7 @@ export function bashTool(ctx: BashContext) {
       `writable; /tmp is private to the call. Network access is ${ctx.network === 'on' ? 'on' : 'off'}. ` +
       `Time limit ${maxTimeoutMs} ms; stdout and stderr are merged and capped at ${maxOutputBytes} bytes. ` +
       'The result starts with "exit code N"; a non-zero exit is not an error. Prefer read/write/edit/grep/find for files.',
-    inputSchema: z.object({
-      command: z.string().min(1).describe('Shell command to run'),
-      timeout_ms: z.number().int().min(1).optional().describe(`Time limit in ms; can only lower the server's ${maxTimeoutMs} ms`),
-    }),
+    inputSchema: schema,
     execute: async ({ command, timeout_ms: requested }, { abortSignal }) => {
       const folder = await fs.realpath(ctx.root);
       const timeoutMs = Math.min(maxTimeoutMs, requested ?? maxTimeoutMs);

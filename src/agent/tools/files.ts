@@ -30,8 +30,8 @@ export async function openRegularFile(realPath: string, userPath: string): Promi
   return handle;
 }
 
-/** Writes `content` to an already-confined path, never through a symlink at the final component. */
-export async function writeRegularFile(realPath: string, userPath: string, content: string): Promise<number> {
+/** Writes `content` (text as UTF-8) to an already-confined path, never through a symlink at the final component. */
+export async function writeRegularFile(realPath: string, userPath: string, content: string | Uint8Array): Promise<number> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(realPath, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
@@ -39,7 +39,7 @@ export async function writeRegularFile(realPath: string, userPath: string, conte
     throw fileError(error, userPath);
   }
   try {
-    const bytes = Buffer.from(content, 'utf8');
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     await handle.writeFile(bytes);
     return bytes.length;
   } finally {

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely/migration';
 import { initial } from './0001_initial.ts';
 import { sessionLeases } from './0002_session_leases.ts';
+import { interactionListing } from './0003_interaction_listing.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -9,4 +10,5 @@ import { sessionLeases } from './0002_session_leases.ts';
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_session_leases': sessionLeases,
+  '0003_interaction_listing': interactionListing,
 };

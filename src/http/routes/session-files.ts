@@ -1,0 +1,107 @@
+import { rmdir, stat } from 'node:fs/promises';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { FileListing, FileUploaded } from '../../contract/sessions.ts';
+import { AppError } from '../../errors.ts';
+import { listFolder, locate, openDownload, writeUpload } from '../../sessions/files.ts';
+import { ensureSessionFolder, sessionFolder } from '../../sessions/folders.ts';
+import type { Store } from '../../store/db.ts';
+import { authorize, type Principal } from '../auth.ts';
+import { runHeaders } from '../run-headers.ts';
+import { filePathQuery, sessionIdParam, sessionNotFound } from '../session-request.ts';
+
+export interface SessionFileRoutesDeps {
+  store: Store;
+  config: Config;
+}
+
+const UPLOAD_TYPE = 'application/octet-stream';
+
+/**
+ * `content-disposition` for a download: a plain ASCII `filename` every client understands, and
+ * the exact name in `filename*` (RFC 6266) for those that read it.
+ */
+export function attachment(name: string): string {
+  const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const exact = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${exact}`;
+}
+
+async function existingFolder(config: Config, projectId: string, sessionId: string): Promise<string> {
+  const folder = sessionFolder(config.dataDir, projectId, sessionId);
+  const found = await stat(folder).catch(() => undefined);
+  if (!found?.isDirectory()) throw sessionNotFound(sessionId);
+  return folder;
+}
+
+/**
+ * Listing, downloading and uploading files of a session folder. Its own plugin, so the raw-bytes
+ * body parser and the upload size limit apply to these routes and no others.
+ */
+export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileRoutesDeps): Promise<void> {
+  const { store, config } = deps;
+
+  // Only raw bytes are an upload; a JSON or form body here is a client mistake, not a file.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(UPLOAD_TYPE, { parseAs: 'buffer', bodyLimit: config.maxUploadBytes }, (_request, body, done) => done(null, body));
+
+  // Fastify's own body errors, worded for uploads; the app's handler renders what is thrown here.
+  app.setErrorHandler(async (error: FastifyError) => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      throw new AppError('payload-too-large', `the file is larger than the ${config.maxUploadBytes} bytes an upload may carry (AGENTD_MAX_UPLOAD)`);
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      throw new AppError('unsupported-media-type', `send the file's bytes as the body with "Content-Type: ${UPLOAD_TYPE}"`);
+    }
+    throw error;
+  });
+
+  app.get('/api/sessions/:session_id/files', async (request, reply) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const sessionId = sessionIdParam(request);
+    const userPath = filePathQuery(request, '.');
+    const folder = await existingFolder(config, projectId, sessionId);
+    const found = await locate(folder, userPath);
+    reply.headers(runHeaders({ sessionId }));
+    if (found.type === 'directory') {
+      const listing: FileListing = await listFolder(folder, found);
+      return listing;
+    }
+    const file = await openDownload(found, userPath);
+    // Streamed from disk, so a large file never sits in memory; the stream closes the handle.
+    return reply
+      .headers({ 'content-type': UPLOAD_TYPE, 'content-length': String(file.size), 'content-disposition': attachment(file.name) })
+      .send(file.handle.createReadStream());
+  });
+
+  // Who may upload is settled before the body is read, so a refused upload costs no transfer.
+  const uploaders = new WeakMap<FastifyRequest, { principal: Principal; sessionId: string }>();
+  app.put(
+    '/api/sessions/:session_id/files',
+    {
+      onRequest: async (request) => {
+        const principal = await authorize(store, request, 'editor');
+        uploaders.set(request, { principal, sessionId: sessionIdParam(request) });
+      },
+    },
+    async (request, reply): Promise<FileUploaded> => {
+      const { principal, sessionId } = uploaders.get(request)!;
+      const userPath = filePathQuery(request);
+      // Fastify leaves the body undefined when a request without a Content-Type sends nothing.
+      const body = request.body === undefined ? Buffer.alloc(0) : (request.body as Buffer);
+      const { projectId } = principal;
+      const existed = (await stat(sessionFolder(config.dataDir, projectId, sessionId)).catch(() => undefined)) !== undefined;
+      const folder = await ensureSessionFolder(config.dataDir, projectId, sessionId);
+      let written: FileUploaded;
+      try {
+        written = await writeUpload(folder, userPath, body);
+      } catch (error) {
+        // A refused upload does not leave behind a session it created; rmdir spares a folder something else filled meanwhile.
+        if (!existed) await rmdir(folder).catch(() => undefined);
+        throw error;
+      }
+      await store.sessions.touch(projectId, sessionId);
+      return reply.code(201).headers(runHeaders({ sessionId })).send(written);
+    },
+  );
+}

@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { SessionView } from '../../contract/sessions.ts';
+import { AppError } from '../../errors.ts';
+import { sessionFolder } from '../../sessions/folders.ts';
+import { toSessionView } from '../../sessions/view.ts';
+import type { Store } from '../../store/db.ts';
+import { authorize } from '../auth.ts';
+import { runHeaders } from '../run-headers.ts';
+import { pageQuery, sessionIdParam, sessionNotFound } from '../session-request.ts';
+
+export interface SessionRoutesDeps {
+  store: Store;
+  config: Config;
+}
+
+/**
+ * How long a deletion holds the session's lease. It only has to outlive removing the folder and
+ * the records; should the process die midway, the session frees itself after this.
+ */
+const DELETE_LEASE_MS = 60_000;
+
+/** Reading a session with its turns, and deleting it (design.md §4, issue "Reading a session"). */
+export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDeps): Promise<void> {
+  const { store, config } = deps;
+
+  app.get('/api/sessions/:session_id', async (request, reply): Promise<SessionView> => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const sessionId = sessionIdParam(request);
+    const page = pageQuery(request);
+    const session = await store.sessions.get(projectId, sessionId);
+    if (!session) throw sessionNotFound(sessionId);
+    const [lease, turns] = await Promise.all([store.leases.get(projectId, sessionId), store.turns.listForSessionPage(projectId, sessionId, page)]);
+    reply.headers(runHeaders({ sessionId }));
+    return toSessionView(session, lease, turns.items, turns.next);
+  });
+
+  app.delete('/api/sessions/:session_id', async (request, reply) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const sessionId = sessionIdParam(request);
+    if (!(await store.sessions.get(projectId, sessionId))) throw sessionNotFound(sessionId);
+
+    // Taking the session's lease keeps a turn from starting in a folder that is being removed.
+    const deletion = `delete-${randomUUID()}`;
+    const taken = await store.leases.acquire({ projectId, sessionId, turnId: deletion, holder: deletion, ttlMs: DELETE_LEASE_MS });
+    if (!taken.acquired) {
+      const current = taken.current.turn_id;
+      throw new AppError(
+        'session-busy',
+        current.startsWith('delete-')
+          ? `session "${sessionId}" is being deleted by another request`
+          : `session "${sessionId}" is running turn "${current}"; wait for it to end, then delete the session`,
+      );
+    }
+    try {
+      await rm(sessionFolder(config.dataDir, projectId, sessionId), { recursive: true, force: true });
+      // Removes the lease taken above along with the records.
+      await store.sessions.remove(projectId, sessionId);
+    } catch (error) {
+      await store.leases.release(projectId, sessionId, deletion);
+      throw error;
+    }
+    return reply.code(204).headers(runHeaders({ sessionId })).send();
+  });
+}

@@ -1,0 +1,60 @@
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { Paging } from '../contract/interactions.ts';
+import { SessionId } from '../contract/invoke.ts';
+import { AppError } from '../errors.ts';
+import type { PageRequest } from '../store/cursor.ts';
+
+/** Reading the parts of a `/api/sessions/{session_id}…` request that every sessions route shares. */
+
+export const DEFAULT_PAGE_SIZE = 20;
+
+type Query = Record<string, unknown> | undefined;
+
+/**
+ * The `session_id` path parameter, checked against the same rule as an invoke's `session_id`, and
+ * recorded on the request so an error reply names the session it was about.
+ */
+export function sessionIdParam(request: FastifyRequest): string {
+  const raw = (request.params as Record<string, unknown> | undefined)?.session_id;
+  const parsed = SessionId.safeParse(raw);
+  if (!parsed.success) {
+    throw new AppError('invalid-session-id', 'the session id in the path must be 1-128 letters, digits, ".", "_", ":" or "-"');
+  }
+  request.run = { sessionId: parsed.data };
+  return parsed.data;
+}
+
+/** One message for a missing session and a session of another project, so neither reveals the other. */
+export function sessionNotFound(sessionId: string): AppError {
+  return new AppError('not-found', `session "${sessionId}" does not exist in this project`);
+}
+
+// Query values arrive as text; the contract's paging rules apply once a number is read from it.
+const asNumber = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value);
+const PageQuery = z.object({ limit: z.preprocess(asNumber, Paging.limit), cursor: Paging.cursor });
+
+export function pageQuery(request: FastifyRequest): PageRequest {
+  const query = request.query as Query;
+  const parsed = PageQuery.safeParse({ limit: query?.limit, cursor: query?.cursor });
+  if (!parsed.success) {
+    const name = String(parsed.error.issues[0]?.path[0] ?? 'limit');
+    throw new AppError(
+      'invalid-request',
+      name === 'cursor'
+        ? 'the query parameter cursor must be the "next" value of the previous page'
+        : `the query parameter limit must be a whole number from 1 to 200 (default ${DEFAULT_PAGE_SIZE}), got ${JSON.stringify(query?.limit)}`,
+    );
+  }
+  return { limit: parsed.data.limit ?? DEFAULT_PAGE_SIZE, cursor: parsed.data.cursor };
+}
+
+/** The `path` query parameter: a path inside the session folder. */
+export function filePathQuery(request: FastifyRequest, fallback?: string): string {
+  const value = (request.query as Query)?.path;
+  if ((value === undefined || value === '') && fallback !== undefined) return fallback;
+  if (typeof value !== 'string' || value === '') {
+    throw new AppError('invalid-request', 'the query parameter path is required: the file\'s path inside the session folder, e.g. ?path=notes/todo.md');
+  }
+  return value;
+}

@@ -1,0 +1,10 @@
+import type { z } from 'zod';
+import { describeIssue } from '../contract/zod-errors.ts';
+import { AppError } from '../errors.ts';
+
+/** Validates a request part against its contract schema; the 400 names the first wrong path. */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where = ''): z.output<S> {
+  const parsed = schema.safeParse(value ?? {});
+  if (parsed.success) return parsed.data;
+  throw new AppError('invalid-request', describeIssue(where, parsed.error.issues[0]!));
+}

@@ -1,0 +1,84 @@
+import type { Message } from '../contract/messages.ts';
+import type { EffectiveTemplate } from '../agent/template.ts';
+import { toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
+import type { TurnService } from '../sessions/turn-service.ts';
+import type { Store } from '../store/db.ts';
+import type { InteractionRecord } from '../store/interactions.ts';
+
+/** What a paused turn stored with its interactions, so it can be continued by any process later. */
+export interface PausedState {
+  template: EffectiveTemplate;
+  history: Message[];
+}
+
+export interface ContinuationDeps {
+  store: Store;
+  turns: TurnService;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+}
+
+/** The paused conversation with the API's answers written in, as an in-band re-post would carry them. */
+function answeredHistory(state: PausedState, output: Message[], answered: InteractionRecord[]): Message[] {
+  const messages = [...state.history, ...output];
+  for (const record of answered) {
+    const answer = record.answer ?? {};
+    const at = messages.findIndex((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined);
+    if (at < 0) continue;
+    if (record.kind === 'user_approval') {
+      const approval = { id: record.id, approved: answer.approved === true, ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}) };
+      messages[at] = { ...messages[at]!, approval };
+    } else {
+      const failed = typeof answer.error === 'string';
+      const content = failed ? (answer.error as string) : toolOutputText('output' in answer ? answer.output : answer);
+      messages.splice(at + 1, 0, toolResultMessage(record.tool_call_id, content, failed));
+    }
+  }
+  return messages;
+}
+
+/**
+ * Continues a turn paused on interactions answered through the API (`responded`). It waits until
+ * every interaction of that turn has an answer, then runs the next turn of the session from the
+ * state stored at the pause — in this process, whichever process paused it.
+ */
+export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string): Promise<void> {
+  const { store, turns, log } = deps;
+  const { items } = await store.interactions.query(projectId, { turn_id: pausedTurnId }, { limit: 200 });
+  if (items.some((r) => r.status === 'pending')) return;
+  const answered = items.filter((r) => r.status === 'responded');
+  const first = answered[0];
+  if (!first) return;
+  const paused = await store.turns.get(projectId, pausedTurnId);
+  const state = first.state as PausedState | null;
+  if (!paused || !state) {
+    log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
+    return;
+  }
+  const output = ((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[];
+  try {
+    await turns.run({
+      projectId,
+      sessionId: first.session_id,
+      template: state.template,
+      messages: answeredHistory(state, output, answered),
+      secrets: {},
+      credentials: undefined,
+      traceparent: `00-${paused.trace_id}-${paused.span_id}-01`,
+      record: { continues: pausedTurnId, via: 'out_of_band' },
+      force: false,
+      outOfBand: new Set(answered.map((r) => r.id)),
+    });
+  } catch (error) {
+    // Left `responded`: the next start (or the next answer) tries again.
+    log.warn({ err: error, turn_id: pausedTurnId }, 'could not continue a paused turn');
+  }
+}
+
+/** At start: answers given while no process could continue them (a crash, a restart) are picked up. */
+export async function resumeAnswered(deps: ContinuationDeps): Promise<number> {
+  const records = await deps.store.interactions.listByStatus('responded', 1000);
+  const turns = new Map(records.map((r) => [r.turn_id, r.project_id]));
+  for (const [turnId, projectId] of turns) await continuePausedTurn(deps, projectId, turnId);
+  if (turns.size) deps.log.info({ turns: turns.size }, 'continued turns answered while the server was down');
+  return turns.size;
+}

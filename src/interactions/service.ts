@@ -1,0 +1,105 @@
+import { ApprovalAnswer, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus } from '../contract/interactions.ts';
+import { describeIssue } from '../contract/zod-errors.ts';
+import { AppError } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
+import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
+
+/** The record as the API shows it: the paused turn's stored state stays inside the service. */
+export function interactionView(record: StoredInteraction): InteractionRecord {
+  return {
+    id: record.id,
+    project_id: record.project_id,
+    session_id: record.session_id,
+    turn_id: record.turn_id,
+    kind: record.kind,
+    status: record.status,
+    request: record.request,
+    ...(record.answer ? { answer: record.answer } : {}),
+    ...(record.resolution ? { resolution: record.resolution } : {}),
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+  };
+}
+
+const ANSWER_SCHEMA = { user_approval: ApprovalAnswer, client_tool: ClientToolAnswer, user_input: InputAnswer } as const;
+
+/**
+ * Legal moves of the transition operation (design.md §4). Answering (`pending → responded`) needs
+ * an answer, so it goes through respond; `resolved` and `cancelled` are final.
+ */
+const MOVES: Record<InteractionStatus, readonly InteractionStatus[]> = {
+  pending: [],
+  responded: [],
+  resolved: ['pending', 'responded'],
+  cancelled: ['pending', 'responded'],
+};
+
+export class InteractionService {
+  private readonly deps: ContinuationDeps;
+  /** Continuations started by this process, so a shutdown or a test can wait for them. */
+  readonly continuing = new Set<Promise<void>>();
+
+  constructor(deps: ContinuationDeps) {
+    this.deps = deps;
+  }
+
+  private get store(): Store {
+    return this.deps.store;
+  }
+
+  async get(projectId: string, id: string): Promise<InteractionRecord> {
+    const record = await this.store.interactions.get(projectId, id);
+    if (!record) throw new AppError('not-found', `no interaction "${id}" in this project`);
+    return interactionView(record);
+  }
+
+  async query(projectId: string, query: InteractionQuery): Promise<{ count: number; interactions: InteractionRecord[]; next?: string }> {
+    const { limit, cursor, ...filters } = query;
+    const page = await this.store.interactions.query(projectId, filters, { limit: limit ?? 50, cursor });
+    return { count: page.items.length, interactions: page.items.map(interactionView), ...(page.next ? { next: page.next } : {}) };
+  }
+
+  /**
+   * Answers a pending interaction, atomically: of two concurrent answers one wins, the other gets
+   * 409. The paused turn then continues in the background once all its interactions are answered.
+   */
+  async respond(projectId: string, id: string, answer: Record<string, unknown>): Promise<InteractionRecord> {
+    const record = await this.store.interactions.get(projectId, id);
+    if (!record) throw new AppError('not-found', `no interaction "${id}" in this project`);
+    const parsed = ANSWER_SCHEMA[record.kind].safeParse(answer);
+    if (!parsed.success) {
+      const shape = record.kind === 'user_approval' ? '{"approved": true|false, "reason"?: "…"}' : record.kind === 'client_tool' ? '{"output": …} or {"error": "…"}' : 'an object';
+      throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
+    }
+    const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: parsed.data as Record<string, unknown> });
+    if (!answered) {
+      const now = await this.store.interactions.get(projectId, id);
+      throw new AppError('interaction-not-pending', `interaction "${id}" is ${now?.status ?? 'gone'}, not pending; it cannot be answered`);
+    }
+    this.continueInBackground(projectId, record.turn_id);
+    return interactionView(answered);
+  }
+
+  async transition(projectId: string, change: { interaction_id: string; status: InteractionStatus; resolution?: Record<string, unknown> | undefined }): Promise<InteractionRecord> {
+    const record = await this.store.interactions.get(projectId, change.interaction_id);
+    if (!record) throw new AppError('not-found', `no interaction "${change.interaction_id}" in this project`);
+    const from = MOVES[change.status];
+    if (!from.includes(record.status)) {
+      const hint = change.status === 'responded' ? '; answer it with POST /api/sessions/interactions/{id}/respond' : '';
+      throw new AppError('interaction-not-pending', `interaction "${record.id}" cannot move from ${record.status} to ${change.status}${hint}`);
+    }
+    const moved = await this.store.interactions.transition(projectId, record.id, {
+      from,
+      to: change.status,
+      ...(change.resolution ? { resolution: change.resolution } : {}),
+    });
+    if (!moved) throw new AppError('interaction-not-pending', `interaction "${record.id}" changed meanwhile; read it again`);
+    return interactionView(moved);
+  }
+
+  private continueInBackground(projectId: string, turnId: string): void {
+    const work = continuePausedTurn(this.deps, projectId, turnId).finally(() => this.continuing.delete(work));
+    this.continuing.add(work);
+  }
+}

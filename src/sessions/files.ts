@@ -1,0 +1,95 @@
+import type { Stats } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { displayPath, resolveInside } from '../agent/tools/confine.ts';
+import { fileError, openRegularFile, writeRegularFile } from '../agent/tools/files.ts';
+import { ToolError } from '../agent/tools/tool-error.ts';
+import type { FileEntry, FileListing, FileUploaded } from '../contract/sessions.ts';
+import { AppError } from '../errors.ts';
+
+/**
+ * Reading and writing a session folder from outside a turn, under the same confinement as the
+ * agent's tools: the real path decides, so `..`, absolute paths and symlinks cannot reach out.
+ */
+
+function errnoCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+function missingPath(userPath: string): AppError {
+  return new AppError('not-found', `path "${userPath}" does not exist in the session folder`);
+}
+
+/**
+ * Runs `work` on `userPath`, answering the tools' refusals as the caller's to fix (a 400 with the
+ * same explanation) and a path that is not there as a 404.
+ */
+async function confined<T>(userPath: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') throw missingPath(userPath);
+    const refusal = error instanceof ToolError ? error : fileError(error, userPath);
+    if (refusal instanceof ToolError) throw new AppError('invalid-request', refusal.message, { cause: error });
+    throw error;
+  }
+}
+
+export type Located = { type: 'directory'; real: string; path: string } | { type: 'file'; real: string; path: string; stat: Stats };
+
+/** What `userPath` names inside `folder`: a 400 when it reaches outside, a 404 when it is missing. */
+export async function locate(folder: string, userPath: string): Promise<Located> {
+  const real = await confined(userPath, () => resolveInside(folder, userPath));
+  const stat = await confined(userPath, () => fs.stat(real));
+  const shown = displayPath(await fs.realpath(folder), real);
+  if (stat.isDirectory()) return { type: 'directory', real, path: shown };
+  if (stat.isFile()) return { type: 'file', real, path: shown, stat };
+  throw new AppError('invalid-request', `"${userPath}" is neither a file nor a folder`);
+}
+
+/**
+ * The folder's entries sorted by name. A symbolic link is listed as what it points to when that is
+ * inside the session folder, and left out when it is not, since nothing behind it is reachable here.
+ */
+export async function listFolder(folder: string, dir: { real: string; path: string }): Promise<FileListing> {
+  const dirents = await fs.readdir(dir.real, { withFileTypes: true });
+  dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const entries: FileEntry[] = [];
+  for (const dirent of dirents) {
+    let target = path.join(dir.real, dirent.name);
+    if (dirent.isSymbolicLink()) {
+      const inside = await resolveInside(folder, target, { mustExist: true }).catch(() => undefined);
+      if (inside === undefined) continue;
+      target = inside;
+    }
+    const stat = await fs.stat(target).catch(() => undefined);
+    if (stat?.isDirectory()) entries.push({ name: dirent.name, type: 'directory' });
+    else if (stat?.isFile()) entries.push({ name: dirent.name, type: 'file', size: stat.size });
+  }
+  return { path: dir.path, entries };
+}
+
+/** Opens a located file for streaming; O_NOFOLLOW refuses a symlink swapped in since `locate`. */
+export async function openDownload(file: { real: string }, userPath: string): Promise<{ handle: fs.FileHandle; size: number; name: string }> {
+  // openRegularFile words a vanished file as a refusal; it is a 404 like any missing path.
+  const handle = await confined(userPath, () => openRegularFile(file.real, userPath)).catch(async (error: unknown) => {
+    throw (await fs.lstat(file.real).catch(() => undefined)) === undefined ? missingPath(userPath) : error;
+  });
+  const stat = await handle.stat();
+  return { handle, size: stat.size, name: path.basename(file.real) };
+}
+
+/**
+ * Writes `bytes` to `userPath`, creating missing parent folders, the way the `write` tool does:
+ * confine, create the parents, confine again (a parent may have been swapped for a symlink
+ * meanwhile), then open without following a symlink at the last step.
+ */
+export async function writeUpload(folder: string, userPath: string, bytes: Uint8Array): Promise<FileUploaded> {
+  return confined(userPath, async () => {
+    const real = await resolveInside(folder, userPath);
+    await fs.mkdir(path.dirname(real), { recursive: true });
+    const checked = await resolveInside(folder, userPath);
+    const size = await writeRegularFile(checked, userPath, bytes);
+    return { path: displayPath(await fs.realpath(folder), checked), size };
+  });
+}

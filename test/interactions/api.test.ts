@@ -1,0 +1,162 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { builtin, expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+let h: Harness;
+let viewerKey: string;
+let otherKey: string;
+let otherProject: string;
+beforeAll(async () => {
+  h = await startHarness();
+  viewerKey = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
+  const other = await h.store.projects.ensure('other');
+  otherProject = other.id;
+  otherKey = (await h.store.apiKeys.create(other.id, 'editor')).key;
+});
+afterAll(async () => h.close());
+beforeEach(() => h.model.reset());
+
+function api(method: string, route: string, body?: unknown, auth: { key?: string; project?: string } = {}) {
+  return fetch(`${h.url}${route}?project_id=${auth.project ?? h.projectId}`, {
+    method,
+    headers: { authorization: `ApiKey ${auth.key ?? h.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+const respond = (id: string, answer: unknown, auth?: { key?: string; project?: string }) => api('POST', `/api/sessions/interactions/${id}/respond`, { answer }, auth);
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await read();
+    if (ok(value)) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('condition not reached in time');
+}
+
+const writeAgent = template({ tools: [builtin('write')], mode: 'ask' });
+
+/** Runs a turn that pauses on one `write`; returns the session and the pending interaction's id. */
+async function pauseOnWrite(content = 'from the api'): Promise<{ session: string; id: string; turnId: string }> {
+  const session = sid('oob');
+  h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'out.txt', content } }] }, { text: 'written, thanks' }]);
+  const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write it' }], writeAgent, { session_id: session })));
+  expect(body.data.outputs.stop_reason).toBe('paused');
+  return { session, id: body.data.outputs.pending_interaction.id, turnId: body.turn_id };
+}
+
+const turnsOf = (session: string) => h.store.turns.listForSession(h.projectId, session, { limit: 10 });
+const settled = (session: string) => until(() => turnsOf(session), (turns) => turns.length >= 2 && turns[0]!.status !== 'running');
+
+describe('interactions API', () => {
+  it('answers an approval out of band and the paused turn continues by itself', async () => {
+    const { session, id, turnId } = await pauseOnWrite();
+    const listed = await (await api('POST', '/api/sessions/interactions/query', { session_id: session })).json();
+    expect(listed).toMatchObject({ count: 1, interactions: [{ id, kind: 'user_approval', status: 'pending', turn_id: turnId, session_id: session }] });
+    expect(listed.interactions[0].request).toMatchObject({ tool: 'write', args: { path: 'out.txt', content: 'from the api' } });
+    expect(listed.interactions[0]).not.toHaveProperty('state');
+
+    const res = await respond(id, { approved: true });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id, status: 'responded', answer: { approved: true } });
+
+    const [continuation] = await settled(session);
+    expect(continuation).toMatchObject({ status: 'completed', stop_reason: 'end_turn', request: { continues: turnId, via: 'out_of_band' } });
+    expect(JSON.stringify(continuation!.output)).toContain('written, thanks');
+    expect(readFileSync(path.join(h.sessionDir(session), 'out.txt'), 'utf8')).toBe('from the api');
+    const record = await (await api('GET', `/api/sessions/interactions/${id}`)).json();
+    expect(record).toMatchObject({ status: 'resolved', resolution: { via: 'out_of_band', turn_id: continuation!.id } });
+    // The continuation continues the paused turn's trace.
+    const paused = (await turnsOf(session))[1]!;
+    expect(continuation!.trace_id).toBe(paused.trace_id);
+  });
+
+  it('a denial reaches the model and nothing runs', async () => {
+    const { session, id } = await pauseOnWrite();
+    expect((await respond(id, { approved: false, reason: 'not now' })).status).toBe(200);
+    await settled(session);
+    expect(existsSync(path.join(h.sessionDir(session), 'out.txt'))).toBe(false);
+    expect(JSON.stringify(h.model.requests.at(-1)!.messages)).toContain('not now');
+  });
+
+  it('a client tool answered through the API delivers its output to the model', async () => {
+    const session = sid('client');
+    const agent = template({ tools: [{ type: 'client', name: 'pick_color', input_schema: { type: 'object' } }] });
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: {} }] }, { text: 'nice color' }]);
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'pick' }], agent, { session_id: session })));
+    const pending = body.data.outputs.pending_interaction;
+    expect(pending.kind).toBe('client_tool');
+    await expectError(await respond(pending.id, { approved: true }), 400, 'invalid-request', /client_tool answer/);
+    expect((await respond(pending.id, { output: { color: 'teal' } })).status).toBe(200);
+    await settled(session);
+    expect(JSON.stringify(h.model.requests.at(-1)!.messages)).toContain('teal');
+  });
+
+  it('of two concurrent answers exactly one wins; later answers get 409', async () => {
+    const { session, id } = await pauseOnWrite();
+    const results = await Promise.all([respond(id, { approved: true }), respond(id, { approved: false })]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    await settled(session);
+    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending');
+  });
+
+  it('waits for every gated call of a turn before continuing', async () => {
+    const session = sid('two');
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'a' } }, { name: 'write', input: { path: 'b.txt', content: 'b' } }] },
+      { text: 'both done' },
+    ]);
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'two files' }], writeAgent, { session_id: session })));
+    const { interactions } = await (await api('POST', '/api/sessions/interactions/query', { session_id: session, status: 'pending' })).json();
+    expect(interactions).toHaveLength(2);
+    await respond(interactions[0].id, { approved: true });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await turnsOf(session)).toHaveLength(1);
+    await respond(interactions[1].id, { approved: true });
+    await settled(session);
+    expect(readFileSync(path.join(h.sessionDir(session), 'a.txt'), 'utf8')).toBe('a');
+    expect(readFileSync(path.join(h.sessionDir(session), 'b.txt'), 'utf8')).toBe('b');
+  });
+
+  it('transition allows only the legal moves', async () => {
+    const { id } = await pauseOnWrite();
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'responded' }), 409, 'interaction-not-pending', /respond/);
+    const moved = await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'cancelled', resolution: { reason: 'user left' } });
+    expect(await moved.json()).toMatchObject({ status: 'cancelled', resolution: { reason: 'user left' } });
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'resolved' }), 409);
+    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending');
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: 'nope', status: 'cancelled' }), 404, 'not-found');
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'done' }), 400, 'invalid-request', /status/);
+  });
+
+  it('queries by turn, kind and status, paged', async () => {
+    const a = await pauseOnWrite();
+    const b = await pauseOnWrite();
+    const byTurn = await (await api('POST', '/api/sessions/interactions/query', { turn_id: b.turnId })).json();
+    expect(byTurn.interactions.map((r: { id: string }) => r.id)).toEqual([b.id]);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await (await api('POST', '/api/sessions/interactions/query', { kind: 'user_approval', status: ['pending'], limit: 1, ...(cursor ? { cursor } : {}) })).json();
+      expect(page.interactions.length).toBeLessThanOrEqual(1);
+      seen.push(...page.interactions.map((r: { id: string }) => r.id));
+      cursor = page.next;
+    } while (cursor);
+    expect(seen).toEqual(expect.arrayContaining([a.id, b.id]));
+    expect(new Set(seen).size).toBe(seen.length);
+    await expectError(await api('POST', '/api/sessions/interactions/query', { colour: 'red' }), 400, 'invalid-request', /colour/);
+  });
+
+  it('keeps every project to itself and every role to its rights', async () => {
+    const { id } = await pauseOnWrite();
+    await expectError(await api('GET', `/api/sessions/interactions/${id}`, undefined, { key: otherKey, project: otherProject }), 404, 'not-found');
+    await expectError(await respond(id, { approved: true }, { key: otherKey, project: otherProject }), 404, 'not-found');
+    const other = await (await api('POST', '/api/sessions/interactions/query', {}, { key: otherKey, project: otherProject })).json();
+    expect(other.interactions).toEqual([]);
+    await expectError(await api('GET', `/api/sessions/interactions/${id}`, undefined, { key: otherKey }), 403, 'forbidden');
+    expect((await api('GET', `/api/sessions/interactions/${id}`, undefined, { key: viewerKey })).status).toBe(200);
+    await expectError(await respond(id, { approved: true }, { key: viewerKey }), 403, 'forbidden');
+    await expectError(await fetch(`${h.url}/api/sessions/interactions/${id}?project_id=${h.projectId}`), 401, 'unauthenticated');
+  });
+});
