@@ -62,6 +62,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.maxBodyBytes,
+    // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
+    // a valid id with a bare 414. Longer values reach the routes and get the envelope's 400.
+    routerOptions: { maxParamLength: 1024 },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();

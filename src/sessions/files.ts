@@ -1,6 +1,6 @@
-import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { displayPath, resolveInside } from '../agent/tools/confine.ts';
 import { fileError, openRegularFile, writeRegularFile } from '../agent/tools/files.ts';
 import { ToolError } from '../agent/tools/tool-error.ts';
@@ -35,7 +35,13 @@ async function confined<T>(userPath: string, work: () => Promise<T>): Promise<T>
   }
 }
 
-export type Located = { type: 'directory'; real: string; path: string } | { type: 'file'; real: string; path: string; stat: Stats };
+export interface Located {
+  type: 'directory' | 'file';
+  /** The real path on disk. */
+  real: string;
+  /** The path relative to the session folder, as replies show it. */
+  path: string;
+}
 
 /** What `userPath` names inside `folder`: a 400 when it reaches outside, a 404 when it is missing. */
 export async function locate(folder: string, userPath: string): Promise<Located> {
@@ -43,7 +49,7 @@ export async function locate(folder: string, userPath: string): Promise<Located>
   const stat = await confined(userPath, () => fs.stat(real));
   const shown = displayPath(await fs.realpath(folder), real);
   if (stat.isDirectory()) return { type: 'directory', real, path: shown };
-  if (stat.isFile()) return { type: 'file', real, path: shown, stat };
+  if (stat.isFile()) return { type: 'file', real, path: shown };
   throw new AppError('invalid-request', `"${userPath}" is neither a file nor a folder`);
 }
 
@@ -69,14 +75,23 @@ export async function listFolder(folder: string, dir: { real: string; path: stri
   return { path: dir.path, entries };
 }
 
-/** Opens a located file for streaming; O_NOFOLLOW refuses a symlink swapped in since `locate`. */
-export async function openDownload(file: { real: string }, userPath: string): Promise<{ handle: fs.FileHandle; size: number; name: string }> {
+/**
+ * A located file as a stream of exactly `size` bytes (its size when opened), so a file that grows
+ * meanwhile cannot overrun the announced length. O_NOFOLLOW refuses a symlink swapped in since
+ * `locate`; the stream closes the file when it ends or is destroyed.
+ */
+export async function openDownload(file: { real: string }, userPath: string): Promise<{ stream: Readable; size: number; name: string }> {
   // openRegularFile words a vanished file as a refusal; it is a 404 like any missing path.
   const handle = await confined(userPath, () => openRegularFile(file.real, userPath)).catch(async (error: unknown) => {
     throw (await fs.lstat(file.real).catch(() => undefined)) === undefined ? missingPath(userPath) : error;
   });
-  const stat = await handle.stat();
-  return { handle, size: stat.size, name: path.basename(file.real) };
+  const { size } = await handle.stat();
+  const name = path.basename(file.real);
+  if (size === 0) {
+    await handle.close();
+    return { stream: Readable.from([]), size, name };
+  }
+  return { stream: handle.createReadStream({ start: 0, end: size - 1 }), size, name };
 }
 
 /**

@@ -136,6 +136,8 @@ describe('reading a session', () => {
   it('refuses a bad session id, limit or cursor with a 400 naming it', async () => {
     await expectError(await getSession(h, 'bad id!'), 400, 'invalid-session-id', /session id/);
     await expectError(await getSession(h, 'x'.repeat(129)), 400, 'invalid-session-id');
+    // The longest valid id reaches the route (a router limit would answer it with a bare 414).
+    await expectError(await getSession(h, 'x'.repeat(128)), 404, 'not-found');
     for (const limit of ['0', '201', 'abc', '1.5', '-1']) {
       await expectError(await getSession(h, sid(), { query: { limit } }), 400, 'invalid-request', /limit/);
     }

@@ -68,10 +68,10 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
       return listing;
     }
     const file = await openDownload(found, userPath);
-    // Streamed from disk, so a large file never sits in memory; the stream closes the handle.
+    // Streamed from disk, so a large file never sits in memory.
     return reply
       .headers({ 'content-type': UPLOAD_TYPE, 'content-length': String(file.size), 'content-disposition': attachment(file.name) })
-      .send(file.handle.createReadStream());
+      .send(file.stream);
   });
 
   // Who may upload is settled before the body is read, so a refused upload costs no transfer.
