@@ -1,50 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { AgentEvent } from '../contract/events.ts';
-import { CONTRACT_VERSIONS, type InvokeRequest } from '../contract/invoke.ts';
-import type { Message, MessagesFormat } from '../contract/messages.ts';
 import { collectCalls } from '../agent/history.ts';
 import { resolveModel } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
-import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { runTurn } from '../agent/turn.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
-import { startSpan, traceparentFromData } from '../telemetry/trace-context.ts';
+import { startSpan } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder } from './folders.ts';
-import { inboundMessages } from './inbound.ts';
 import { LiveTurn } from './live-turn.ts';
-import { referencedFamily } from './references.ts';
-
-export interface StartTurn {
-  projectId: string;
-  request: InvokeRequest;
-  /** Already resolved by the caller: body, then header; minted here when absent. */
-  sessionId: string | undefined;
-  format: MessagesFormat;
-  traceparent: string | undefined;
-  /** Take over the session's live turn (with input), or attach to it (without). */
-  force: boolean;
-}
-
-/** What a turn runs, however it was asked for: an invoke, or the continuation of a paused turn. */
-export interface TurnPlan {
-  projectId: string;
-  sessionId: string;
-  template: EffectiveTemplate;
-  messages: Message[];
-  secrets: Record<string, string>;
-  credentials: string | undefined;
-  traceparent: string | undefined;
-  /** Recorded on the turn: tags, meta, links, references, or what it continues. */
-  record: Record<string, unknown>;
-  force: boolean;
-  /** Interactions answered through the API that this turn consumes (`responded` → `resolved`). */
-  outOfBand?: ReadonlySet<string>;
-}
+import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
 
 export interface TurnServiceDeps {
   store: Store;
@@ -78,46 +47,10 @@ export class TurnService {
     ];
   }
 
-  /** Validates the request completely before anything runs; every refusal is an AppError. */
+  /** Starts the turn an invoke asks for, or attaches to the live one (force with no input). */
   async start(params: StartTurn): Promise<LiveTurn> {
-    const { store, config } = this.deps;
-    const { request, projectId } = params;
-    if (request.version != null && !(CONTRACT_VERSIONS as readonly string[]).includes(request.version)) {
-      throw new AppError('unsupported-version', `version "${request.version}" is not supported; supported: ${CONTRACT_VERSIONS.join(', ')}`);
-    }
-    referencedFamily(request.references);
-    const rawTemplate = request.data?.parameters?.agent ?? (request.data?.revision?.data as { parameters?: { agent?: unknown } } | undefined)?.parameters?.agent;
-    if (rawTemplate == null && request.references && Object.values(request.references).some((r) => r != null)) {
-      throw new AppError('not-implemented', 'running a stored configuration by reference is not available yet; send the template in data.parameters.agent');
-    }
-    const template = parseTemplate(rawTemplate, config.defaultLlm);
-    if (template.mcps.length) throw new AppError('not-implemented', 'MCP servers (data.parameters.agent.mcps) are not available yet');
-    if (template.skills.length) throw new AppError('not-implemented', 'skills (data.parameters.agent.skills) are not available yet');
-
-    const messages = inboundMessages(request, params.format);
-    const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
-    if (!messages?.length) {
-      if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
-      return this.attach(projectId, sessionId);
-    }
-    return this.run({
-      projectId,
-      sessionId,
-      template,
-      messages,
-      secrets: request.secrets ?? {},
-      credentials: request.credentials ?? undefined,
-      traceparent: params.traceparent ?? traceparentFromData(request.data?.trace),
-      record: {
-        version: request.version ?? CONTRACT_VERSIONS[0],
-        tags: request.tags ?? undefined,
-        meta: request.meta ?? undefined,
-        links: request.links ?? undefined,
-        references: request.references ?? undefined,
-        selector: request.selector ?? undefined,
-      },
-      force: params.force,
-    });
+    const planned = planInvoke(params, this.deps.config);
+    return 'attach' in planned ? this.attach(params.projectId, planned.attach.sessionId) : this.run(planned.plan);
   }
 
   /** The session's live turn, to follow from its start (force with no input). */
