@@ -13,7 +13,10 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { bootstrapFirstRun } from '../src/store/bootstrap.ts';
 import { openStore } from '../src/store/db.ts';
-import type { Ready } from './shared.ts';
+import { serveLoopStats, type Ready } from './shared.ts';
+
+// Without it the turns would go to the real OpenAI API.
+if (!process.env.OPENAI_BASE_URL) throw new Error('set OPENAI_BASE_URL to the fake model, e.g. http://127.0.0.1:PORT/v1');
 
 const ownDir = process.env.AGENTD_DATA_DIR ? undefined : await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-'));
 const config = loadConfig({ OPENAI_API_KEY: 'sk-bench', ...process.env, ...(ownDir ? { AGENTD_DATA_DIR: ownDir } : {}) });
@@ -25,6 +28,7 @@ const app = await buildApp({ config, store });
 await app.listen({ port: 0, host: '127.0.0.1' });
 const { port } = app.server.address() as { port: number };
 
+await serveLoopStats();
 const ready: Ready = { url: `http://127.0.0.1:${port}`, apiKey: first.apiKey.key, projectId: first.project.id };
 process.stdout.write(`${JSON.stringify(ready)}\n`);
 process.send?.({ type: 'ready', ...ready });
@@ -45,4 +49,6 @@ process.on('message', (msg: { type?: string }) => {
   if (msg.type === 'stop') void stop();
 });
 process.once('SIGTERM', () => void stop());
+// The parent (bench/run.ts) went away without saying stop.
+process.once('disconnect', () => void stop());
 process.once('SIGINT', () => void stop());

@@ -1,7 +1,8 @@
 /**
  * The floor for bench/run.ts: a bare Fastify app (no logger, no auth, no store) that makes the
  * same model calls an agentd turn makes, with the bodies agentd itself sent (captured by run.ts
- * from one real turn and passed in FLOOR_TEMPLATES), so the gap to agentd is agentd's own work.
+ * from one real turn and passed in FLOOR_TEMPLATES), so the gap to agentd is everything agentd,
+ * and the AI SDK under it, does beyond those calls.
  *
  * - POST /floor/tool: the tool turn. Two streamed Responses calls, as the AI SDK makes them even
  *   for a JSON reply; the first answer's SSE is parsed for the function call so the second call
@@ -9,12 +10,22 @@
  *   side of the ledger. Replies with a small JSON.
  * - POST /floor/stream: one streamed call whose SSE bytes are relayed to the client as they come.
  *
+ * Not the floor, a reference between it and agentd: /sdk/tool and /sdk/stream make the same calls
+ * through the AI SDK's `streamText` (the library agentd's turn engine is built on), with agentd's
+ * own `ls` tool on an empty folder, and nothing else: no auth, store, session folder, events or
+ * logging. floor → sdk is what the SDK costs; sdk → agentd is what agentd itself adds.
+ *
  * Env: MODEL_URL (the fake model's `/v1` base), FLOOR_TEMPLATES (path to a FloorTemplates JSON).
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { createOpenAI } from '@ai-sdk/openai';
+import { isStepCount, streamText, type ModelMessage } from 'ai';
 import Fastify from 'fastify';
-import type { FloorTemplates, Ready } from './shared.ts';
+import { lsTool } from '../src/agent/tools/ls.ts';
+import { serveLoopStats, type FloorTemplates, type Ready } from './shared.ts';
 
 const modelUrl = process.env.MODEL_URL;
 const templatesFile = process.env.FLOOR_TEMPLATES;
@@ -72,17 +83,55 @@ app.post('/floor/stream', async (_request, reply) => {
   return reply.send(Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream));
 });
 
+const sdkModel = createOpenAI({ apiKey: 'sk-bench', baseURL: modelUrl }).responses('fake-model');
+const emptyFolder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-sdk-'));
+const sdkTools = { ls: lsTool(emptyFolder) };
+
+/** The system text and user message agentd sent, so the SDK builds bodies of the same size. */
+function sdkPrompt(body: unknown): { instructions: string; messages: ModelMessage[] } {
+  const input = (body as { input: Array<{ role?: string; content: unknown }> }).input;
+  const system = input.find((i) => i.role === 'system')?.content as string;
+  const user = input.find((i) => i.role === 'user')?.content as Array<{ text: string }>;
+  return { instructions: system, messages: [{ role: 'user', content: user.map((p) => p.text).join('') }] };
+}
+const sdkToolPrompt = sdkPrompt(templates.tool[0]);
+const sdkStreamPrompt = sdkPrompt(templates.stream);
+
+app.post('/sdk/tool', async () => {
+  const result = streamText({ model: sdkModel, ...sdkToolPrompt, tools: sdkTools, stopWhen: isStepCount(50), maxRetries: 0 });
+  let text = '';
+  for await (const part of result.stream) {
+    if (part.type === 'text-delta') text += part.text;
+    else if (part.type === 'error') throw part.error;
+  }
+  return { text };
+});
+
+app.post('/sdk/stream', async (_request, reply) => {
+  const result = streamText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 });
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  for await (const part of result.stream) {
+    if (part.type === 'text-delta') reply.raw.write(`data: ${JSON.stringify({ type: 'text', delta: part.text })}\n\n`);
+  }
+  reply.raw.end();
+});
+
 await app.listen({ port: 0, host: '127.0.0.1' });
 const { port } = app.server.address() as { port: number };
+await serveLoopStats();
 const ready: Ready = { url: `http://127.0.0.1:${port}` };
 process.stdout.write(`${JSON.stringify(ready)}\n`);
 process.send?.({ type: 'ready', ...ready });
 
 async function stop(): Promise<void> {
   await app.close();
+  rmSync(emptyFolder, { recursive: true, force: true });
   process.exit(0);
 }
 process.on('message', (msg: { type?: string }) => {
   if (msg.type === 'stop') void stop();
 });
 process.once('SIGTERM', () => void stop());
+// The parent (bench/run.ts) went away without saying stop.
+process.once('disconnect', () => void stop());

@@ -57,6 +57,9 @@ process.on('message', (msg: ModelControl) => {
   }
 });
 
+// The parent (bench/run.ts) went away without saying stop.
+process.once('disconnect', () => void model.close().then(() => process.exit(0)));
+
 const ready = { url: model.url };
 process.stdout.write(`${JSON.stringify(ready)}\n`);
 process.send?.({ type: 'ready', ...ready });

@@ -30,3 +30,30 @@ export interface Ready {
   apiKey?: string;
   projectId?: string;
 }
+
+/** Event-loop delay of a server child over the measured window, in ms. */
+export interface LoopStats {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * Lets bench/run.ts read a child's event-loop delay over IPC (`loop-reset`, then `loop`): a long
+ * synchronous stretch (a GC pause, a blocking call) shows in `max` even when medians look fine.
+ */
+export async function serveLoopStats(): Promise<void> {
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  process.on('message', (msg: { type?: string }) => {
+    if (msg.type === 'loop-reset') {
+      histogram.reset();
+      process.send?.({ type: 'ok' });
+    } else if (msg.type === 'loop') {
+      const ms = (ns: number) => ns / 1e6;
+      const stats: LoopStats = { p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max) };
+      process.send?.({ type: 'loop', ...stats });
+    }
+  });
+}

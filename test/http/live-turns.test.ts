@@ -88,3 +88,34 @@ describe('live turns', () => {
     expect(JSON.stringify(turn?.output)).toContain('still finished');
   });
 });
+
+describe('live turns across processes sharing one database', () => {
+  it('force takes over a turn that another agentd runs: the holder sees the request through its lease', async () => {
+    const env = { AGENTD_LEASE_TTL_MS: '600' };
+    const a = await startHarness({ env });
+    const b = await startHarness({ env, dataDir: a.dataDir });
+    try {
+      const session = sid('remote');
+      a.model.script({ hang: true });
+      b.model.script({ text: 'taken over' });
+      const old = a.invoke(hello(session));
+      await waitFor(async () => a.model.requests.length >= 1);
+      await expectError(await b.invoke(hello(session)), 409, 'session-busy');
+      const res = await b.invoke(hello(session), { headers: FORCE });
+      expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('taken over');
+      await expectError(await old, 409, 'turn-cancelled');
+      const turns = await a.store.turns.listForSession(a.projectId, session, { limit: 5 });
+      expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
+      // Attaching to a turn that runs elsewhere says where it runs instead of pretending it is absent.
+      b.model.script([{ hang: true }, { text: 'last word' }]);
+      const hanging = b.invoke(hello(session));
+      await waitFor(async () => b.model.requests.length >= 2);
+      await expectError(await a.invoke({ session_id: session }, { headers: FORCE }), 409, 'session-busy', /another agentd process/);
+      expect((await readJson(await b.invoke(hello(session), { headers: FORCE }))).data.outputs.messages.at(-1).content).toBe('last word');
+      await expectError(await hanging, 409, 'turn-cancelled');
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});

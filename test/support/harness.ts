@@ -32,12 +32,14 @@ export interface HarnessOptions {
   script?: FakeScript;
   /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
   logs?: boolean;
+  /** Share another harness's data folder (and so its database): a second agentd process, in effect. */
+  dataDir?: string;
 }
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const model = await startFakeModel(options.script ? { script: options.script } : {});
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-test-'));
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'agentd-test-')));
   const config = loadConfig({
     AGENTD_DATA_DIR: dataDir,
     AGENTD_LOG_LEVEL: options.logs ? 'trace' : 'silent',
@@ -83,7 +85,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await closing;
       await model.close();
       await store.close();
-      await rm(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
