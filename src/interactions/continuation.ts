@@ -9,6 +9,8 @@ import type { InteractionRecord } from '../store/interactions.ts';
 export interface PausedState {
   template: EffectiveTemplate;
   history: Message[];
+  /** The stored configuration the paused turn ran as, recorded again on its continuation. */
+  references?: unknown;
 }
 
 export interface ContinuationDeps {
@@ -64,7 +66,7 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
       secrets: {},
       credentials: undefined,
       traceparent: `00-${paused.trace_id}-${paused.span_id}-01`,
-      record: { continues: pausedTurnId, via: 'out_of_band' },
+      record: { continues: pausedTurnId, via: 'out_of_band', ...(state.references ? { references: state.references } : {}) },
       force: false,
       outOfBand: new Set(answered.map((r) => r.id)),
     });

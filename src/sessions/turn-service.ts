@@ -163,7 +163,7 @@ export class TurnService {
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
     });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history }).finally(() => {
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history, references: plan.record.references }).finally(() => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
     });
     return turn;

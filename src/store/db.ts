@@ -9,7 +9,7 @@ import { migrateToLatest } from './migrate.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import type { Database } from './schema.ts';
 import { createSessionsRepo, type SessionsRepo } from './sessions.ts';
-import { createNodeSqliteDialect, openSqliteDatabase } from './sqlite-dialect.ts';
+import { checkpointInBackground, createNodeSqliteDialect, openSqliteDatabase } from './sqlite-dialect.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 
 export interface Store {
@@ -71,7 +71,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const location = resolveDatabaseLocation(options);
   if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
 
-  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(openSqliteDatabase(location)) });
+  const sqlite = openSqliteDatabase(location);
+  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite) });
   try {
     await migrateToLatest(db);
   } catch (error) {
@@ -79,6 +80,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     throw error;
   }
 
+  const stopCheckpoints = checkpointInBackground(sqlite, location);
   return {
     db,
     projects: createProjectsRepo(db),
@@ -87,6 +89,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     turns: createTurnsRepo(db),
     interactions: createInteractionsRepo(db),
     leases: createLeasesRepo(db),
-    close: () => db.destroy(),
+    close: async () => {
+      await stopCheckpoints();
+      await db.destroy();
+    },
   };
 }

@@ -31,42 +31,36 @@ export function createLeasesRepo(db: Kysely<Database>) {
   }
 
   /**
-   * Takes the session for a turn unless a live lease holds it. One statement decides, so two
+   * Takes the session for a turn unless a live lease holds it. Each step is one statement, so two
    * processes racing for a free (or expired) session cannot both win. A lease taken over from an
    * expired holder is returned as `expired`, so its turn can be recorded as interrupted.
    */
   async function acquire(input: { projectId: string; sessionId: string; turnId: string; holder: string; ttlMs: number }): Promise<Acquired> {
     const now = nowIso();
-    const before = await get(input.projectId, input.sessionId);
-    const row = await db
+    const lease = { turn_id: input.turnId, holder: input.holder, expires_at: inMs(input.ttlMs), cancel_requested: 0, started_at: now };
+    // The common case, a free session, costs one statement.
+    const fresh = await db
       .insertInto('session_leases')
-      .values({
-        project_id: input.projectId,
-        session_id: input.sessionId,
-        turn_id: input.turnId,
-        holder: input.holder,
-        expires_at: inMs(input.ttlMs),
-        cancel_requested: 0,
-        started_at: now,
-      })
-      .onConflict((oc) =>
-        oc.columns(['project_id', 'session_id']).doUpdateSet((eb) => ({
-          turn_id: eb.ref('excluded.turn_id'),
-          holder: eb.ref('excluded.holder'),
-          expires_at: eb.ref('excluded.expires_at'),
-          cancel_requested: 0,
-          started_at: eb.ref('excluded.started_at'),
-        })).where('session_leases.expires_at', '<', now),
-      )
+      .values({ project_id: input.projectId, session_id: input.sessionId, ...lease })
+      .onConflict((oc) => oc.columns(['project_id', 'session_id']).doNothing())
       .returningAll()
       .executeTakeFirst();
-    if (row && row.turn_id === input.turnId) {
-      const expired = before && before.turn_id !== input.turnId ? before : undefined;
-      return expired ? { acquired: true, lease: toLease(row), expired } : { acquired: true, lease: toLease(row) };
-    }
+    if (fresh) return { acquired: true, lease: toLease(fresh) };
     const current = await get(input.projectId, input.sessionId);
     if (!current) return acquire(input);
-    return { acquired: false, current };
+    if (current.expires_at >= now) return { acquired: false, current };
+    const taken = await db
+      .updateTable('session_leases')
+      .set(lease)
+      .where('project_id', '=', input.projectId)
+      .where('session_id', '=', input.sessionId)
+      .where('turn_id', '=', current.turn_id)
+      .where('expires_at', '<', now)
+      .returningAll()
+      .executeTakeFirst();
+    // Another process took the expired lease first: whoever holds it now is the current turn.
+    if (!taken) return acquire(input);
+    return { acquired: true, lease: toLease(taken), expired: current };
   }
 
   /** Extends the lease; undefined when it was lost (expired and taken, or released). */

@@ -1,4 +1,5 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 
 /**
@@ -22,6 +23,25 @@ export function openSqliteDatabase(location: string): DatabaseSync {
     throw error;
   }
   return db;
+}
+
+/**
+ * Moves WAL checkpoints off the event loop: the server's connection stops checkpointing and a
+ * worker thread does it every `intervalMs`. Returns the function that stops the worker (after a
+ * last checkpoint). A `:memory:` database has no WAL and gets no worker.
+ */
+export function checkpointInBackground(db: DatabaseSync, location: string, intervalMs = 500): () => Promise<void> {
+  if (location === ':memory:') return async () => {};
+  db.exec('PRAGMA wal_autocheckpoint = 0');
+  const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { location, intervalMs } });
+  worker.unref();
+  return async () => {
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // Unref'd so a running server never waits for it; while stopping, the process must.
+    worker.ref();
+    worker.postMessage('stop');
+    await exited;
+  };
 }
 
 function bindable(parameters: ReadonlyArray<unknown>): SQLInputValue[] {

@@ -160,3 +160,25 @@ describe('interactions API', () => {
     await expectError(await fetch(`${h.url}/api/sessions/interactions/${id}?project_id=${h.projectId}`), 401, 'unauthenticated');
   });
 });
+
+describe('continuations', () => {
+  it('a continuation may pause again; each pause is answered the same way', async () => {
+    const session = sid('again');
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'one.txt', content: '1' } }] },
+      { toolCalls: [{ name: 'write', input: { path: 'two.txt', content: '2' } }] },
+      { text: 'both files written' },
+    ]);
+    const references = { workflow: { slug: 'writer' } };
+    const first = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write two' }], writeAgent, { session_id: session, references })));
+    await respond(first.data.outputs.pending_interaction.id, { approved: true });
+    const second = await until(() => turnsOf(session), (turns) => turns.length === 2 && turns[0]!.status === 'paused');
+    const pendingAgain = (second[0]!.output as { pending_interaction: { id: string } }).pending_interaction;
+    expect(second[0]!.request).toMatchObject({ references });
+    await respond(pendingAgain.id, { approved: true });
+    const third = await until(() => turnsOf(session), (turns) => turns.length === 3 && turns[0]!.status === 'completed');
+    expect(JSON.stringify(third[0]!.output)).toContain('both files written');
+    expect(readFileSync(path.join(h.sessionDir(session), 'one.txt'), 'utf8')).toBe('1');
+    expect(readFileSync(path.join(h.sessionDir(session), 'two.txt'), 'utf8')).toBe('2');
+  });
+});
