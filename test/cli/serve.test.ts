@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
-import { runAgentd, startServe } from '../support/child-server.ts';
+import { firstStartCredentials, runAgentd, startServe } from '../support/child-server.ts';
 
 let model: FakeModelServer;
 let dataDir: string;
@@ -37,13 +37,10 @@ describe('agentd serve', () => {
     const server = await startServe(env);
     try {
       const out = server.output();
-      const projectId = /project id: (\S+)/.exec(out)?.[1];
-      const key = /API key: +(agd_\S+)/.exec(out)?.[1];
-      expect(projectId).toBeTruthy();
-      expect(key).toBeTruthy();
+      const { projectId, key } = firstStartCredentials(out);
       expect(out).toContain('keys create --project');
       model.script({ text: 'hello from serve' });
-      const res = await invoke(server.url, projectId!, key!, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
+      const res = await invoke(server.url, projectId, key, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
       expect(res.status).toBe(200);
       expect((await res.json()).data.outputs.messages.at(-1).content).toBe('hello from serve');
     } finally {
@@ -83,8 +80,7 @@ describe('agentd serve', () => {
   it('on SIGTERM lets a live turn finish within the grace period', async () => {
     await freshEnv({ AGENTD_SHUTDOWN_GRACE_MS: '10000' });
     const server = await startServe(env);
-    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
-    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    const { projectId, key } = firstStartCredentials(server.output());
     model.script({ text: 'slow but complete', latencyMs: 800 });
     const pending = invoke(server.url, projectId, key, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
     await new Promise((r) => setTimeout(r, 300));
@@ -98,8 +94,7 @@ describe('agentd serve', () => {
   it('on SIGTERM aborts turns still running after the grace period and records them interrupted', async () => {
     await freshEnv({ AGENTD_SHUTDOWN_GRACE_MS: '200' });
     const server = await startServe(env);
-    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
-    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    const { projectId, key } = firstStartCredentials(server.output());
     model.script({ hang: true });
     const pending = invoke(server.url, projectId, key, { session_id: 'long', data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
     await new Promise((r) => setTimeout(r, 300));
@@ -120,8 +115,7 @@ describe('agentd serve', () => {
   it('never writes API keys or request secrets to its logs', async () => {
     await freshEnv({ AGENTD_LOG_LEVEL: 'trace' });
     const server = await startServe(env);
-    const projectId = /project id: (\S+)/.exec(server.output())![1]!;
-    const key = /API key: +(agd_\S+)/.exec(server.output())![1]!;
+    const { projectId, key } = firstStartCredentials(server.output());
     const logsBefore = server.output().length;
     model.script({ error: { status: 500, body: { error: { message: 'boom sk-secret-in-request-1234' } } } });
     const res = await invoke(server.url, projectId, key, {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { sessionFolder } from '../../src/sessions/folders.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
-import { startServe } from '../support/child-server.ts';
+import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
 import { builtin, invokeBody, startHarness, template } from '../support/harness.ts';
 
 let model: FakeModelServer;
@@ -23,89 +23,73 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
   }
 }
 
+
+const INVOKE = '/services/agent/v0/invoke';
+const writeAgent = template({ tools: [builtin('write')], mode: 'ask' });
+
+/** Starts a server on a fresh data folder, pauses a turn on a `write`, then kills the server with SIGKILL. */
+async function pauseThenCrash(session: string, file: string, finalText: string) {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-durable-'));
+  const env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-durable', OPENAI_BASE_URL: model.url };
+  const first = await startServe(env);
+  const auth = firstStartCredentials(first.output());
+  model.script([{ toolCalls: [{ name: 'write', input: { path: file, content: 'survived' } }] }, { text: finalText }]);
+  const paused = await postJson(first.url, INVOKE, auth, invokeBody([{ role: 'user', content: 'write' }], writeAgent, { session_id: session })).then((r) => r.json());
+  first.child.kill('SIGKILL');
+  await first.exited;
+  return { dataDir, env, auth, id: paused.data.outputs.pending_interaction.id as string };
+}
+
+/** Runs `check` against a second server on the same data folder, then stops it and removes the folder. */
+async function restartAndCheck(run: { dataDir: string; env: Record<string, string> }, check: (url: string) => Promise<void>) {
+  try {
+    const second = await startServe(run.env);
+    try {
+      await check(second.url);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  } finally {
+    await rm(run.dataDir, { recursive: true, force: true });
+  }
+}
+
+async function withStore<T>(dataDir: string, use: (store: Awaited<ReturnType<typeof openStore>>) => Promise<T>): Promise<T> {
+  const store = await openStore({ dataDir });
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
 describe('durable pauses', () => {
   it('a pause survives a killed server: a new process takes the answer and continues the turn', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-restart-'));
-    const env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-restart', OPENAI_BASE_URL: model.url };
-    try {
-      const first = await startServe(env);
-      const projectId = /project id: (\S+)/.exec(first.output())![1]!;
-      const key = /API key: +(agd_\S+)/.exec(first.output())![1]!;
-      model.script([{ toolCalls: [{ name: 'write', input: { path: 'kept.txt', content: 'survived' } }] }, { text: 'continued after restart' }]);
-      const agent = template({ tools: [builtin('write')], mode: 'ask' });
-      const paused = await fetch(`${first.url}/services/agent/v0/invoke?project_id=${projectId}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `ApiKey ${key}` },
-        body: JSON.stringify(invokeBody([{ role: 'user', content: 'write' }], agent, { session_id: 'durable' })),
-      }).then((r) => r.json());
-      const id = paused.data.outputs.pending_interaction.id;
-      first.child.kill('SIGKILL');
-      await first.exited;
-
-      const second = await startServe(env);
-      try {
-        const res = await fetch(`${second.url}/api/sessions/interactions/${id}/respond?project_id=${projectId}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `ApiKey ${key}` },
-          body: JSON.stringify({ answer: { approved: true } }),
-        });
-        expect(res.status).toBe(200);
-        const store = await openStore({ dataDir });
-        try {
-          await until(async () => (await store.interactions.get(projectId, id))?.status === 'resolved');
-          await until(async () => (await store.turns.listForSession(projectId, 'durable', { limit: 5 }))[0]?.status === 'completed');
-          const [latest] = await store.turns.listForSession(projectId, 'durable', { limit: 5 });
-          expect(JSON.stringify(latest!.output)).toContain('continued after restart');
-        } finally {
-          await store.close();
-        }
-        expect(readFileSync(path.join(sessionFolder(dataDir, projectId, 'durable'), 'kept.txt'), 'utf8')).toBe('survived');
-      } finally {
-        second.child.kill('SIGTERM');
-        await second.exited;
-      }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
+    const run = await pauseThenCrash('durable', 'kept.txt', 'continued after restart');
+    const { projectId } = run.auth;
+    await restartAndCheck(run, async (url) => {
+      const res = await postJson(url, `/api/sessions/interactions/${run.id}/respond`, run.auth, { answer: { approved: true } });
+      expect(res.status).toBe(200);
+      await withStore(run.dataDir, async (store) => {
+        await until(async () => (await store.interactions.get(projectId, run.id))?.status === 'resolved');
+        await until(async () => (await store.turns.listForSession(projectId, 'durable', { limit: 5 }))[0]?.status === 'completed');
+        const [latest] = await store.turns.listForSession(projectId, 'durable', { limit: 5 });
+        expect(JSON.stringify(latest!.output)).toContain('continued after restart');
+      });
+      expect(readFileSync(path.join(sessionFolder(run.dataDir, projectId, 'durable'), 'kept.txt'), 'utf8')).toBe('survived');
+    });
   });
 
   it('an answer given while no server ran is picked up at the next start', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-resume-'));
-    const env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-resume', OPENAI_BASE_URL: model.url };
-    try {
-      const first = await startServe(env);
-      const projectId = /project id: (\S+)/.exec(first.output())![1]!;
-      const key = /API key: +(agd_\S+)/.exec(first.output())![1]!;
-      model.script([{ toolCalls: [{ name: 'write', input: { path: 'late.txt', content: 'late' } }] }, { text: 'picked up' }]);
-      const paused = await fetch(`${first.url}/services/agent/v0/invoke?project_id=${projectId}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `ApiKey ${key}` },
-        body: JSON.stringify(invokeBody([{ role: 'user', content: 'write' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: 'late' })),
-      }).then((r) => r.json());
-      const id = paused.data.outputs.pending_interaction.id;
-      first.child.kill('SIGKILL');
-      await first.exited;
-      // The answer was recorded (as by a replica that died before it could continue the turn).
-      const store = await openStore({ dataDir });
-      await store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: { approved: true } });
-      await store.close();
-
-      const second = await startServe(env);
-      try {
-        const check = await openStore({ dataDir });
-        try {
-          await until(async () => (await check.interactions.get(projectId, id))?.status === 'resolved');
-        } finally {
-          await check.close();
-        }
-        await until(async () => existsSync(path.join(sessionFolder(dataDir, projectId, 'late'), 'late.txt')));
-      } finally {
-        second.child.kill('SIGTERM');
-        await second.exited;
-      }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
+    const run = await pauseThenCrash('late', 'late.txt', 'picked up');
+    const { projectId } = run.auth;
+    // The answer was recorded (as by a replica that died before it could continue the turn).
+    await withStore(run.dataDir, (store) => store.interactions.transition(projectId, run.id, { from: ['pending'], to: 'responded', answer: { approved: true } }));
+    await restartAndCheck(run, async () => {
+      await withStore(run.dataDir, (store) => until(async () => (await store.interactions.get(projectId, run.id))?.status === 'resolved'));
+      await until(async () => existsSync(path.join(sessionFolder(run.dataDir, projectId, 'late'), 'late.txt')));
+    });
   });
 
   it('a crashed holder’s lease runs out: the session is usable again and the cut-off turn is interrupted', async () => {

@@ -29,3 +29,20 @@ export async function startServe(env: Record<string, string>): Promise<ReturnTyp
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The project id and API key a first start prints once. */
+export function firstStartCredentials(output: string): { projectId: string; key: string } {
+  const projectId = /project id: (\S+)/.exec(output)?.[1];
+  const key = /API key: +(agd_\S+)/.exec(output)?.[1];
+  if (!projectId || !key) throw new Error(`no first-start credentials in:\n${output}`);
+  return { projectId, key };
+}
+
+/** POSTs JSON to a child server with the key and project id filled in. */
+export function postJson(url: string, route: string, auth: { projectId: string; key: string }, body: unknown): Promise<Response> {
+  return fetch(`${url}${route}?project_id=${auth.projectId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}` },
+    body: JSON.stringify(body),
+  });
+}
