@@ -62,3 +62,17 @@ function requireKey(value: string | undefined, name: string): string {
   }
   return value;
 }
+
+/**
+ * Provider options a turn sends: the template's `llm.extras` (keyed by provider, as the AI SDK
+ * takes them) over agentd's defaults. The Responses API defaults to `store: false`, so each request
+ * carries the whole conversation instead of referring to items the server is assumed to keep;
+ * self-hosted Responses servers keep nothing.
+ */
+export function providerOptionsFor(llm: Pick<EffectiveTemplate['llm'], 'provider' | 'extras'>): Record<string, Record<string, unknown>> {
+  const options: Record<string, Record<string, unknown>> = llm.provider === 'openai' ? { openai: { store: false } } : {};
+  for (const [provider, value] of Object.entries(llm.extras)) {
+    if (value && typeof value === 'object' && !Array.isArray(value)) options[provider] = { ...options[provider], ...(value as Record<string, unknown>) };
+  }
+  return options;
+}

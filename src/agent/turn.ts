@@ -5,6 +5,7 @@ import type { Message } from '../contract/messages.ts';
 import { gateFor } from './permissions.ts';
 import { collectCalls, toModelMessages } from './history.ts';
 import { toModelError } from './model-errors.ts';
+import { providerOptionsFor } from './model.ts';
 import { AppError } from '../errors.ts';
 import type { EffectiveTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
@@ -103,7 +104,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
     // error reaches the caller through the stream's error part instead.
     onError: () => {},
-    ...(Object.keys(template.llm.extras).length ? { providerOptions: template.llm.extras as never } : {}),
+    providerOptions: providerOptionsFor(template.llm) as never,
   });
 
   const textIds = new Map<string, string>();

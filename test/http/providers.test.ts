@@ -66,3 +66,16 @@ describe('providers, each over its real protocol', () => {
     expect(turn?.status).toBe('completed');
   });
 });
+
+describe('the Responses API as self-hosted servers speak it', () => {
+  it('sends every step whole (store: false, no item references), and extras can still set options', async () => {
+    h.model.script([{ text: 'let me look', toolCalls: [{ name: 'ls', input: {} }] }, { text: 'done' }]);
+    const before = h.model.requests.length;
+    const res = await run({ provider: 'openai', model: 'gpt-x', extras: { openai: { parallelToolCalls: false } } });
+    expect(res.res.status).toBe(200);
+    const [first, second] = h.model.requests.slice(before);
+    expect(first!.body).toMatchObject({ store: false, parallel_tool_calls: false });
+    expect(JSON.stringify(second!.body)).not.toContain('item_reference');
+    expect(JSON.stringify(second!.body.input)).toContain('let me look');
+  });
+});
