@@ -96,6 +96,12 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     seen.add(tool.name);
   }
 
+  const skillNames = new Set<string>();
+  for (const [i, skill] of (t.skills ?? []).entries()) {
+    if (skillNames.has(skill.name)) fail('invalid-request', `duplicate skill name "${skill.name}" at ${PATH}.skills[${i}].name`);
+    skillNames.add(skill.name);
+  }
+
   const llm = t.llm ?? {};
   let provider = llm.provider ?? undefined;
   let model = llm.model ?? undefined;

@@ -20,6 +20,8 @@ export interface TurnInput {
   /** The validated native history, approvals already checked against the store. */
   history: Message[];
   workdir: string;
+  /** More for the instructions, from what the turn set up (the skills it installed). */
+  notes?: string[];
   model: LanguageModel;
   config: Pick<Config, 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
   pricing?: Pricing | undefined;
@@ -49,6 +51,7 @@ function instructionsFor(input: TurnInput, system: string[]): string {
   return [
     input.template.instructions.agents_md,
     `Your working folder is ${input.workdir}. File tools take paths relative to it; nothing outside it can be reached.`,
+    ...(input.notes ?? []),
     ...system,
   ].join('\n\n');
 }

@@ -70,7 +70,14 @@ export const Skill = z.strictObject({
   files: z
     .array(
       z.strictObject({
-        path: z.string().min(1).max(255),
+        path: z
+          .string()
+          .min(1)
+          .max(255)
+          .refine((p) => !p.startsWith('/') && !p.includes('\\') && !p.split('/').some((part) => part === '..' || part === '.' || part === ''), {
+            message: 'a skill file path is relative, with "/" between names and no ".", ".." or empty parts',
+          })
+          .refine((p) => p !== 'SKILL.md', { message: 'SKILL.md is written from the skill body; name the file differently' }),
         content: z.string().max(200_000),
         executable: z.boolean().optional(),
       }),

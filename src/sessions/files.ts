@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { displayPath, resolveInside } from '../agent/tools/confine.ts';
-import { fileError, openRegularFile, writeRegularFile } from '../agent/tools/files.ts';
+import { fileError, openRegularFile, writeInside } from '../agent/tools/files.ts';
 import { ToolError } from '../agent/tools/tool-error.ts';
 import type { FileEntry, FileListing, FileUploaded } from '../contract/sessions.ts';
 import { AppError } from '../errors.ts';
@@ -101,10 +101,7 @@ export async function openDownload(file: { real: string }, userPath: string): Pr
  */
 export async function writeUpload(folder: string, userPath: string, bytes: Uint8Array): Promise<FileUploaded> {
   return confined(userPath, async () => {
-    const real = await resolveInside(folder, userPath);
-    await fs.mkdir(path.dirname(real), { recursive: true });
-    const checked = await resolveInside(folder, userPath);
-    const size = await writeRegularFile(checked, userPath, bytes);
-    return { path: displayPath(await fs.realpath(folder), checked), size };
+    const { real, bytes: size } = await writeInside(folder, userPath, bytes);
+    return { path: displayPath(await fs.realpath(folder), real), size };
   });
 }

@@ -51,7 +51,6 @@ export function planInvoke(params: StartTurn, config: Pick<Config, 'defaultLlm'>
   }
   const template = parseTemplate(rawTemplate, config.defaultLlm);
   if (template.mcps.length) throw new AppError('not-implemented', 'MCP servers (data.parameters.agent.mcps) are not available yet');
-  if (template.skills.length) throw new AppError('not-implemented', 'skills (data.parameters.agent.skills) are not available yet');
 
   const messages = inboundMessages(request, params.format);
   const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');

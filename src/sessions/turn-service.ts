@@ -12,6 +12,7 @@ import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder } from './folders.ts';
+import { installSkills } from '../agent/skills.ts';
 import { LiveTurn } from './live-turn.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
 
@@ -133,6 +134,7 @@ export class TurnService {
     await store.interactions.cancelPending(projectId, sessionId, []);
 
     const workdir = await ensureSessionFolder(config.dataDir, projectId, sessionId);
+    const skills = await installSkills(workdir, template.skills);
     await store.sessions.touch(projectId, sessionId);
     await store.turns.create({
       id: turnId,
@@ -157,6 +159,7 @@ export class TurnService {
       template,
       history: answers.history,
       workdir,
+      ...(skills ? { notes: [skills] } : {}),
       model,
       config,
       pricing: this.pricing,

@@ -1,5 +1,7 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { resolveInside } from './confine.ts';
 import { ToolError } from './tool-error.ts';
 
 /** Bytes inspected for NUL when deciding a file is binary (what git and grep do, roughly). */
@@ -45,6 +47,18 @@ export async function writeRegularFile(realPath: string, userPath: string, conte
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Writes a file inside `root`, creating missing parent folders there. The path is checked again
+ * after the folders exist, in case one on the way was swapped for a symlink meanwhile. Returns
+ * the file's real path and the bytes written.
+ */
+export async function writeInside(root: string, userPath: string, content: string | Uint8Array): Promise<{ real: string; bytes: number }> {
+  const real = await resolveInside(root, userPath);
+  await fs.mkdir(path.dirname(real), { recursive: true });
+  const checked = await resolveInside(root, userPath);
+  return { real: checked, bytes: await writeRegularFile(checked, userPath, content) };
 }
 
 export function fileError(error: unknown, userPath: string): unknown {

@@ -1,9 +1,8 @@
 import { tool } from 'ai';
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
-import { displayPath, resolveInside } from './confine.ts';
-import { writeRegularFile } from './files.ts';
+import { displayPath } from './confine.ts';
+import { writeInside } from './files.ts';
 
 const input = z.object({
   path: z.string().describe('File to write, relative to the session folder; missing parent folders are created'),
@@ -17,12 +16,8 @@ export function writeTool(root: string) {
       'To change part of an existing file, prefer edit.',
     inputSchema: input,
     execute: async ({ path: userPath, content }) => {
-      const real = await resolveInside(root, userPath);
-      await fs.mkdir(path.dirname(real), { recursive: true });
-      // mkdir followed the checked ancestors; re-check in case one was swapped for a symlink meanwhile.
-      const checked = await resolveInside(root, userPath);
-      const bytes = await writeRegularFile(checked, userPath, content);
-      return `wrote ${bytes} bytes to ${displayPath(await fs.realpath(root), checked)}`;
+      const { real, bytes } = await writeInside(root, userPath, content);
+      return `wrote ${bytes} bytes to ${displayPath(await fs.realpath(root), real)}`;
     },
   });
 }
