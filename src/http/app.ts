@@ -12,6 +12,8 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { interactionRoutes } from './routes/interactions.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
+import { docsPage, openApiDocument } from './openapi.ts';
+import { VERSION } from '../version.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -107,6 +109,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.get('/health', async () => ({ status: 'ok' }));
+  // Built once: the schemas do not change while the server runs.
+  const openapi = openApiDocument(VERSION);
+  const docs = docsPage(openapi);
+  app.get('/openapi.json', async () => openapi);
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(docs));
   await app.register(invokeRoutes, { store: deps.store, turns });
   await app.register(sessionRoutes, { store: deps.store, config });
   await app.register(sessionFileRoutes, { store: deps.store, config });

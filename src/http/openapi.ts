@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { AgentEvent } from '../contract/events.ts';
+import { ErrorEnvelope, ERROR_TYPES } from '../contract/errors.ts';
+import { InteractionList, InteractionQuery, InteractionRecord, RespondBody, TransitionBody } from '../contract/interactions.ts';
+import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
+import { Message, UIMessage } from '../contract/messages.ts';
+import { FileListing, FileUploaded, SessionView } from '../contract/sessions.ts';
+import { AgentTemplate } from '../contract/template.ts';
+
+/**
+ * The OpenAPI 3.1 document, generated from the same zod schemas that validate requests: a route's
+ * body here is the schema its handler parses with, so the two cannot disagree.
+ */
+
+type Schema = z.ZodType;
+
+interface Route {
+  method: 'get' | 'post' | 'put' | 'delete';
+  path: string;
+  summary: string;
+  role: 'viewer' | 'editor';
+  body?: Schema;
+  rawBody?: string;
+  ok: { status: number; schema?: Schema; description: string; content?: string };
+  params?: string[];
+  query?: Record<string, string>;
+}
+
+const ROUTES: Route[] = [
+  {
+    method: 'post',
+    path: '/services/agent/v0/invoke',
+    summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
+    role: 'editor',
+    body: InvokeRequest,
+    ok: { status: 200, schema: InvokeResponse, description: 'The turn. With a streaming Accept: a stream of AgentEvent frames (native) or UI message chunks (x-ag-messages-format: vercel).' },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions/interactions/query',
+    summary: 'List interactions',
+    role: 'viewer',
+    body: InteractionQuery,
+    ok: { status: 200, schema: InteractionList, description: 'One page of interactions, oldest first' },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/interactions/{interaction_id}',
+    summary: 'Read one interaction',
+    role: 'viewer',
+    params: ['interaction_id'],
+    ok: { status: 200, schema: InteractionRecord, description: 'The interaction' },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions/interactions/{interaction_id}/respond',
+    summary: 'Answer a pending interaction; the paused turn then continues by itself',
+    role: 'editor',
+    params: ['interaction_id'],
+    body: RespondBody,
+    ok: { status: 200, schema: InteractionRecord, description: 'The interaction, now responded' },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions/interactions/transition',
+    summary: 'Move an interaction to resolved or cancelled',
+    role: 'editor',
+    body: TransitionBody,
+    ok: { status: 200, schema: InteractionRecord, description: 'The interaction after the move' },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/{session_id}',
+    summary: 'Read a session, its live turn and its turns (newest first, paged)',
+    role: 'viewer',
+    params: ['session_id'],
+    query: { limit: 'Turns per page, 1-200 (default 20)', cursor: 'The next value of the previous page' },
+    ok: { status: 200, schema: SessionView, description: 'The session' },
+  },
+  {
+    method: 'delete',
+    path: '/api/sessions/{session_id}',
+    summary: 'Delete a session: its folder and every record',
+    role: 'editor',
+    params: ['session_id'],
+    ok: { status: 204, description: 'Deleted' },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/{session_id}/files',
+    summary: "List a folder of the session's working folder, or download a file",
+    role: 'viewer',
+    params: ['session_id'],
+    query: { path: 'Relative to the session folder (default ".")' },
+    ok: { status: 200, schema: FileListing, description: 'A folder listing (JSON) or the file (application/octet-stream)' },
+  },
+  {
+    method: 'put',
+    path: '/api/sessions/{session_id}/files',
+    summary: 'Upload a file into the session folder',
+    role: 'editor',
+    params: ['session_id'],
+    query: { path: 'Where to write it, relative to the session folder' },
+    rawBody: 'application/octet-stream',
+    ok: { status: 201, schema: FileUploaded, description: 'Written' },
+  },
+];
+
+const jsonSchema = (schema: Schema, io: 'input' | 'output') => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+};
+
+function operation(route: Route) {
+  const parameters = [
+    { name: 'project_id', in: 'query', required: true, schema: { type: 'string' }, description: 'The project to act in' },
+    ...(route.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+    ...Object.entries(route.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, schema: { type: 'string' }, description })),
+  ];
+  const errors = { description: 'An error, in the envelope; status.type names it', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
+  return {
+    summary: route.summary,
+    description: `Needs an API key with the "${route.role}" role or higher.`,
+    security: [{ apiKey: [] }],
+    parameters,
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+    ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody]: { schema: { type: 'string', format: 'binary' } } } } } : {}),
+    responses: {
+      [String(route.ok.status)]: {
+        description: route.ok.description,
+        ...(route.ok.schema ? { content: { 'application/json': { schema: jsonSchema(route.ok.schema, 'output') } } } : {}),
+      },
+      '4XX': errors,
+      '5XX': errors,
+    },
+  };
+}
+
+export function openApiDocument(version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) (paths[route.path] ??= {})[route.method] = operation(route);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'agentd',
+      version,
+      description: `Runs an LLM agent for one conversation turn per request. Contract version ${CONTRACT_VERSION}. Error types: ${Object.keys(ERROR_TYPES).join(', ')}.`,
+    },
+    paths,
+    components: {
+      securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'ApiKey <key>' } },
+      schemas: {
+        ErrorEnvelope: jsonSchema(ErrorEnvelope, 'output'),
+        AgentTemplate: jsonSchema(AgentTemplate, 'input'),
+        Message: jsonSchema(Message, 'input'),
+        UIMessage: jsonSchema(UIMessage, 'input'),
+        AgentEvent: jsonSchema(AgentEvent, 'output'),
+      },
+    },
+  };
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+}
+
+/** A self-contained reference page (no scripts, no network) rendered from the same document. */
+export function docsPage(doc: ReturnType<typeof openApiDocument>): string {
+  const sections = Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, op]) => {
+      const o = op as { summary: string; description: string; requestBody?: unknown; responses: unknown };
+      return `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p>${escapeHtml(o.summary)}. ${escapeHtml(o.description)}</p>${
+        o.requestBody ? `<details><summary>Request body</summary><pre>${escapeHtml(JSON.stringify(o.requestBody, null, 2))}</pre></details>` : ''
+      }<details><summary>Responses</summary><pre>${escapeHtml(JSON.stringify(o.responses, null, 2))}</pre></details></section>`;
+    }),
+  );
+  const schemas = Object.entries(doc.components.schemas).map(
+    ([name, schema]) => `<section><h2 id="${name}">${name}</h2><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre></section>`,
+  );
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>agentd API</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}pre{background:#f5f5f5;padding:1rem;overflow:auto;font-size:12px}code{font-size:14px}</style></head>
+<body><h1>agentd API</h1><p>${escapeHtml(doc.info.description)} Machine-readable: <a href="/openapi.json">/openapi.json</a>.</p>
+${sections.join('\n')}<h1>Schemas</h1>${schemas.join('\n')}</body></html>`;
+}

@@ -1,0 +1,57 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { invokeBody, startHarness, template, type Harness } from '../support/harness.ts';
+
+/** The OpenAPI document is generated from the schemas that validate requests; it must match the routes. */
+
+let h: Harness;
+let doc: any;
+beforeAll(async () => {
+  h = await startHarness();
+  doc = await (await fetch(`${h.url}/openapi.json`)).json();
+});
+afterAll(async () => h.close());
+
+const METHODS = ['get', 'post', 'put', 'delete'] as const;
+
+describe('GET /openapi.json', () => {
+  it('is OpenAPI 3.1 and documents every route the server has', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((method) => ({ method, path })));
+    expect(documented.length).toBeGreaterThanOrEqual(9);
+    for (const { method, path } of documented) {
+      expect(h.app.hasRoute({ method: method.toUpperCase() as 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), `${method} ${path}`).toBe(true);
+    }
+  });
+
+  it('describes the invoke body with the schema invoke validates with', () => {
+    const schema = doc.paths['/services/agent/v0/invoke'].post.requestBody.content['application/json'].schema;
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    expect(validate(invokeBody([{ role: 'user', content: 'hi' }], template(), { session_id: 'ok-1' }))).toBe(true);
+    expect(validate({ session_id: 'not ok' })).toBe(false);
+    expect(validate({ data: { parameters: { agent: { runner: { permissions: { default: 'sometimes' } } } } } })).toBe(false);
+    expect(validate({ data: { parameters: { agent: { harness: { kind: 'agentd', surprise: 1 } } } } })).toBe(false);
+  });
+
+  it('lists every error type and the auth scheme', () => {
+    expect(doc.info.description).toContain('invalid-template-shape');
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
+    for (const method of METHODS) {
+      for (const op of Object.values(doc.paths).map((p: any) => p[method]).filter(Boolean)) {
+        expect(op.parameters.some((p: { name: string }) => p.name === 'project_id')).toBe(true);
+        expect(op.responses['4XX'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorEnvelope');
+      }
+    }
+  });
+});
+
+describe('GET /docs', () => {
+  it('renders the same document as a page, with no external resources', async () => {
+    const res = await fetch(`${h.url}/docs`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    expect(html).toContain('POST /services/agent/v0/invoke');
+    expect(html).toContain('/api/sessions/interactions/{interaction_id}/respond');
+    expect(html).not.toMatch(/<script|https?:\/\/(?!json-schema)/);
+  });
+});
