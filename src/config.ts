@@ -22,6 +22,10 @@ export interface Config {
   modelTimeoutMs: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
+  /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
+  allowStdioMcp: boolean;
+  /** Deadline to connect to a template's MCP servers and list their tools, and for one MCP tool call. */
+  mcp: { connectTimeoutMs: number; callTimeoutMs: number };
   defaultLlm: { provider: string; model: string };
   /** Named OpenAI-compatible endpoints: `{name: {base_url, api_key_env?}}` from AGENTD_OPENAI_COMPATIBLE. */
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
@@ -74,6 +78,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxOutputBytes: int(env, 'AGENTD_BASH_MAX_OUTPUT', 64 * 1024),
       unsafeHost: flag(env, 'AGENTD_UNSAFE_HOST_BASH'),
     },
+    allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
+    mcp: { connectTimeoutMs: int(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000), callTimeoutMs: int(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000) },
     defaultLlm: {
       provider: env.AGENTD_DEFAULT_PROVIDER ?? 'openai',
       model: env.AGENTD_DEFAULT_MODEL ?? 'gpt-5-mini',

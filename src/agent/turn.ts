@@ -10,6 +10,7 @@ import { AppError } from '../errors.ts';
 import type { EffectiveTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 import type { Pricing } from './pricing.ts';
+import type { McpTools } from './mcp.ts';
 import { deniedResultText } from '../contract/tool-messages.ts';
 
 export interface TurnInput {
@@ -22,6 +23,8 @@ export interface TurnInput {
   workdir: string;
   /** More for the instructions, from what the turn set up (the skills it installed). */
   notes?: string[];
+  /** Tools of the template's MCP servers, connected by the caller (who also closes them). */
+  mcp?: Pick<McpTools, 'tools' | 'readOnly' | 'permissions'> | undefined;
   model: LanguageModel;
   config: Pick<Config, 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
   pricing?: Pricing | undefined;
@@ -44,6 +47,7 @@ function buildTools(input: TurnInput): ToolSet {
       }) as Tool;
     }
   }
+  Object.assign(tools, input.mcp?.tools);
   return tools;
 }
 
@@ -83,7 +87,10 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
 
   const toolApproval = ({ toolCall }: { toolCall: { toolName: string; toolCallId: string } }): ToolApprovalStatus => {
     const entry = entries.get(toolCall.toolName);
-    const gate = gateFor(entry, mode, READ_TOOLS.has(toolCall.toolName));
+    const mcp = input.mcp;
+    const gate = entry
+      ? gateFor(entry, mode, READ_TOOLS.has(toolCall.toolName))
+      : gateFor({ permission: mcp?.permissions.get(toolCall.toolName) }, mode, mcp?.readOnly.has(toolCall.toolName) ?? false);
     if (gate === 'deny') {
       const reason = `the tool "${toolCall.toolName}" is not permitted for this agent`;
       deniedReasons.set(toolCall.toolCallId, reason);

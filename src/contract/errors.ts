@@ -27,6 +27,7 @@ export const ERROR_TYPES = {
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'upstream-auth': 424,
+  'mcp-unavailable': 424,
   'upstream-rate-limited': 429,
   'not-implemented': 501,
   'upstream-error': 502,

@@ -50,7 +50,6 @@ export function planInvoke(params: StartTurn, config: Pick<Config, 'defaultLlm'>
     throw new AppError('not-implemented', 'running a stored configuration by reference is not available yet; send the template in data.parameters.agent');
   }
   const template = parseTemplate(rawTemplate, config.defaultLlm);
-  if (template.mcps.length) throw new AppError('not-implemented', 'MCP servers (data.parameters.agent.mcps) are not available yet');
 
   const messages = inboundMessages(request, params.format);
   const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');

@@ -13,6 +13,8 @@ import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
+import { connectMcpServers } from '../agent/mcp.ts';
+import type { EffectiveTemplate } from '../agent/template.ts';
 import { LiveTurn } from './live-turn.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
 
@@ -117,34 +119,51 @@ export class TurnService {
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
 
-    const trace = startSpan(plan.traceparent);
-    const claims = [
-      ...answers.answered.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
-      ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
-    ];
-    for (const claim of claims) {
-      const claimed = await store.interactions.transition(projectId, claim.id, {
-        from: [claim.from],
-        to: 'resolved',
-        ...(claim.answer ? { answer: claim.answer } : {}),
-        resolution: { via: claim.via, turn_id: turnId },
-      });
-      if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
-    }
-    await store.interactions.cancelPending(projectId, sessionId, []);
-
     const workdir = await ensureSessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills);
-    await store.sessions.touch(projectId, sessionId);
-    await store.turns.create({
-      id: turnId,
-      project_id: projectId,
-      session_id: sessionId,
-      trace_id: trace.traceId,
-      span_id: trace.spanId,
-      ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
-      request: plan.record,
-    });
+    // Connected before any answer is claimed: an unreachable server fails the request (424)
+    // without consuming the caller's decisions.
+    const mcp = template.mcps.length
+      ? await connectMcpServers(template.mcps, {
+          credentials: plan.credentials,
+          allowStdio: config.allowStdioMcp,
+          timeoutMs: config.mcp.connectTimeoutMs,
+          callTimeoutMs: config.mcp.callTimeoutMs,
+          cwd: workdir,
+        })
+      : undefined;
+    const trace = startSpan(plan.traceparent);
+    try {
+      if (mcp) checkToolNames(template, Object.keys(mcp.tools));
+      const claims = [
+        ...answers.answered.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
+        ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
+      ];
+      for (const claim of claims) {
+        const claimed = await store.interactions.transition(projectId, claim.id, {
+          from: [claim.from],
+          to: 'resolved',
+          ...(claim.answer ? { answer: claim.answer } : {}),
+          resolution: { via: claim.via, turn_id: turnId },
+        });
+        if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
+      }
+      await store.interactions.cancelPending(projectId, sessionId, []);
+
+      await store.sessions.touch(projectId, sessionId);
+      await store.turns.create({
+        id: turnId,
+        project_id: projectId,
+        session_id: sessionId,
+        trace_id: trace.traceId,
+        span_id: trace.spanId,
+        ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
+        request: plan.record,
+      });
+    } catch (error) {
+      await mcp?.close();
+      throw error;
+    }
 
     const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
     const key = `${projectId}\u0000${sessionId}`;
@@ -160,14 +179,16 @@ export class TurnService {
       history: answers.history,
       workdir,
       ...(skills ? { notes: [skills] } : {}),
+      mcp,
       model,
       config,
       pricing: this.pricing,
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
     });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history, references: plan.record.references }).finally(() => {
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history, references: plan.record.references }).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
+      await mcp?.close();
     });
     return turn;
   }
@@ -280,3 +301,12 @@ export const INTERRUPTED = new Error('the server is shutting down; the turn was 
 export const LEASE_LOST = new Error('the session lease expired and was taken over; the turn was interrupted');
 /** The abort reason of a turn taken over by a newer one (`force`). */
 export const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');
+
+/** An MCP tool may not shadow a tool the template names itself. */
+function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
+  const own = new Set(template.tools.map((t) => t.name));
+  const clash = mcpNames.filter((name) => own.has(name));
+  if (clash.length) {
+    throw new AppError('invalid-request', `MCP tools ${clash.map((n) => `"${n}"`).join(', ')} have the name of a tool in data.parameters.agent.tools; rename the server or the tool`);
+  }
+}

@@ -72,11 +72,9 @@ describe.runIf(bwrap)('bash under bubblewrap', () => {
   });
 
   it('a command over its time limit is an error result, and the turn goes on', async () => {
-    const started = Date.now();
     const { json, result } = await call('bash', { command: 'sleep 10', timeout_ms: 200 });
     expect(result).toMatchObject({ is_error: true, content: expect.stringMatching(/timed out/) });
     expect(json.data.outputs.stop_reason).toBe('end_turn');
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('a symlink planted by bash cannot be read through by the file tools', async () => {

@@ -1,0 +1,353 @@
+import { createHash } from 'node:crypto';
+import { createMCPClient, type CallToolResult, type ListToolsResult, type MCPClient, type MCPClientConfig } from '@ai-sdk/mcp';
+import { dynamicTool, type ToolSet } from 'ai';
+import type { McpServer, ToolPermission } from '../contract/template.ts';
+import { AppError } from '../errors.ts';
+import { ToolError } from './tools/tool-error.ts';
+
+/**
+ * The template's MCP servers (`data.parameters.agent.mcps`) as AI SDK tools for one turn.
+ *
+ * Naming: a server's tool `t` is offered to the model as `<server>__<t>`. Provider tool names are
+ * `^[A-Za-z0-9_-]{1,64}$` (the same rule as the template's client tools), while MCP server and tool
+ * names may carry `.` and run to 128 characters; when `<server>__<t>` breaks the rule, every other
+ * character becomes `_`, it is cut to fit, and `_<8 hex of sha256(server NUL tool)>` keeps it
+ * unique. The name depends only on the two names, so a tool keeps it across turns and a
+ * conversation's earlier calls still match. Two tools that still land on one name are a 400.
+ */
+export interface McpTools {
+  tools: ToolSet;
+  /** Tool names whose MCP annotations say `readOnlyHint: true`: reads, for `allow_reads`. */
+  readOnly: ReadonlySet<string>;
+  /** The server's `policy.permission`, for each of its tools, where the template sets one. */
+  permissions: ReadonlyMap<string, ToolPermission>;
+  /** Closes every client; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** The request's `credentials`, sent as a bearer token to servers with `forward_credentials`. */
+  credentials?: string | undefined;
+  /** Whether `stdio` servers may be spawned (AGENTD_ALLOW_STDIO_MCP). */
+  allowStdio: boolean;
+  /** Deadline for connecting to a server and listing its tools; servers connect in parallel. */
+  timeoutMs: number;
+  /** Deadline for one tool call; without it only the turn's abort signal ends a call. */
+  callTimeoutMs?: number | undefined;
+  /** Working folder of `stdio` servers: the session folder. */
+  cwd?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+const WHERE = 'data.parameters.agent.mcps';
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_REASON = 400;
+
+export function mcpToolName(server: string, tool: string): string {
+  const plain = `${server}__${tool}`;
+  if (TOOL_NAME.test(plain)) return plain;
+  const hash = createHash('sha256').update(`${server}\0${tool}`).digest('hex').slice(0, 8);
+  return `${plain.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64 - hash.length - 1)}_${hash}`;
+}
+
+/**
+ * Connects to every server, lists its tools and wraps them. A server that cannot be reached in
+ * `timeoutMs` is a 424 `mcp-unavailable`; a template that asks for something a server cannot give
+ * is a 400. Either way nothing stays open.
+ */
+export async function connectMcpServers(servers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
+  checkTemplate(servers, opts);
+  opts.signal?.throwIfAborted();
+  if (servers.length === 0) return { tools: {}, readOnly: new Set(), permissions: new Map(), close: async () => {} };
+
+  // One failure makes the others pointless: stop them instead of waiting out their deadlines.
+  const siblings = new AbortController();
+  const settled = await Promise.allSettled(
+    servers.map((server) =>
+      connectOne(server, opts, siblings.signal).catch((error: unknown) => {
+        siblings.abort();
+        throw error;
+      }),
+    ),
+  );
+  const connected = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const closeAll = once(() => Promise.all(connected.map((c) => closeClient(c.client, opts.timeoutMs))).then(() => {}));
+  const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
+  if (failures.length > 0) {
+    await closeAll();
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    throw failures.find((f) => f !== SIBLING_FAILED) ?? failures[0];
+  }
+
+  try {
+    return { ...assemble(servers, connected, opts), close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+function checkTemplate(servers: readonly McpServer[], opts: ConnectOptions): void {
+  const seen = new Map<string, number>();
+  for (const [i, server] of servers.entries()) {
+    const first = seen.get(server.name);
+    if (first !== undefined) {
+      throw new AppError('invalid-request', `${WHERE}[${i}].name: "${server.name}" is already the name of ${WHERE}[${first}]; MCP server names must be unique`);
+    }
+    seen.set(server.name, i);
+    if (server.connection.type === 'stdio' && !opts.allowStdio) {
+      throw new AppError(
+        'invalid-request',
+        `${WHERE}[${i}].connection: stdio MCP servers are disabled on this server (they run a command on its host); the operator must set AGENTD_ALLOW_STDIO_MCP=1 to allow them`,
+      );
+    }
+    if (server.connection.type !== 'stdio' && /^[a-z]+:\/\/[^/]*@/i.test(server.connection.url)) {
+      // fetch refuses such URLs anyway; saying so here keeps the password out of every message.
+      throw new AppError('invalid-request', `${WHERE}[${i}].connection.url must not carry a user name or password; send credentials in connection.headers`);
+    }
+    const filter = server.policy?.tools;
+    if (filter?.mode === 'include' && filter.names === undefined) {
+      throw new AppError('invalid-request', `${WHERE}[${i}].policy.tools.names is required when mode is "include"`);
+    }
+  }
+}
+
+interface Connected {
+  client: MCPClient;
+  listing: ListToolsResult['tools'];
+}
+
+const SIBLING_FAILED = Symbol('another MCP server failed');
+
+async function connectOne(server: McpServer, opts: ConnectOptions, siblings: AbortSignal): Promise<Connected> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), opts.timeoutMs);
+  const signal = AbortSignal.any([deadline.signal, siblings, ...(opts.signal ? [opts.signal] : [])]);
+  let client: MCPClient | undefined;
+  const work = (async () => {
+    client = await createMCPClient({
+      transport: await transportFor(server, opts),
+      clientName: 'agentd',
+      initializationOptions: { signal },
+    });
+    return listAllTools(client, signal);
+  })();
+  try {
+    // The client honours the signal on its own, but a transport that ignores it must not hang us.
+    const listing = await raceAbort(work, signal);
+    return { client: client!, listing };
+  } catch (error) {
+    // A client that connects after we gave up would otherwise stay open for good.
+    void work.then(
+      () => client && closeClient(client, opts.timeoutMs),
+      () => client && closeClient(client, opts.timeoutMs),
+    );
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    if (siblings.aborted && !deadline.signal.aborted) throw SIBLING_FAILED;
+    const reason = deadline.signal.aborted ? `no answer within ${opts.timeoutMs} ms` : scrub(reasonOf(error), secretsOf(server, opts));
+    // No `cause`: the raw error quotes the URL, and causes end up in debug stack traces.
+    throw new AppError('mcp-unavailable', `MCP server "${server.name}" at ${endpointOf(server)} could not be reached: ${reason}`, { status: 424 });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MCPClientConfig['transport']> {
+  const connection = server.connection;
+  if (connection.type === 'stdio') {
+    const { StdioMCPTransport } = await import('@ai-sdk/mcp/mcp-stdio');
+    // The child gets the SDK's minimal environment (PATH, HOME, …), never the server's API keys;
+    // its stderr is dropped so it cannot flood or forge the server's log.
+    return new StdioMCPTransport({
+      command: connection.command,
+      ...(connection.args ? { args: connection.args } : {}),
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      stderr: 'ignore',
+    });
+  }
+  const headers = { ...connection.headers };
+  if (connection.forward_credentials && opts.credentials) {
+    // A template's own Authorization header would be sent alongside ours, as one merged value.
+    for (const key of Object.keys(headers)) if (key.toLowerCase() === 'authorization') delete headers[key];
+    headers.authorization = `Bearer ${opts.credentials}`;
+  }
+  // 'error' is the SDK's default too; spelled out because following a redirect would carry the
+  // bearer token to wherever the server points.
+  return { type: connection.type, url: connection.url, headers, redirect: 'error' };
+}
+
+async function listAllTools(client: MCPClient, signal: AbortSignal): Promise<ListToolsResult['tools']> {
+  const tools: ListToolsResult['tools'] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } });
+    tools.push(...page.tools);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return tools;
+}
+
+function assemble(servers: readonly McpServer[], connected: Connected[], opts: ConnectOptions): Omit<McpTools, 'close'> {
+  const tools: ToolSet = {};
+  const readOnly = new Set<string>();
+  const permissions = new Map<string, ToolPermission>();
+  const origin = new Map<string, string>();
+  for (const [i, server] of servers.entries()) {
+    const { client, listing } = connected[i]!;
+    const secrets = secretsOf(server, opts);
+    // The SDK turns each listed tool's JSON Schema into an input schema; a tool it drops (bad
+    // header bindings on the newest protocol) does not exist for us either.
+    const built = client.toolsFromDefinitions({ tools: listing });
+    const available = listing.filter((t) => Object.hasOwn(built, t.name));
+    const filter = server.policy?.tools;
+    let chosen = available;
+    if (filter?.mode === 'include') {
+      const wanted = new Set(filter.names);
+      const missing = [...wanted].filter((name) => !available.some((t) => t.name === name));
+      if (missing.length > 0) {
+        throw new AppError(
+          'invalid-request',
+          `${WHERE}[${i}].policy.tools.names: MCP server "${server.name}" has no tool ${missing.map((n) => `"${n}"`).join(', ')}; it has ${available.map((t) => `"${t.name}"`).join(', ') || 'none'}`,
+        );
+      }
+      chosen = available.filter((t) => wanted.has(t.name));
+    }
+    for (const definition of chosen) {
+      const name = mcpToolName(server.name, definition.name);
+      const clash = origin.get(name);
+      if (clash !== undefined) {
+        throw new AppError('invalid-request', `${WHERE}[${i}]: the tool "${definition.name}" of MCP server "${server.name}" would be named "${name}", like ${clash}; rename one server`);
+      }
+      origin.set(name, `the tool "${definition.name}" of MCP server "${server.name}"`);
+      const base = built[definition.name]!;
+      tools[name] = dynamicTool({
+        ...(base.description !== undefined ? { description: base.description } : {}),
+        inputSchema: base.inputSchema,
+        metadata: { ...base.metadata, server: server.name },
+        execute: (input, options) => callTool(client, server, secrets, definition.name, input, options.abortSignal, opts.callTimeoutMs),
+      });
+      // Hints are the server's word; the template author chose to trust this server.
+      if (definition.annotations?.readOnlyHint === true) readOnly.add(name);
+      if (server.policy?.permission) permissions.set(name, server.policy.permission);
+    }
+  }
+  return { tools, readOnly, permissions };
+}
+
+async function callTool(client: MCPClient, server: McpServer, secrets: string[], tool: string, input: unknown, signal: AbortSignal | undefined, timeout: number | undefined): Promise<string> {
+  let result: CallToolResult;
+  try {
+    result = await client.callTool({
+      name: tool,
+      arguments: (input ?? {}) as Record<string, unknown>,
+      options: { ...(signal ? { signal } : {}), ...(timeout ? { timeout } : {}) },
+    });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${scrub(reasonOf(error), secrets)}`);
+  }
+  const text = resultText(result);
+  // Thrown so the AI SDK reports a tool error: the model must see the call failed.
+  if ('isError' in result && result.isError) throw new ToolError(text || `the MCP tool "${tool}" reported an error without a message`);
+  return text;
+}
+
+/**
+ * The result as the text a native tool message carries. Binary content is described, not
+ * inlined: base64 in a transcript costs tokens and tells the model nothing.
+ */
+function resultText(result: CallToolResult): string {
+  if ('toolResult' in result) return typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
+  const content = result.content ?? [];
+  if (content.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  return content
+    .map((part) => {
+      const p = part as Record<string, unknown> & { type: string };
+      if (p.type === 'text' && typeof p.text === 'string') return p.text;
+      if (p.type === 'resource') {
+        const resource = p.resource as { uri?: string; text?: string; mimeType?: string };
+        if (typeof resource.text === 'string') return resource.text;
+        return `[resource ${resource.uri ?? ''}${resource.mimeType ? ` (${resource.mimeType})` : ''}: binary content not shown]`;
+      }
+      if (p.type === 'resource_link') return `[resource link ${String(p.uri)}${p.name ? ` "${String(p.name)}"` : ''}]`;
+      return `[${p.type}${typeof p.mimeType === 'string' ? ` (${p.mimeType})` : ''} content not shown]`;
+    })
+    .join('\n');
+}
+
+/** Where a server is, for messages: no userinfo, no query string (either may hold a secret). */
+function endpointOf(server: McpServer): string {
+  const connection = server.connection;
+  if (connection.type === 'stdio') return `command "${connection.command}"`;
+  try {
+    const url = new URL(connection.url);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return 'its URL';
+  }
+}
+
+/**
+ * What must not reach a message: transport errors quote the URL (query strings carry API keys),
+ * and a server may echo a header back in its error body.
+ */
+function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
+  const connection = server.connection;
+  if (connection.type === 'stdio') return [];
+  // Short header values are flags and content types, and would blot out ordinary words.
+  const secrets = [connection.url, ...Object.values(connection.headers ?? {}).filter((v) => v.length >= 8)];
+  try {
+    const url = new URL(connection.url);
+    secrets.push(url.href);
+    if (url.search) secrets.push(url.search.slice(1));
+  } catch {
+    // Not a URL: nothing more to hide.
+  }
+  if (connection.forward_credentials && opts.credentials) secrets.push(opts.credentials);
+  return secrets.filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+}
+
+function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join('[redacted]');
+  return out;
+}
+
+/** The error and its causes, outermost first: `fetch failed: connect ECONNREFUSED 127.0.0.1:9`. */
+function reasonOf(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+    const message = current instanceof Error ? current.message : typeof current === 'string' ? current : '';
+    if (message && !parts.some((p) => p.includes(message))) parts.push(message);
+    current = (current as { cause?: unknown }).cause;
+  }
+  const reason = parts.join(': ') || 'unknown error';
+  return reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}…` : reason;
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Closing sends a DELETE to a Streamable HTTP server; a server that hangs must not hold us. */
+async function closeClient(client: MCPClient, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.close().catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => (running ??= fn());
+}

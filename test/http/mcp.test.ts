@@ -1,0 +1,100 @@
+import net from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+import { expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/** A template's MCP servers become the agent's tools, end to end through invoke. */
+
+let h: Harness;
+let mcp: TestMcpServer;
+beforeAll(async () => {
+  h = await startHarness({ env: { AGENTD_MCP_TIMEOUT_MS: '1500' } });
+  mcp = await startMcpServer();
+});
+afterAll(async () => {
+  await mcp.close();
+  await h.close();
+});
+beforeEach(() => {
+  h.model.reset();
+  mcp.calls.length = 0;
+  mcp.requests.length = 0;
+});
+
+const agent = (mcps: unknown[], mode = 'allow_reads') => ({ ...template({ mode }), mcps });
+const calc = (extra: Record<string, unknown> = {}) => ({ name: 'calc', connection: { type: 'http', url: mcp.url }, ...extra });
+const turn = (mcps: unknown[], extra: Record<string, unknown> = {}, mode?: string) =>
+  h.invoke(invokeBody([{ role: 'user', content: 'use the server' }], agent(mcps, mode), { session_id: sid('mcp'), ...extra }));
+
+describe('MCP servers', () => {
+  it('run a read-only tool without asking and give its result to the model', async () => {
+    h.model.script([{ toolCalls: [{ name: 'calc__add', input: { a: 2, b: 3 } }] }, { text: 'it is 5' }]);
+    const body = await readJson(await turn([calc()]));
+    expect(body.data.outputs.stop_reason).toBe('end_turn');
+    expect(body.data.outputs.messages[1]).toMatchObject({ role: 'tool', content: '5', is_error: false });
+    expect(mcp.calls).toEqual([{ name: 'add', args: { a: 2, b: 3 } }]);
+    expect(h.model.requests[0]!.tools).toEqual(expect.arrayContaining(['calc__add', 'calc__write_note', 'calc__fail']));
+  });
+
+  it('pause a tool that is not read-only under allow_reads, and run it only once approved', async () => {
+    const session = sid('mcp-ask');
+    h.model.script([{ toolCalls: [{ name: 'calc__write_note', input: { text: 'hello' } }] }, { text: 'noted' }]);
+    const first = [{ role: 'user', content: 'note it' }];
+    const paused = await readJson(await h.invoke(invokeBody(first, agent([calc()]), { session_id: session })));
+    expect(paused.data.outputs.pending_interaction).toMatchObject({ kind: 'user_approval', tool: 'calc__write_note' });
+    expect(mcp.calls).toEqual([]);
+    const decided = paused.data.outputs.messages.map((m: { approval?: object }) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
+    const done = await readJson(await h.invoke(invokeBody([...first, ...decided], agent([calc()]), { session_id: session })));
+    expect(done.data.outputs.messages.at(-1).content).toBe('noted');
+    expect(mcp.calls).toEqual([{ name: 'write_note', args: { text: 'hello' } }]);
+  });
+
+  it('honour the server policy: include filters tools, permission deny refuses them', async () => {
+    h.model.script([{ toolCalls: [{ name: 'calc__add', input: { a: 1, b: 1 } }] }, { text: 'refused' }]);
+    const body = await readJson(await turn([calc({ policy: { tools: { mode: 'include', names: ['add'] }, permission: 'deny' } })], {}, 'allow'));
+    expect(h.model.requests[0]!.tools).toEqual(['calc__add']);
+    expect(body.data.outputs.messages[1]).toMatchObject({ is_error: true });
+    expect(mcp.calls).toEqual([]);
+  });
+
+  it('report a tool error to the model without failing the turn', async () => {
+    h.model.script([{ toolCalls: [{ name: 'calc__fail', input: {} }] }, { text: 'it failed' }]);
+    const body = await readJson(await turn([calc()], {}, 'allow'));
+    expect(body.data.outputs.messages[1]).toMatchObject({ is_error: true });
+    expect(body.data.outputs.messages[1].content).toContain('failed on purpose');
+  });
+
+  it('forward the request credentials only to a server that opts in, and never echo them', async () => {
+    h.model.script({ text: 'hi' });
+    const credentials = 'cred-token-for-mcp-123456';
+    await readJson(await turn([calc({ connection: { type: 'http', url: mcp.url, forward_credentials: true } })], { credentials }));
+    expect(mcp.requests.some((r) => r.headers.authorization === `Bearer ${credentials}`)).toBe(true);
+    mcp.requests.length = 0;
+    await readJson(await turn([calc()], { credentials }));
+    expect(mcp.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
+  });
+
+  it('fail with a clear 424, not a hang, when a server cannot be reached or never answers', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    await expectError(await turn([{ name: 'gone', connection: { type: 'http', url: `http://127.0.0.1:${port}/mcp` } }]), 424, 'mcp-unavailable', /gone/);
+
+    const silent = net.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      // A server that accepts and never answers: the connect deadline (AGENTD_MCP_TIMEOUT_MS) ends it.
+      const url = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/mcp`;
+      await expectError(await turn([{ name: 'mute', connection: { type: 'http', url } }]), 424, 'mcp-unavailable', /mute/);
+    } finally {
+      silent.close();
+    }
+    expect(h.model.requests).toHaveLength(0);
+  });
+
+  it('refuse an MCP tool that shadows a tool of the template', async () => {
+    const shadow = { ...template({ tools: [{ type: 'client', name: 'calc__add' }] }), mcps: [calc()] };
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'x' }], shadow)), 400, 'invalid-request', /calc__add/);
+  });
+});

@@ -1,0 +1,430 @@
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket, type AddressInfo } from 'node:net';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { ToolSet } from 'ai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connectMcpServers, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
+import type { McpServer } from '../../src/contract/template.ts';
+import { AppError } from '../../src/errors.ts';
+import { defaultMcpTools, startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+
+/** design.md §4: a template's `mcps[]` become the agent's tools, named `<server>__<tool>`. */
+
+// Deadlines longer than the test timeout: a test that waited for one would fail by timing out.
+const OPTS: ConnectOptions = { allowStdio: false, timeoutMs: 60_000 };
+
+let http: TestMcpServer;
+let sse: TestMcpServer;
+const opened: McpTools[] = [];
+beforeAll(async () => {
+  [http, sse] = await Promise.all([startMcpServer({ transport: 'http' }), startMcpServer({ transport: 'sse' })]);
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((m) => m.close()));
+});
+afterAll(async () => {
+  await Promise.all([http.close(), sse.close()]);
+});
+
+function server(name: string, url: string, extra: Partial<McpServer> & { type?: 'http' | 'sse'; headers?: Record<string, string>; forward?: boolean } = {}): McpServer {
+  const { type = 'http', headers, forward, ...rest } = extra;
+  return {
+    name,
+    connection: { type, url, ...(headers ? { headers } : {}), ...(forward !== undefined ? { forward_credentials: forward } : {}) },
+    ...rest,
+  };
+}
+
+async function connect(servers: McpServer[], opts: Partial<ConnectOptions> = {}): Promise<McpTools> {
+  const mcp = await connectMcpServers(servers, { ...OPTS, ...opts });
+  opened.push(mcp);
+  return mcp;
+}
+
+function run(tools: ToolSet, name: string, input: unknown): Promise<unknown> {
+  const tool = tools[name];
+  if (!tool?.execute) throw new Error(`no executable tool ${name}`);
+  return Promise.resolve(tool.execute(input as never, { toolCallId: 'call-1', messages: [], context: {} } as never));
+}
+
+async function failure(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(AppError);
+  return error as AppError;
+}
+
+/** A TCP server that accepts connections and never says a word. */
+async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const tcp: TcpServer = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const { port } = tcp.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+    },
+  };
+}
+
+async function plainHttp(handler: Parameters<typeof createHttpServer>[1]): Promise<{ url: string; server: HttpServer; close(): Promise<void> }> {
+  const server = createHttpServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  const tcp = createTcpServer();
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const { port } = tcp.address() as AddressInfo;
+  await new Promise<void>((resolve) => tcp.close(() => resolve()));
+  return port;
+}
+
+describe('tools', () => {
+  for (const transport of ['http', 'sse'] as const) {
+    it(`${transport}: lists every tool under <server>__<tool>, reads from readOnlyHint`, async () => {
+      const url = transport === 'http' ? http.url : sse.url;
+      const mcp = await connect([server('calc', url, { type: transport })]);
+      expect(Object.keys(mcp.tools).sort()).toEqual(['calc__add', 'calc__fail', 'calc__write_note']);
+      expect([...mcp.readOnly]).toEqual(['calc__add']);
+      expect(mcp.permissions.size).toBe(0);
+      expect(mcp.tools.calc__add).toMatchObject({ type: 'dynamic', description: 'Add two numbers' });
+    });
+
+    it(`${transport}: a tool runs on the server and its text is the output`, async () => {
+      const target = transport === 'http' ? http : sse;
+      const mcp = await connect([server('calc', target.url, { type: transport })]);
+      expect(await run(mcp.tools, 'calc__add', { a: 2, b: 40 })).toBe('42');
+      expect(await run(mcp.tools, 'calc__write_note', { text: 'hi' })).toBe('stored: hi');
+      expect(target.calls.slice(-2)).toEqual([
+        { name: 'add', args: { a: 2, b: 40 } },
+        { name: 'write_note', args: { text: 'hi' } },
+      ]);
+    });
+  }
+
+  it('an isError result throws, with the server\'s text, so the model sees a failed call', async () => {
+    const mcp = await connect([server('calc', http.url)]);
+    await expect(run(mcp.tools, 'calc__fail', {})).rejects.toThrow('the fail tool failed on purpose');
+  });
+
+  it('a call that outlives callTimeoutMs fails as a tool error; the turn\'s abort ends one too', async () => {
+    const stuck = await startMcpServer({ tools: [{ name: 'hang', handler: () => new Promise(() => {}) }] });
+    try {
+      const mcp = await connect([server('s', stuck.url)], { callTimeoutMs: 300 });
+      await expect(run(mcp.tools, 's__hang', {})).rejects.toThrow(/MCP server "s" could not run "hang": .*timed out/);
+
+      const untimed = await connect([server('u', stuck.url)]);
+      const controller = new AbortController();
+      const call = Promise.resolve(untimed.tools.u__hang!.execute!({} as never, { toolCallId: 'c', messages: [], context: {}, abortSignal: controller.signal } as never));
+      setTimeout(() => controller.abort(), 50);
+      await expect(call).rejects.toThrow();
+    } finally {
+      await stuck.close();
+    }
+  });
+
+  it('joins text parts; binary parts are described, not inlined', async () => {
+    const mixed = await startMcpServer({
+      tools: [
+        {
+          name: 'mixed',
+          handler: () => ({
+            content: [
+              { type: 'text', text: 'first' },
+              { type: 'image', data: Buffer.from('png').toString('base64'), mimeType: 'image/png' },
+              { type: 'resource', resource: { uri: 'file:///a.txt', text: 'embedded text' } },
+              { type: 'text', text: 'last' },
+            ],
+          }),
+        },
+      ],
+    });
+    try {
+      const mcp = await connect([server('m', mixed.url)]);
+      expect(await run(mcp.tools, 'm__mixed', {})).toBe('first\n[image (image/png) content not shown]\nembedded text\nlast');
+    } finally {
+      await mixed.close();
+    }
+  });
+
+  it('policy.tools include keeps only the named tools', async () => {
+    const mcp = await connect([server('calc', http.url, { policy: { tools: { mode: 'include', names: ['add', 'fail'] } } })]);
+    expect(Object.keys(mcp.tools).sort()).toEqual(['calc__add', 'calc__fail']);
+    expect([...mcp.readOnly]).toEqual(['calc__add']);
+  });
+
+  it('policy.tools include naming a tool the server lacks is a 400 naming both', async () => {
+    const error = await failure(
+      connectMcpServers([server('calc', http.url, { policy: { tools: { mode: 'include', names: ['add', 'nope', 'gone'] } } })], OPTS),
+    );
+    expect(error.type).toBe('invalid-request');
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('data.parameters.agent.mcps[0].policy.tools.names');
+    expect(error.message).toContain('"calc"');
+    expect(error.message).toContain('"nope", "gone"');
+  });
+
+  it('policy.tools include without names is a 400 before anything connects', async () => {
+    const before = http.requests.length;
+    const error = await failure(connectMcpServers([server('calc', http.url, { policy: { tools: { mode: 'include' } } })], OPTS));
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('mcps[0].policy.tools.names');
+    expect(http.requests.length).toBe(before);
+  });
+
+  it('policy.permission applies to each of the server\'s tools', async () => {
+    const mcp = await connect([server('calc', http.url, { policy: { permission: 'ask', tools: { mode: 'include', names: ['add', 'write_note'] } } }), server('free', sse.url, { type: 'sse' })]);
+    expect(Object.fromEntries(mcp.permissions)).toEqual({ calc__add: 'ask', calc__write_note: 'ask' });
+    expect(Object.keys(mcp.tools)).toHaveLength(5);
+  });
+
+  it('two servers with one name are a 400', async () => {
+    const error = await failure(connectMcpServers([server('calc', http.url), server('calc', sse.url, { type: 'sse' })], OPTS));
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('mcps[1].name');
+  });
+
+  it('two tools that would share a name are a 400', async () => {
+    const other = await startMcpServer({ tools: [{ name: 'b__c', handler: () => ({ content: [] }) }] });
+    const first = await startMcpServer({ tools: [{ name: 'c', handler: () => ({ content: [] }) }] });
+    try {
+      const error = await failure(connectMcpServers([server('a__b', first.url), server('a', other.url)], OPTS));
+      expect(error.status).toBe(400);
+      expect(error.message).toContain('"a__b__c"');
+    } finally {
+      await Promise.all([other.close(), first.close()]);
+    }
+  });
+});
+
+describe('tool names', () => {
+  it('are <server>__<tool> when that is a valid provider tool name', () => {
+    expect(mcpToolName('calc', 'add')).toBe('calc__add');
+  });
+
+  it('are made valid, short and still distinct otherwise, and stable', () => {
+    const dotted = mcpToolName('my.server', 'tool.one');
+    expect(dotted).toMatch(/^my_server__tool_one_[0-9a-f]{8}$/);
+    expect(mcpToolName('my_server', 'tool.one')).not.toBe(dotted);
+    expect(mcpToolName('my.server', 'tool.one')).toBe(dotted);
+    const long = mcpToolName('s'.repeat(100), 't'.repeat(100));
+    expect(long).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    expect(long).not.toBe(mcpToolName('s'.repeat(100), `${'t'.repeat(99)}u`));
+  });
+});
+
+describe('credentials', () => {
+  const lastPost = (s: TestMcpServer) => s.requests.filter((r) => r.method === 'POST').at(-1)!;
+
+  it('go to a server whose connection opts in, as a bearer token', async () => {
+    const mcp = await connect([server('calc', http.url, { forward: true })], { credentials: 'user-token-123' });
+    await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
+    expect(lastPost(http).headers.authorization).toBe('Bearer user-token-123');
+  });
+
+  it('replace a template Authorization header rather than join it', async () => {
+    const mcp = await connect([server('calc', sse.url, { type: 'sse', forward: true, headers: { Authorization: 'Bearer template', 'x-extra': 'kept' } })], { credentials: 'user-token-123' });
+    await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
+    expect(lastPost(sse).headers.authorization).toBe('Bearer user-token-123');
+    expect(lastPost(sse).headers['x-extra']).toBe('kept');
+  });
+
+  it('never go to a server that does not opt in', async () => {
+    const before = http.requests.length;
+    const mcp = await connect([server('calc', http.url), server('calc2', http.url, { forward: false })], { credentials: 'user-token-123' });
+    await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
+    const seen = http.requests.slice(before);
+    expect(seen.length).toBeGreaterThan(2);
+    expect(seen.every((r) => r.headers.authorization === undefined)).toBe(true);
+  });
+
+  it('the template\'s own headers are sent', async () => {
+    const mcp = await connect([server('calc', http.url, { headers: { 'x-api-key': 'abc' } })]);
+    await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
+    expect(lastPost(http).headers['x-api-key']).toBe('abc');
+  });
+});
+
+describe('unreachable servers', () => {
+  it('a closed port is a 424 naming the server, at once, without the query string', async () => {
+    const port = await freePort();
+    const error = await failure(connectMcpServers([server('gone', `http://127.0.0.1:${port}/mcp?token=secret-in-query`)], OPTS));
+    expect(error.type).toBe('mcp-unavailable');
+    expect(error.status).toBe(424);
+    expect(error.message).toMatch(new RegExp(`^MCP server "gone" at http://127\\.0\\.0\\.1:${port}/mcp could not be reached: .*ECONNREFUSED`));
+    expect(error.message).not.toContain('secret-in-query');
+  });
+
+  it('a URL with a user name or password is a 400 that does not repeat it', async () => {
+    const error = await failure(connectMcpServers([server('calc', 'http://user:hunter2@127.0.0.1:1/mcp')], OPTS));
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('mcps[0].connection.url');
+    expect(error.message).not.toContain('hunter2');
+  });
+
+  for (const transport of ['http', 'sse'] as const) {
+    it(`${transport}: a server that accepts and never answers is a 424 within the deadline`, async () => {
+      const silent = await silentServer();
+      try {
+        const started = Date.now();
+        const error = await failure(connectMcpServers([server('mute', silent.url, { type: transport })], { ...OPTS, timeoutMs: 400 }));
+        const elapsed = Date.now() - started;
+        expect(elapsed).toBeGreaterThanOrEqual(390);
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toContain('"mute"');
+        expect(error.message).toContain('no answer within 400 ms');
+      } finally {
+        await silent.close();
+      }
+    });
+  }
+
+  it('a server that answers something other than MCP is a 424, without waiting for the deadline', async () => {
+    const web = await plainHttp((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>'));
+    try {
+      const error = await failure(connectMcpServers([server('web', `${web.url}/mcp`)], OPTS));
+      expect(error.type).toBe('mcp-unavailable');
+      expect(error.message).toContain('content type');
+    } finally {
+      await web.close();
+    }
+  });
+
+  it('a refusal is a 424 that quotes the server, but never the forwarded token', async () => {
+    const echo = await plainHttp((req, res) => res.writeHead(401, { 'content-type': 'text/plain' }).end(`rejected ${req.headers.authorization}`));
+    try {
+      const error = await failure(connectMcpServers([server('strict', `${echo.url}/mcp`, { forward: true })], { ...OPTS, credentials: 'tok-abcdef-123' }));
+      expect(error.type).toBe('mcp-unavailable');
+      expect(error.message).toContain('HTTP 401');
+      expect(error.message).toContain('rejected Bearer [redacted]');
+      expect(error.message).not.toContain('tok-abcdef-123');
+    } finally {
+      await echo.close();
+    }
+  });
+
+  it('a redirect is not followed: 424, and the target never sees the bearer token', async () => {
+    const target = await startMcpServer();
+    const redirector = await plainHttp((_req, res) => res.writeHead(307, { location: target.url }).end());
+    try {
+      const error = await failure(connectMcpServers([server('moved', `${redirector.url}/mcp`, { forward: true })], { ...OPTS, credentials: 'tok' }));
+      expect(error.type).toBe('mcp-unavailable');
+      expect(target.requests).toHaveLength(0);
+    } finally {
+      await Promise.all([target.close(), redirector.close()]);
+    }
+  });
+
+  it('when one server fails the others are closed and not waited for', async () => {
+    const streams = await startMcpServer({ transport: 'sse' });
+    const silent = await silentServer();
+    // Fails once the healthy server is surely connected, so there is something to close.
+    const slowJunk = await plainHttp((_req, res) => void setTimeout(() => res.writeHead(500).end('broken'), 300));
+    try {
+      const error = await failure(
+        connectMcpServers([server('ok', streams.url, { type: 'sse' }), server('mute', silent.url), server('junk', `${slowJunk.url}/mcp`)], OPTS),
+      );
+      expect(error.type).toBe('mcp-unavailable');
+      expect(error.message).toContain('"junk"');
+      expect(error.message).toContain('HTTP 500');
+      expect(streams.requests.some((r) => r.path === '/sse')).toBe(true);
+      await expect.poll(() => streams.openStreams()).toBe(0);
+    } finally {
+      await Promise.all([streams.close(), silent.close(), slowJunk.close()]);
+    }
+  });
+
+  it('the caller\'s abort ends the connection attempt with its reason', async () => {
+    const silent = await silentServer();
+    try {
+      const controller = new AbortController();
+      const pending = connectMcpServers([server('mute', silent.url)], { ...OPTS, signal: controller.signal });
+      setTimeout(() => controller.abort(new Error('turn cancelled')), 50);
+      await expect(pending).rejects.toThrow('turn cancelled');
+    } finally {
+      await silent.close();
+    }
+  });
+});
+
+describe('stdio', () => {
+  const stdio = (): McpServer => ({ name: 'local', connection: { type: 'stdio', command: process.execPath, args: [path.resolve('test/support/mcp-stdio-server.ts')] } });
+
+  it('is refused unless the operator allows it', async () => {
+    const error = await failure(connectMcpServers([server('calc', http.url), stdio()], OPTS));
+    expect(error.type).toBe('invalid-request');
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('data.parameters.agent.mcps[1].connection');
+    expect(error.message).toContain('AGENTD_ALLOW_STDIO_MCP=1');
+  });
+
+  it('runs the command in the session folder, without the server\'s environment', async () => {
+    const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'agentd-mcp-')));
+    process.env.AGENTD_TEST_PROVIDER_KEY = 'sk-must-not-leak';
+    try {
+      const mcp = await connect([stdio()], { allowStdio: true, cwd: dir });
+      expect([...mcp.readOnly]).toEqual(['local__where']);
+      const answer = JSON.parse((await run(mcp.tools, 'local__where', { env: 'AGENTD_TEST_PROVIDER_KEY' })) as string);
+      expect(answer).toEqual({ cwd: dir, hasEnv: false });
+    } finally {
+      delete process.env.AGENTD_TEST_PROVIDER_KEY;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a command that does not exist is a 424', async () => {
+    const error = await failure(connectMcpServers([{ name: 'nothing', connection: { type: 'stdio', command: '/nonexistent/agentd-mcp' } }], { ...OPTS, allowStdio: true }));
+    expect(error.type).toBe('mcp-unavailable');
+    expect(error.message).toContain('command "/nonexistent/agentd-mcp"');
+  });
+});
+
+describe('close', () => {
+  it('is safe to call twice, and a closed client\'s tools fail as tool errors', async () => {
+    const streams = await startMcpServer({ transport: 'sse' });
+    try {
+      const mcp = await connectMcpServers([server('calc', streams.url, { type: 'sse' })], OPTS);
+      expect(streams.openStreams()).toBe(1);
+      await mcp.close();
+      await mcp.close();
+      await expect.poll(() => streams.openStreams()).toBe(0);
+      await expect(run(mcp.tools, 'calc__add', { a: 1, b: 2 })).rejects.toThrow(/MCP server "calc" could not run "add"/);
+    } finally {
+      await streams.close();
+    }
+  });
+
+  it('an empty list connects nothing', async () => {
+    const mcp = await connectMcpServers([], OPTS);
+    expect(mcp.tools).toEqual({});
+    await mcp.close();
+    await mcp.close();
+  });
+
+  it('the default tools are the helper\'s documented ones', () => {
+    expect(defaultMcpTools().map((t) => [t.name, t.annotations?.readOnlyHint])).toEqual([
+      ['add', true],
+      ['write_note', false],
+      ['fail', undefined],
+    ]);
+  });
+});

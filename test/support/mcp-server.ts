@@ -1,0 +1,155 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+/** One tool of a test MCP server; `input` is a zod shape, as the MCP SDK's `registerTool` takes it. */
+export interface TestMcpTool {
+  name: string;
+  description?: string;
+  input?: Record<string, z.ZodType>;
+  annotations?: ToolAnnotations;
+  handler: (args: Record<string, unknown>) => CallToolResult | Promise<CallToolResult>;
+}
+
+export interface TestMcpServer {
+  /** The endpoint a template's `connection.url` names (`/mcp` for http, `/sse` for sse). */
+  url: string;
+  /** Every HTTP request the server received, in order, with its headers. */
+  requests: { method: string; path: string; headers: IncomingHttpHeaders }[];
+  /** Every tool call the server ran, in order. */
+  calls: { name: string; args: Record<string, unknown> }[];
+  /** SSE streams still open (sse only): a closed client leaves none. */
+  openStreams(): number;
+  close(): Promise<void>;
+}
+
+const text = (value: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: value }], ...(isError ? { isError: true } : {}) });
+
+/**
+ * `add` reads (readOnlyHint true), `write_note` writes (readOnlyHint false), `fail` answers with
+ * `isError: true`: one tool for each way the client must treat a result or a permission.
+ */
+export function defaultMcpTools(): TestMcpTool[] {
+  return [
+    {
+      name: 'add',
+      description: 'Add two numbers',
+      input: { a: z.number(), b: z.number() },
+      annotations: { readOnlyHint: true },
+      handler: ({ a, b }) => text(String((a as number) + (b as number))),
+    },
+    {
+      name: 'write_note',
+      description: 'Store a note',
+      input: { text: z.string() },
+      annotations: { readOnlyHint: false },
+      handler: ({ text: note }) => text(`stored: ${note as string}`),
+    },
+    {
+      name: 'fail',
+      description: 'Always fails',
+      handler: () => text('the fail tool failed on purpose', true),
+    },
+  ];
+}
+
+/**
+ * A real MCP server from the official SDK on a loopback port. `http` is Streamable HTTP in
+ * stateless mode (a fresh server per POST, so no session bookkeeping); `sse` is the older
+ * HTTP+SSE transport (GET /sse, then POST /messages?sessionId=…).
+ */
+export async function startMcpServer(options: { tools?: TestMcpTool[]; transport?: 'http' | 'sse'; name?: string } = {}): Promise<TestMcpServer> {
+  const tools = options.tools ?? defaultMcpTools();
+  const kind = options.transport ?? 'http';
+  const requests: TestMcpServer['requests'] = [];
+  const calls: TestMcpServer['calls'] = [];
+  const sseSessions = new Map<string, SSEServerTransport>();
+  const open = new Set<{ close(): Promise<void> }>();
+
+  const build = () => {
+    const server = new McpServer({ name: options.name ?? 'agentd-test', version: '1.0.0' });
+    for (const spec of tools) {
+      const handler = async (args: Record<string, unknown>) => {
+        calls.push({ name: spec.name, args });
+        return spec.handler(args);
+      };
+      server.registerTool(
+        spec.name,
+        {
+          ...(spec.description ? { description: spec.description } : {}),
+          ...(spec.input ? { inputSchema: spec.input } : {}),
+          ...(spec.annotations ? { annotations: spec.annotations } : {}),
+        },
+        // The SDK's callback type depends on the literal shape; ours is only known at run time.
+        (spec.input ? (args: Record<string, unknown>) => handler(args) : () => handler({})) as never,
+      );
+    }
+    return server;
+  };
+
+  const fail = (res: ServerResponse, status: number, message: string) => {
+    if (!res.headersSent) res.writeHead(status, { 'content-type': 'text/plain' }).end(message);
+  };
+
+  const http = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    requests.push({ method: req.method ?? '', path: url.pathname, headers: req.headers });
+    void (async () => {
+      if (kind === 'http') {
+        if (url.pathname !== '/mcp') return fail(res, 404, 'not found');
+        // Stateless mode has no standalone stream or session to delete.
+        if (req.method !== 'POST') return fail(res, 405, 'method not allowed');
+        const server = build();
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        const entry = { close: () => server.close() };
+        open.add(entry);
+        res.on('close', () => {
+          open.delete(entry);
+          void server.close();
+        });
+        await server.connect(transport);
+        await transport.handleRequest(req, res);
+        return;
+      }
+      if (req.method === 'GET' && url.pathname === '/sse') {
+        const server = build();
+        const transport = new SSEServerTransport('/messages', res);
+        sseSessions.set(transport.sessionId, transport);
+        const entry = { close: () => server.close() };
+        open.add(entry);
+        res.on('close', () => {
+          open.delete(entry);
+          sseSessions.delete(transport.sessionId);
+          void server.close();
+        });
+        await server.connect(transport);
+        return;
+      }
+      if (req.method === 'POST' && url.pathname === '/messages') {
+        const transport = sseSessions.get(url.searchParams.get('sessionId') ?? '');
+        if (!transport) return fail(res, 404, 'unknown session');
+        await transport.handlePostMessage(req, res);
+        return;
+      }
+      fail(res, 404, 'not found');
+    })().catch((error: unknown) => fail(res, 500, String(error)));
+  });
+
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${kind === 'http' ? '/mcp' : '/sse'}`,
+    requests,
+    calls,
+    openStreams: () => sseSessions.size,
+    async close() {
+      await Promise.allSettled([...open].map((entry) => entry.close()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
