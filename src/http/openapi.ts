@@ -6,6 +6,7 @@ import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/inv
 import { Message, UIMessage } from '../contract/messages.ts';
 import { FileListing, FileUploaded, SessionView } from '../contract/sessions.ts';
 import { AgentTemplate } from '../contract/template.ts';
+import { InspectRequest, InspectResponse } from '../contract/inspect.ts';
 
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas that validate requests: a route's
@@ -34,6 +35,14 @@ const ROUTES: Route[] = [
     role: 'editor',
     body: InvokeRequest,
     ok: { status: 200, schema: InvokeResponse, description: 'The turn. With a streaming Accept: a stream of AgentEvent frames (native) or UI message chunks (x-ag-messages-format: vercel).' },
+  },
+  {
+    method: 'post',
+    path: '/services/agent/v0/inspect',
+    summary: 'The resolved agent workflow revision (schemas, default template) and a ready-made invoke request',
+    role: 'viewer',
+    body: InspectRequest,
+    ok: { status: 200, schema: InspectResponse, description: 'The revision and a request that runs as is' },
   },
   {
     method: 'post',

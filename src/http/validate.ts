@@ -6,5 +6,7 @@ import { AppError } from '../errors.ts';
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where = ''): z.output<S> {
   const parsed = schema.safeParse(value ?? {});
   if (parsed.success) return parsed.data;
-  throw new AppError('invalid-request', describeIssue(where, parsed.error.issues[0]!));
+  const issue = parsed.error.issues[0]!;
+  // A session id is checked the same way on every route, and named the same way when wrong.
+  throw new AppError(issue.path.at(-1) === 'session_id' ? 'invalid-session-id' : 'invalid-request', describeIssue(where, issue));
 }

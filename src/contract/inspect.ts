@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { Flags, InvokeRequest, References, SessionId } from './invoke.ts';
+
+/** Inspect (spec §1.3, §4.3; reference §5): the resolved revision plus a ready-made invoke request. */
+
+const record = z.record(z.string(), z.unknown());
+
+export const InspectRequest = z.looseObject({
+  version: z.string().nullish(),
+  session_id: SessionId.nullish(),
+  flags: Flags.nullish(),
+  tags: record.nullish(),
+  meta: record.nullish(),
+  revision: record.nullish(),
+  references: References.nullish(),
+  selector: z.looseObject({ key: z.string().nullish(), path: z.string().nullish() }).nullish(),
+});
+export type InspectRequest = z.infer<typeof InspectRequest>;
+
+export const WorkflowRevision = z.object({
+  id: z.string().optional(),
+  slug: z.string().optional(),
+  version: z.string().optional(),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  data: z.object({
+    uri: z.string(),
+    schemas: z.object({ inputs: record, parameters: record, outputs: record }),
+    parameters: record.optional(),
+  }),
+});
+
+export const InspectResponse = z.object({
+  version: z.string(),
+  session_id: z.string().optional(),
+  flags: record.optional(),
+  tags: record.optional(),
+  meta: record.optional(),
+  revision: WorkflowRevision,
+  request: InvokeRequest,
+});
+export type InspectResponse = z.infer<typeof InspectResponse>;

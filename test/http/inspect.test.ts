@@ -1,0 +1,62 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, startHarness, type Harness } from '../support/harness.ts';
+
+/** POST /services/agent/v0/inspect: the workflow that would run, and a request that runs it. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h.close());
+
+const inspect = (body: unknown, key = h.apiKey) =>
+  fetch(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${key}` },
+    body: JSON.stringify(body),
+  });
+
+describe('inspect', () => {
+  it('with no references describes the built-in agent workflow and its default template', async () => {
+    const res = await inspect({});
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.revision.data.uri).toBe('agenta:builtin:agent:v0');
+    const agent = body.revision.data.parameters.agent;
+    expect(agent).toMatchObject({ llm: { provider: 'openai', model: 'fake-model' }, runner: { permissions: { default: 'allow_reads' } }, harness: { kind: 'agentd' } });
+    expect(agent.tools.map((t: { name: string }) => t.name)).toEqual(['read', 'write', 'edit', 'ls', 'find', 'grep', 'bash']);
+    const { inputs, parameters, outputs } = body.revision.data.schemas;
+    expect(Object.keys(inputs.properties)).toEqual(['messages']);
+    expect(inputs.properties.messages['x-ag-type-ref']).toBe('messages');
+    expect(parameters.properties.agent['x-ag-type-ref']).toBe('agent-template');
+    expect(outputs.properties).toHaveProperty('stop_reason');
+    // The parameters schema accepts the default template and refuses a pre-migration one.
+    const validate = new Ajv2020({ strict: false }).compile(parameters);
+    expect(validate({ agent })).toBe(true);
+    expect(validate({ agent: { agents_md: 'old layout' } })).toBe(false);
+  });
+
+  it('gives a request that invoke runs as it is', async () => {
+    const { request } = await (await inspect({ session_id: 'inspected' })).json();
+    h.model.script({ text: 'ran from inspect' });
+    const res = await h.invoke(request);
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.session_id).toBe('inspected');
+    expect(body.data.outputs.messages.at(-1).content).toBe('ran from inspect');
+  });
+
+  it('describes an inline revision with its own template, and refuses a bad one like invoke does', async () => {
+    const agent = { llm: { provider: 'ollama', model: 'small' }, tools: [], runner: { permissions: { default: 'ask' } } };
+    const body = await (await inspect({ revision: { data: { parameters: { agent } } } })).json();
+    expect(body.revision.data.parameters.agent).toMatchObject({ llm: { provider: 'ollama', model: 'small' }, tools: [], runner: { permissions: { default: 'ask' } } });
+    expect(body.request.data.parameters.agent.llm.model).toBe('small');
+    await expectError(await inspect({ revision: { data: { parameters: { agent: { model: 'flat' } } } } }), 400, 'invalid-template-shape');
+  });
+
+  it('needs a key of the project, like everything else', async () => {
+    await expectError(await inspect({}, 'agd_not-a-key'), 401, 'unauthenticated');
+    await expectError(await inspect({ session_id: 'bad id' }), 400, 'invalid-session-id', /session_id/);
+  });
+});
