@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
+import { parseSecretKey } from './store/secret-box.ts';
 
 /**
  * Server configuration, read once from the environment. Every variable is listed in the README's
@@ -10,6 +11,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** AGENTD_SECRET_KEY, which seals stored provider keys; unset, the store keeps one in the data folder. */
+  secretKey: Buffer | undefined;
   maxBodyBytes: number;
   /** Largest file one `PUT /api/sessions/{id}/files` may upload. */
   maxUploadBytes: number;
@@ -64,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST ?? '127.0.0.1',
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: env.DATABASE_URL || undefined,
+    secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     debug: flag(env, 'AGENTD_DEBUG'),

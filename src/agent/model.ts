@@ -4,21 +4,55 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
-import type { EffectiveTemplate } from './template.ts';
+import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
+export type Provider = (typeof PROVIDERS)[number];
 
 const WHERE = 'data.parameters.agent.llm';
 
-/** Resolves the template's `llm` to an AI SDK model over the provider's real HTTP API. */
+/** A project connection as a turn uses it, its API key decrypted. Lives only as long as the turn. */
+export interface ProjectConnection {
+  slug: string;
+  provider: Provider;
+  base_url?: string;
+  model?: string;
+  api_key: string;
+}
+
+/**
+ * The template's `llm` with a project connection applied: the connection's provider (a provider
+ * the template names must be the same), and the template's model or else the connection's.
+ */
+export function settleLlm(llm: EffectiveTemplate['llm'], connection: ProjectConnection | undefined): EffectiveLlm {
+  if (llm.connection.mode !== 'project') return llm as EffectiveLlm;
+  if (!connection) throw new Error(`connection "${llm.connection.slug}" must be read before the model is resolved`);
+  const slug = connection.slug;
+  if (llm.provider !== undefined && llm.provider !== connection.provider) {
+    throw new AppError(
+      'invalid-request',
+      `${WHERE}.provider is "${llm.provider}" but connection "${slug}" is a "${connection.provider}" connection; leave ${WHERE}.provider out or set it to "${connection.provider}"`,
+    );
+  }
+  const model = llm.model ?? connection.model;
+  if (!model) throw new AppError('invalid-request', `connection "${slug}" has no default model; name one in ${WHERE}.model`);
+  return { ...llm, provider: connection.provider, model };
+}
+
+/**
+ * Resolves the template's `llm` to an AI SDK model over the provider's real HTTP API. With a
+ * project connection, its base URL and key are used and the server's environment is not.
+ */
 export function resolveModel(
   llm: EffectiveTemplate['llm'],
   config: Pick<Config, 'env' | 'openaiCompatible'>,
   secrets: Record<string, string>,
+  connection?: ProjectConnection,
 ): LanguageModel {
   const env = config.env;
-  if (llm.connection.mode === 'project') {
-    throw new AppError('not-implemented', `project connections (${WHERE}.connection.mode "project") are not available yet; use "self_managed"`);
+  if (connection) return connectionModel(connection, settleLlm(llm, connection).model, env);
+  if (llm.connection.mode === 'project' || llm.provider === undefined || llm.model === undefined) {
+    throw new Error(`connection "${llm.connection.slug}" must be read before the model is resolved`);
   }
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
@@ -56,6 +90,27 @@ export function resolveModel(
   }
 }
 
+/**
+ * A connection without a base URL goes to the provider's public API, named here because the SDK
+ * would otherwise take OPENAI_BASE_URL / ANTHROPIC_BASE_URL from the server's environment and send
+ * the project's key wherever the operator pointed the server's own traffic.
+ */
+function connectionModel(connection: ProjectConnection, model: string, env: NodeJS.ProcessEnv): LanguageModel {
+  const apiKey = connection.api_key;
+  switch (connection.provider) {
+    case 'openai':
+      return createOpenAI({ apiKey, baseURL: connection.base_url ?? 'https://api.openai.com/v1' }).responses(model);
+    case 'anthropic':
+      return createAnthropic({ apiKey, baseURL: connection.base_url ?? 'https://api.anthropic.com/v1' })(model);
+    case 'ollama':
+      // Ollama has no public endpoint: unset means the one this server uses.
+      return createOpenAICompatible({ name: 'ollama', baseURL: connection.base_url ?? (env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1'), apiKey, includeUsage: true })(model);
+    case 'openai-compatible':
+      if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
+      return createOpenAICompatible({ name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
+  }
+}
+
 function requireKey(value: string | undefined, name: string): string {
   if (!value) {
     throw new AppError('upstream-auth', `no API key for the model provider: set ${name} in the server's environment or pass it in the request's secrets.${name}`);
@@ -69,7 +124,7 @@ function requireKey(value: string | undefined, name: string): string {
  * carries the whole conversation instead of referring to items the server is assumed to keep;
  * self-hosted Responses servers keep nothing.
  */
-export function providerOptionsFor(llm: Pick<EffectiveTemplate['llm'], 'provider' | 'extras'>): Record<string, Record<string, unknown>> {
+export function providerOptionsFor(llm: Pick<EffectiveLlm, 'provider' | 'extras'>): Record<string, Record<string, unknown>> {
   const options: Record<string, Record<string, unknown>> = llm.provider === 'openai' ? { openai: { store: false } } : {};
   for (const [provider, value] of Object.entries(llm.extras)) {
     if (value && typeof value === 'object' && !Array.isArray(value)) options[provider] = { ...options[provider], ...(value as Record<string, unknown>) };

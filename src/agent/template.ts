@@ -3,10 +3,30 @@ import { describeIssue, jsonPath } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import type { ErrorType } from '../contract/errors.ts';
 
-/** A template with every default filled in: what a turn actually runs. */
+/** The model a turn runs on, with provider and model known. */
+export interface EffectiveLlm {
+  provider: string;
+  model: string;
+  connection: { mode: 'self_managed' | 'project'; slug?: string };
+  extras: Record<string, unknown>;
+}
+
+/**
+ * `llm` naming a project connection: the connection supplies the provider and the model the
+ * template leaves out, so they stay unset until the turn reads it (and the server's defaults,
+ * meant for its own provider, never stand in for them).
+ */
+export interface ProjectLlm {
+  provider?: string;
+  model?: string;
+  connection: { mode: 'project'; slug: string };
+  extras: Record<string, unknown>;
+}
+
+/** A template with every default filled in: what a turn runs, once a project connection is read. */
 export interface EffectiveTemplate {
   instructions: { agents_md: string };
-  llm: { provider: string; model: string; connection: { mode: 'self_managed' | 'project'; slug?: string }; extras: Record<string, unknown> };
+  llm: EffectiveLlm | ProjectLlm;
   tools: ToolEntry[];
   mcps: NonNullable<AgentTemplate['mcps']>;
   skills: NonNullable<AgentTemplate['skills']>;
@@ -15,11 +35,14 @@ export interface EffectiveTemplate {
   sandbox: { kind: string; permissions: { network: { mode: 'on' | 'off' } } };
 }
 
+/** A template whose model is settled: what a turn runs. */
+export type RunnableTemplate = EffectiveTemplate & { llm: EffectiveLlm };
+
 export const DEFAULT_INSTRUCTIONS =
   'You are a helpful agent working in a private folder. Use the tools to read and change files there; ' +
   'explain briefly what you did.';
 
-export function defaultTemplate(defaultLlm: { provider: string; model: string }): EffectiveTemplate {
+export function defaultTemplate(defaultLlm: { provider: string; model: string }): RunnableTemplate {
   return {
     instructions: { agents_md: DEFAULT_INSTRUCTIONS },
     llm: { ...defaultLlm, connection: { mode: 'self_managed' }, extras: {} },
@@ -112,14 +135,23 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     model = model.slice(slash + 1);
   }
   const connection = llm.connection ?? { mode: 'self_managed' as const };
-  return {
-    instructions: { agents_md: t.instructions?.agents_md ?? base.instructions.agents_md },
-    llm: {
+  let effectiveLlm: EffectiveLlm | ProjectLlm;
+  if (connection.mode === 'project') {
+    if (!connection.slug) {
+      fail('invalid-request', `${PATH}.llm.connection.slug is required with mode "project": the slug of a connection of this project (GET /api/connections lists them)`);
+    }
+    effectiveLlm = { ...(provider ? { provider } : {}), ...(model ? { model } : {}), connection: { mode: 'project', slug: connection.slug }, extras: llm.extras ?? {} };
+  } else {
+    effectiveLlm = {
       provider: provider ?? base.llm.provider,
       model: model ?? base.llm.model,
       connection: connection.slug ? { mode: connection.mode, slug: connection.slug } : { mode: connection.mode },
       extras: llm.extras ?? {},
-    },
+    };
+  }
+  return {
+    instructions: { agents_md: t.instructions?.agents_md ?? base.instructions.agents_md },
+    llm: effectiveLlm,
     tools: t.tools ?? base.tools,
     mcps: t.mcps ?? [],
     skills: t.skills ?? [],

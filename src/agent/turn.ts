@@ -7,7 +7,7 @@ import { collectCalls, toModelMessages } from './history.ts';
 import { toModelError } from './model-errors.ts';
 import { providerOptionsFor } from './model.ts';
 import { AppError } from '../errors.ts';
-import type { EffectiveTemplate } from './template.ts';
+import type { RunnableTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 import type { Pricing } from './pricing.ts';
 import type { McpTools } from './mcp.ts';
@@ -17,7 +17,7 @@ export interface TurnInput {
   turnId: string;
   sessionId: string;
   traceId: string;
-  template: EffectiveTemplate;
+  template: RunnableTemplate;
   /** The validated native history, approvals already checked against the store. */
   history: Message[];
   workdir: string;

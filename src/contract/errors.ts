@@ -21,6 +21,7 @@ export const ERROR_TYPES = {
   'forbidden': 403,
   'not-found': 404,
   'not-acceptable': 406,
+  'conflict': 409,
   'interaction-not-pending': 409,
   'session-busy': 409,
   'turn-cancelled': 409,

@@ -10,6 +10,7 @@ import { invokeRoutes } from './routes/invoke.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { interactionRoutes } from './routes/interactions.ts';
+import { connectionRoutes } from './routes/connections.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
@@ -119,6 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sessionRoutes, { store: deps.store, config });
   await app.register(sessionFileRoutes, { store: deps.store, config });
   await app.register(interactionRoutes, { store: deps.store, interactions });
+  await app.register(connectionRoutes, { store: deps.store });
   await app.register(inspectRoutes, { store: deps.store, config });
   return app;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentEvent } from '../contract/events.ts';
 import { ErrorEnvelope, ERROR_TYPES } from '../contract/errors.ts';
+import { ConnectionCreate, ConnectionList, ConnectionView } from '../contract/connections.ts';
 import { InteractionList, InteractionQuery, InteractionRecord, RespondBody, TransitionBody } from '../contract/interactions.ts';
 import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
@@ -19,7 +20,7 @@ interface Route {
   method: 'get' | 'post' | 'put' | 'delete';
   path: string;
   summary: string;
-  role: 'viewer' | 'editor';
+  role: 'viewer' | 'editor' | 'admin';
   body?: Schema;
   rawBody?: string;
   ok: { status: number; schema?: Schema; description: string; content?: string };
@@ -112,6 +113,37 @@ const ROUTES: Route[] = [
     query: { path: 'Where to write it, relative to the session folder' },
     rawBody: 'application/octet-stream',
     ok: { status: 201, schema: FileUploaded, description: 'Written' },
+  },
+  {
+    method: 'post',
+    path: '/api/connections',
+    summary: 'Store a project connection: a provider, its base URL and API key (encrypted at rest, never returned), for llm.connection {mode: "project", slug}',
+    role: 'admin',
+    body: ConnectionCreate,
+    ok: { status: 201, schema: ConnectionView, description: 'The connection, without its key' },
+  },
+  {
+    method: 'get',
+    path: '/api/connections',
+    summary: "List the project's connections, by slug",
+    role: 'viewer',
+    ok: { status: 200, schema: ConnectionList, description: 'Every connection of the project, without keys' },
+  },
+  {
+    method: 'get',
+    path: '/api/connections/{slug}',
+    summary: 'Read one connection',
+    role: 'viewer',
+    params: ['slug'],
+    ok: { status: 200, schema: ConnectionView, description: 'The connection, without its key' },
+  },
+  {
+    method: 'delete',
+    path: '/api/connections/{slug}',
+    summary: 'Delete a connection; templates naming it get 404 from then on',
+    role: 'admin',
+    params: ['slug'],
+    ok: { status: 204, description: 'Deleted' },
   },
 ];
 

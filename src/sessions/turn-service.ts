@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
-import { resolveModel } from '../agent/model.ts';
+import { resolveModel, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
 import { AppError, isAppError } from '../errors.ts';
@@ -14,9 +14,10 @@ import { startSpan } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers } from '../agent/mcp.ts';
-import type { EffectiveTemplate } from '../agent/template.ts';
+import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
 import { LiveTurn } from './live-turn.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
+import { openProjectConnection } from './project-connection.ts';
 
 export interface TurnServiceDeps {
   store: Store;
@@ -113,9 +114,13 @@ export class TurnService {
 
   private async begin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
     const { store, config } = this.deps;
-    const { projectId, sessionId, template, messages, secrets } = plan;
+    const { projectId, sessionId, messages, secrets } = plan;
     const outOfBand = plan.outOfBand ?? new Set<string>();
-    const model = resolveModel(template.llm, config, secrets);
+    // A project connection supplies provider, base URL, key and default model; its key is redacted
+    // below like any secret of the run.
+    const connection = await openProjectConnection(store, projectId, plan.template.llm);
+    const template: RunnableTemplate = { ...plan.template, llm: settleLlm(plan.template.llm, connection) };
+    const model = resolveModel(template.llm, config, secrets, connection);
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
 
@@ -169,7 +174,7 @@ export class TurnService {
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials];
+    const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
     const events = runTurn({
       turnId,
@@ -186,7 +191,7 @@ export class TurnService {
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
     });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template, history: answers.history, references: plan.record.references }).finally(async () => {
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references }).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });

@@ -3,11 +3,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely } from 'kysely';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
+import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import type { Database } from './schema.ts';
+import { createSecretBox, loadSecretKey } from './secret-box.ts';
 import { createSessionsRepo, type SessionsRepo } from './sessions.ts';
 import { checkpointInBackground, createNodeSqliteDialect, openSqliteDatabase } from './sqlite-dialect.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
@@ -20,6 +22,7 @@ export interface Store {
   turns: TurnsRepo;
   interactions: InteractionsRepo;
   leases: LeasesRepo;
+  connections: ConnectionsRepo;
   close(): Promise<void>;
 }
 
@@ -29,6 +32,8 @@ export interface StoreOptions {
   /** `sqlite:<path>`, `file:<path>` or a `file://` URL; `postgres://…` once the pg driver lands. */
   databaseUrl?: string | undefined;
   apiKeys?: ApiKeysOptions;
+  /** Seals stored provider keys (AGENTD_SECRET_KEY); unset, `<dataDir>/secret.key` is used, made on first open. */
+  secretKey?: Buffer | undefined;
 }
 
 export const DATABASE_FILE = 'agentd.db';
@@ -70,6 +75,8 @@ export function resolveDatabaseLocation(options: Pick<StoreOptions, 'dataDir' | 
 export async function openStore(options: StoreOptions): Promise<Store> {
   const location = resolveDatabaseLocation(options);
   if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
+  // Before the database opens: a key file that cannot be read stops the start, not a later turn.
+  const box = createSecretBox(loadSecretKey(options.dataDir, options.secretKey));
 
   const sqlite = openSqliteDatabase(location);
   const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite) });
@@ -89,6 +96,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     turns: createTurnsRepo(db),
     interactions: createInteractionsRepo(db),
     leases: createLeasesRepo(db),
+    connections: createConnectionsRepo(db, box),
     close: async () => {
       await stopCheckpoints();
       await db.destroy();

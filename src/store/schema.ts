@@ -79,6 +79,20 @@ export interface SessionLeasesTable {
   started_at: string;
 }
 
+export interface ConnectionsTable {
+  id: string;
+  project_id: string;
+  slug: string;
+  provider: string;
+  base_url: string | null;
+  model: string | null;
+  /** base64 of iv | tag | ciphertext (secret-box.ts); never the key itself. */
+  api_key_ciphertext: string;
+  key_hint: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
@@ -86,4 +100,5 @@ export interface Database {
   turns: TurnsTable;
   interactions: InteractionsTable;
   session_leases: SessionLeasesTable;
+  connections: ConnectionsTable;
 }

@@ -50,7 +50,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     AGENTD_DEFAULT_MODEL: 'fake-model',
     ...options.env,
   });
-  const store = await openStore({ dataDir, databaseUrl: undefined });
+  const store = await openStore({ dataDir, databaseUrl: undefined, secretKey: config.secretKey });
   const project = await store.projects.ensure('test');
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];

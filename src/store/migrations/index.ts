@@ -2,6 +2,7 @@ import type { Migration } from 'kysely/migration';
 import { initial } from './0001_initial.ts';
 import { sessionLeases } from './0002_session_leases.ts';
 import { interactionListing } from './0003_interaction_listing.ts';
+import { connections } from './0004_connections.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_session_leases': sessionLeases,
   '0003_interaction_listing': interactionListing,
+  '0004_connections': connections,
 };

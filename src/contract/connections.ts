@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { PROVIDERS } from '../agent/model.ts';
+
+/**
+ * Project connections (design.md §4 "Connections"): a provider, its base URL and an API key stored
+ * in the project, named by a slug that templates use as `llm.connection: {mode: "project", slug}`.
+ * The key goes in and never comes out; a view shows only its last characters.
+ */
+
+export const ConnectionSlug = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'a slug is 1-63 lowercase letters, digits, "_" or "-", starting with a letter or digit' });
+
+export const ConnectionCreate = z
+  .strictObject({
+    slug: ConnectionSlug,
+    provider: z.enum(PROVIDERS),
+    base_url: z.url({ protocol: /^https?$/, message: 'base_url must be an http(s) URL' }).max(2048).optional(),
+    api_key: z.string().min(1).max(4096).describe("The provider's API key: stored encrypted, never returned"),
+    model: z.string().min(1).max(256).optional(),
+  })
+  // Such an endpoint has no default address: without one the connection could not be used.
+  .refine((c) => c.provider !== 'openai-compatible' || c.base_url !== undefined, {
+    message: 'provider "openai-compatible" needs base_url',
+    path: ['base_url'],
+  });
+export type ConnectionCreate = z.infer<typeof ConnectionCreate>;
+
+export const ConnectionView = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  slug: z.string(),
+  provider: z.enum(PROVIDERS),
+  base_url: z.string().optional(),
+  model: z.string().optional(),
+  key_hint: z.string().describe('"…" and the last characters of the key (4, fewer for a key shorter than 16), to tell keys apart'),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ConnectionView = z.infer<typeof ConnectionView>;
+
+export const ConnectionList = z.object({
+  count: z.number().int(),
+  connections: z.array(ConnectionView),
+});
+export type ConnectionList = z.infer<typeof ConnectionList>;

@@ -1,0 +1,60 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ConnectionCreate, ConnectionSlug, type ConnectionList, type ConnectionView } from '../../contract/connections.ts';
+import { AppError } from '../../errors.ts';
+import type { Store } from '../../store/db.ts';
+import { authorize } from '../auth.ts';
+import { runHeaders } from '../run-headers.ts';
+import { parseWith } from '../validate.ts';
+
+export interface ConnectionRoutesDeps {
+  store: Store;
+}
+
+function slugParam(request: FastifyRequest): string {
+  return parseWith(ConnectionSlug, (request.params as { slug?: unknown }).slug, 'slug');
+}
+
+/** Another project's connection gets the same answer as one that never existed. */
+function connectionNotFound(slug: string): AppError {
+  return new AppError('not-found', `this project has no connection "${slug}"; GET /api/connections lists the ones it has`);
+}
+
+/**
+ * Project connections (design.md §4 "Connections"). They hold provider keys, so creating and
+ * deleting them takes the `admin` role, like managing API keys; reading them, which never shows a
+ * key, takes `viewer`.
+ */
+export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRoutesDeps): Promise<void> {
+  const { store } = deps;
+
+  app.post('/api/connections', async (request, reply): Promise<ConnectionView> => {
+    const { projectId } = await authorize(store, request, 'admin');
+    const input = parseWith(ConnectionCreate, request.body);
+    const created = await store.connections.create(projectId, input);
+    reply.code(201).headers(runHeaders({}));
+    return created;
+  });
+
+  app.get('/api/connections', async (request, reply): Promise<ConnectionList> => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const connections = await store.connections.list(projectId);
+    reply.headers(runHeaders({}));
+    return { count: connections.length, connections };
+  });
+
+  app.get('/api/connections/:slug', async (request, reply): Promise<ConnectionView> => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const slug = slugParam(request);
+    const connection = await store.connections.get(projectId, slug);
+    if (!connection) throw connectionNotFound(slug);
+    reply.headers(runHeaders({}));
+    return connection;
+  });
+
+  app.delete('/api/connections/:slug', async (request, reply) => {
+    const { projectId } = await authorize(store, request, 'admin');
+    const slug = slugParam(request);
+    if (!(await store.connections.remove(projectId, slug))) throw connectionNotFound(slug);
+    return reply.code(204).headers(runHeaders({})).send();
+  });
+}
