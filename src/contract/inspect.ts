@@ -1,19 +1,13 @@
 import { z } from 'zod';
-import { Flags, InvokeRequest, References, SessionId } from './invoke.ts';
+import { InvokeRequest } from './invoke.ts';
 
 /** Inspect (spec §1.3, §4.3; reference §5): the resolved revision plus a ready-made invoke request. */
 
 const record = z.record(z.string(), z.unknown());
 
-export const InspectRequest = z.looseObject({
-  version: z.string().nullish(),
-  session_id: SessionId.nullish(),
-  flags: Flags.nullish(),
-  tags: record.nullish(),
-  meta: record.nullish(),
+/** The run-describing fields of an invoke request, plus an inline `revision`, and nothing to run. */
+export const InspectRequest = InvokeRequest.pick({ version: true, session_id: true, flags: true, tags: true, meta: true, references: true, selector: true }).extend({
   revision: record.nullish(),
-  references: References.nullish(),
-  selector: z.looseObject({ key: z.string().nullish(), path: z.string().nullish() }).nullish(),
 });
 export type InspectRequest = z.infer<typeof InspectRequest>;
 

@@ -1,5 +1,4 @@
-import { expect } from 'vitest';
-import { findNull, type Harness } from '../support/harness.ts';
+import { okJsonText, type Harness } from '../support/harness.ts';
 
 /** Calls on the connections API of a harness, with the key and project of the caller's choosing. */
 
@@ -22,11 +21,5 @@ export function connectionsApi(h: Harness, method: string, rest = '', init: { as
 
 /** A successful JSON reply: JSON, the version header, no nulls. Returns the text too, to search it. */
 export async function okJson(res: Response, status = 200): Promise<{ body: any; text: string }> {
-  const text = await res.text();
-  expect({ status: res.status, text }).toMatchObject({ status });
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
-  const body = JSON.parse(text);
-  expect(findNull(body)).toBeUndefined();
-  return { body, text };
+  return okJsonText(res, status);
 }

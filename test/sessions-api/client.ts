@@ -1,6 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { expect } from 'vitest';
-import { findNull, type Harness } from '../support/harness.ts';
+import { okJsonText, type Harness } from '../support/harness.ts';
 
 /** Calls on the sessions API of a harness, with a key and project of the caller's choosing. */
 
@@ -53,13 +52,7 @@ export function putFile(h: Harness, sessionId: string, path: string, bytes: Body
 
 /** A successful JSON reply of the sessions API: JSON, the version header, no nulls. */
 export async function okJson(res: Response, status = 200): Promise<any> {
-  const text = await res.text();
-  expect({ status: res.status, text }).toMatchObject({ status });
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
-  const body = JSON.parse(text);
-  expect(findNull(body)).toBeUndefined();
-  return body;
+  return (await okJsonText(res, status)).body;
 }
 
 /**

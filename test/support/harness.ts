@@ -139,6 +139,17 @@ export async function readJson(res: Response): Promise<any> {
   return body;
 }
 
+/** A successful JSON reply of the /api surface: its status, JSON, the version header, no nulls. Returns the text too, to search it. */
+export async function okJsonText(res: Response, status = 200): Promise<{ body: any; text: string }> {
+  const text = await res.text();
+  expect({ status: res.status, text }).toMatchObject({ status });
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+  const body = JSON.parse(text);
+  expect(findNull(body)).toBeUndefined();
+  return { body, text };
+}
+
 /** Asserts an error envelope (spec §7) and returns it; `mentions` must appear in the message. */
 export async function expectError(res: Response, status: number, type?: string, mentions?: string | RegExp): Promise<any> {
   const body = await readJson(res);
