@@ -140,19 +140,7 @@ export class TurnService {
     const trace = startSpan(plan.traceparent);
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
-      const claims = [
-        ...answers.answered.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
-        ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
-      ];
-      for (const claim of claims) {
-        const claimed = await store.interactions.transition(projectId, claim.id, {
-          from: [claim.from],
-          to: 'resolved',
-          ...(claim.answer ? { answer: claim.answer } : {}),
-          resolution: { via: claim.via, turn_id: turnId },
-        });
-        if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
-      }
+      await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
       await store.interactions.cancelPending(projectId, sessionId, []);
 
       await store.sessions.touch(projectId, sessionId);
@@ -313,5 +301,31 @@ function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
   const clash = mcpNames.filter((name) => own.has(name));
   if (clash.length) {
     throw new AppError('invalid-request', `MCP tools ${clash.map((n) => `"${n}"`).join(', ')} have the name of a tool in data.parameters.agent.tools; rename the server or the tool`);
+  }
+}
+
+/**
+ * Marks the answers this turn consumes `resolved`, each atomically from the state it must be in
+ * (in band: `pending`; out of band: `responded`), so no answer is ever consumed twice.
+ */
+async function claimAnswers(
+  store: Store,
+  projectId: string,
+  turnId: string,
+  inBand: ReadonlyArray<{ id: string; answer: Record<string, unknown> }>,
+  outOfBand: ReadonlySet<string>,
+): Promise<void> {
+  const claims = [
+    ...inBand.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
+    ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
+  ];
+  for (const claim of claims) {
+    const claimed = await store.interactions.transition(projectId, claim.id, {
+      from: [claim.from],
+      to: 'resolved',
+      ...(claim.answer ? { answer: claim.answer } : {}),
+      resolution: { via: claim.via, turn_id: turnId },
+    });
+    if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
   }
 }
