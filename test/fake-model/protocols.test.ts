@@ -6,6 +6,7 @@ import type { LanguageModel } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeModel } from '../../src/testing/fake-model.ts';
 import type { FakeModelServer, FakeProtocol } from '../../src/testing/fake-model.ts';
+import { rejection } from '../support/rejection.ts';
 
 // The Anthropic provider warns about unknown model ids on every call.
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
@@ -70,15 +71,6 @@ beforeEach(() => {
 async function streamError(result: { fullStream: AsyncIterable<{ type: string; error?: unknown }> }): Promise<unknown> {
   for await (const part of result.fullStream) if (part.type === 'error') return part.error;
   throw new Error('expected the stream to carry an error');
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe.each(targets)('$label', (target) => {

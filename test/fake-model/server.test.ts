@@ -4,6 +4,7 @@ import { APICallError, generateText, isStepCount, jsonSchema, streamText, tool }
 import { afterEach, describe, expect, it } from 'vitest';
 import { echoScript, startFakeModel } from '../../src/testing/fake-model.ts';
 import type { FakeModelServer, RecordedRequest } from '../../src/testing/fake-model.ts';
+import { rejection } from '../support/rejection.ts';
 
 const servers: FakeModelServer[] = [];
 async function start(...args: Parameters<typeof startFakeModel>): Promise<FakeModelServer> {
@@ -25,15 +26,6 @@ function post(s: FakeModelServer, path: string, body: unknown, signal?: AbortSig
     body: JSON.stringify(body),
     ...(signal ? { signal } : {}),
   });
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to fail');
 }
 
 function request(messages: RecordedRequest['messages']): RecordedRequest {
