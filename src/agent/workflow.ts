@@ -2,13 +2,11 @@ import { z } from 'zod';
 import { PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import type { InspectRequest, InspectResponse } from '../contract/inspect.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
+import { AGENT_WORKFLOW_URI } from '../contract/configs.ts';
 import { Message } from '../contract/messages.ts';
 import { AgentTemplate } from '../contract/template.ts';
-import { AppError } from '../errors.ts';
 import { defaultTemplate, parseTemplate } from './template.ts';
 
-/** The built-in agent workflow's URI, as the reference names it so its clients recognise it. */
-export const AGENT_WORKFLOW_URI = 'agenta:builtin:agent:v0';
 
 const schemaOf = (schema: z.ZodType, io: 'input' | 'output') => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -32,30 +30,53 @@ function workflowSchemas(parameters: Record<string, unknown>) {
   return { inputs: schemaOf(inputs, 'input'), parameters: schemaOf(params, 'input'), outputs: schemaOf(outputs, 'output') };
 }
 
+/** What inspect describes: a configuration as resolved from the request (configs/run-config.ts). */
+export interface InspectedConfig {
+  agent: unknown;
+  revision?: { id: string; slug: string; version: number; artifact: { slug: string; name: string | null; description: string | null } };
+  embedded: boolean;
+}
+
 /**
- * Describes what an invoke would run: with no references, the built-in agent workflow with its
- * default template (or the inline revision's); and a request that, posted as is to invoke, runs.
+ * Describes what an invoke would run, and a request that, posted as is to invoke, runs it: a stored
+ * revision by the request's references (the ready-made request names them too, so it runs what
+ * they name when it is posted), else the built-in agent workflow with its default template or the
+ * inline revision's.
  */
-export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { provider: string; model: string }): InspectResponse {
-  if (request.references && Object.values(request.references).some((r) => r != null)) {
-    throw new AppError('not-implemented', 'inspecting a stored configuration by reference is not available yet; send the template as data.parameters.agent');
-  }
-  const inline = (request.revision?.data as { parameters?: { agent?: unknown } } | undefined)?.parameters?.agent;
-  const agent = inline === undefined ? defaultTemplate(defaultLlm) : parseTemplate(inline, defaultLlm);
+export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { provider: string; model: string }, config: InspectedConfig): InspectResponse {
+  const agent = config.agent === undefined ? defaultTemplate(defaultLlm) : parseTemplate(config.agent, defaultLlm);
   const parameters = { agent };
+  const stored = config.revision;
+  const sample = { inputs: { messages: [{ role: 'user', content: 'Hello!' }] } };
   const response: InspectResponse = {
     version: CONTRACT_VERSION,
-    revision: {
-      slug: 'agent',
-      version: 'v0',
-      name: 'Agent',
-      description: 'One agent turn per request: reads the conversation, calls the model, runs tools in the session folder.',
-      data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },
-    },
+    revision: stored
+      ? {
+          id: stored.id,
+          slug: stored.slug,
+          version: String(stored.version),
+          name: stored.artifact.name ?? stored.artifact.slug,
+          ...(stored.artifact.description ? { description: stored.artifact.description } : {}),
+          data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },
+        }
+      : {
+          slug: 'agent',
+          version: 'v0',
+          name: 'Agent',
+          description: 'One agent turn per request: reads the conversation, calls the model, runs tools in the session folder.',
+          data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },
+        },
     request: {
       version: CONTRACT_VERSION,
       ...(request.session_id ? { session_id: request.session_id } : {}),
-      data: { inputs: { messages: [{ role: 'user', content: 'Hello!' }] }, parameters },
+      ...(stored
+        ? {
+            references: request.references,
+            ...(request.selector ? { selector: request.selector } : {}),
+            ...(config.embedded ? { flags: { resolve: true } } : {}),
+            data: sample,
+          }
+        : { data: { ...sample, parameters } }),
     },
   };
   if (request.session_id) response.session_id = request.session_id;

@@ -12,6 +12,8 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { interactionRoutes } from './routes/interactions.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { inspectRoutes } from './routes/inspect.ts';
+import { configRoutes } from './routes/configs.ts';
+import { ConfigService } from '../configs/service.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
 import { docsPage, openApiDocument } from './openapi.ts';
@@ -122,5 +124,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(interactionRoutes, { store: deps.store, interactions });
   await app.register(connectionRoutes, { store: deps.store });
   await app.register(inspectRoutes, { store: deps.store, config });
+  await app.register(configRoutes, { store: deps.store, configs: new ConfigService(deps.store.configs, config.defaultLlm) });
   return app;
 }

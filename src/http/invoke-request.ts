@@ -3,6 +3,7 @@ import { InvokeRequest, SESSION_ID_PATTERN } from '../contract/invoke.ts';
 import type { MessagesFormat } from '../contract/messages.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { parseTemplate } from '../agent/template.ts';
+import { findEmbed } from '../configs/embeds.ts';
 import { AppError } from '../errors.ts';
 
 export interface InvokeCall {
@@ -12,6 +13,8 @@ export interface InvokeCall {
   trim: boolean;
   force: boolean;
   streamFlag: boolean | undefined;
+  /** Resolve `@ag.embed`s in the configuration (`flags.resolve`, else `x-ag-workflow-embeds`). */
+  resolveEmbeds: boolean;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -37,7 +40,17 @@ function fromChatTransport(body: Record<string, unknown>): Record<string, unknow
   return { ...rest, ...(sessionId ? { session_id: sessionId } : {}), data: { ...data, inputs: { ...(isObject(data.inputs) ? data.inputs : {}), messages } } };
 }
 
+/**
+ * Parameters holding `@ag.embed`s are not a template yet: they are validated once the embeds are
+ * resolved (configs/run-config.ts), so they skip the schema here and are put back as sent.
+ */
 function parseBody(raw: Record<string, unknown>): InvokeRequest {
+  const data = isObject(raw.data) ? raw.data : undefined;
+  if (data && isObject(data.parameters) && findEmbed(data.parameters, 'data.parameters')) {
+    const { parameters, ...rest } = data;
+    const parsed = parseBody({ ...raw, data: rest });
+    return { ...parsed, data: { ...parsed.data, parameters } };
+  }
   const parsed = InvokeRequest.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
@@ -72,6 +85,7 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
   if (control && control !== 'force') {
     throw new AppError('invalid-request', `x-ag-session-control must be "force", got "${control}"`);
   }
+  const embeds = embedsHeader(request);
 
   let sessionId = body.session_id ?? undefined;
   if (!sessionId) {
@@ -91,7 +105,17 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
     trim: body.flags?.trim ?? transcript === 'last',
     force: body.flags?.force ?? control === 'force',
     streamFlag: body.flags?.stream ?? (chat ? true : undefined),
+    resolveEmbeds: body.flags?.resolve ?? embeds === 'resolve',
   };
+}
+
+/** `x-ag-workflow-embeds`: "resolve", or absent. */
+export function embedsHeader(request: FastifyRequest): 'resolve' | undefined {
+  const embeds = header(request, 'x-ag-workflow-embeds')?.trim().toLowerCase();
+  if (embeds && embeds !== 'resolve') {
+    throw new AppError('invalid-request', `x-ag-workflow-embeds must be "resolve", got "${embeds}"`);
+  }
+  return embeds ? 'resolve' : undefined;
 }
 
 function baggageSession(baggage: string | undefined): string | undefined {

@@ -11,6 +11,8 @@ export interface PausedState {
   history: Message[];
   /** The stored configuration the paused turn ran as, recorded again on its continuation. */
   references?: unknown;
+  /** The stored revision it ran, when references named one. */
+  revision?: unknown;
 }
 
 export interface ContinuationDeps {
@@ -66,7 +68,12 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
       secrets: {},
       credentials: undefined,
       traceparent: `00-${paused.trace_id}-${paused.span_id}-01`,
-      record: { continues: pausedTurnId, via: 'out_of_band', ...(state.references ? { references: state.references } : {}) },
+      record: {
+        continues: pausedTurnId,
+        via: 'out_of_band',
+        ...(state.references ? { references: state.references } : {}),
+        ...(state.revision ? { revision: state.revision } : {}),
+      },
       force: false,
       outOfBand: new Set(answered.map((r) => r.id)),
     });

@@ -6,7 +6,8 @@ import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
 import { inboundMessages } from './inbound.ts';
-import { referencedFamily } from './references.ts';
+import { resolveRunConfig } from '../configs/run-config.ts';
+import type { ConfigsRepo } from '../store/configs.ts';
 
 export interface StartTurn {
   projectId: string;
@@ -17,6 +18,8 @@ export interface StartTurn {
   traceparent: string | undefined;
   /** Take over the session's live turn (with input), or attach to it (without). */
   force: boolean;
+  /** Resolve `@ag.embed`s in the configuration. */
+  resolveEmbeds: boolean;
 }
 
 /** What a turn runs, however it was asked for: an invoke, or the continuation of a paused turn. */
@@ -35,21 +38,30 @@ export interface TurnPlan {
   outOfBand?: ReadonlySet<string>;
 }
 
+export interface PlanDeps {
+  config: Pick<Config, 'defaultLlm'>;
+  configs: ConfigsRepo;
+}
+
 /**
- * Reads an invoke into the turn it asks for, checking everything that can be checked without the
- * store, so a bad request is refused before anything runs. No input with `force` means attach.
+ * Reads an invoke into the turn it asks for, resolving the configuration it names and checking
+ * everything else that can be checked before the session is taken, so a bad request is refused
+ * before anything runs. No input with `force` means attach.
  */
-export function planInvoke(params: StartTurn, config: Pick<Config, 'defaultLlm'>): { plan: TurnPlan } | { attach: { sessionId: string } } {
+export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ plan: TurnPlan } | { attach: { sessionId: string } }> {
   const { request, projectId } = params;
   if (request.version != null && !(CONTRACT_VERSIONS as readonly string[]).includes(request.version)) {
     throw new AppError('unsupported-version', `version "${request.version}" is not supported; supported: ${CONTRACT_VERSIONS.join(', ')}`);
   }
-  referencedFamily(request.references);
-  const rawTemplate = request.data?.parameters?.agent ?? (request.data?.revision?.data as { parameters?: { agent?: unknown } } | undefined)?.parameters?.agent;
-  if (rawTemplate == null && request.references && Object.values(request.references).some((r) => r != null)) {
-    throw new AppError('not-implemented', 'running a stored configuration by reference is not available yet; send the template in data.parameters.agent');
-  }
-  const template = parseTemplate(rawTemplate, config.defaultLlm);
+  const inlineRevision = request.data?.revision?.data as { parameters?: Record<string, unknown> } | undefined;
+  const configuration = await resolveRunConfig(deps.configs, projectId, {
+    references: request.references,
+    selector: request.selector,
+    parameters: request.data?.parameters ?? inlineRevision?.parameters,
+    resolveEmbeds: params.resolveEmbeds,
+  });
+  const template = parseTemplate(configuration.agent, deps.config.defaultLlm);
+  const { revision } = configuration;
 
   const messages = inboundMessages(request, params.format);
   const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
@@ -73,6 +85,7 @@ export function planInvoke(params: StartTurn, config: Pick<Config, 'defaultLlm'>
         links: request.links ?? undefined,
         references: request.references ?? undefined,
         selector: request.selector ?? undefined,
+        revision: revision && { id: revision.id, slug: revision.slug, version: revision.version, workflow: revision.artifact.slug, variant: revision.variant.slug },
       },
       force: params.force,
     },

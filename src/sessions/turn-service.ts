@@ -53,7 +53,7 @@ export class TurnService {
 
   /** Starts the turn an invoke asks for, or attaches to the live one (force with no input). */
   async start(params: StartTurn): Promise<LiveTurn> {
-    const planned = planInvoke(params, this.deps.config);
+    const planned = await planInvoke(params, { config: this.deps.config, configs: this.deps.store.configs });
     return 'attach' in planned ? this.attach(params.projectId, planned.attach.sessionId) : this.run(planned.plan);
   }
 
@@ -179,7 +179,7 @@ export class TurnService {
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
     });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references }).finally(async () => {
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision }).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });

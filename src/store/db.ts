@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely } from 'kysely';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
+import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
@@ -23,6 +24,7 @@ export interface Store {
   interactions: InteractionsRepo;
   leases: LeasesRepo;
   connections: ConnectionsRepo;
+  configs: ConfigsRepo;
   close(): Promise<void>;
 }
 
@@ -97,6 +99,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     interactions: createInteractionsRepo(db),
     leases: createLeasesRepo(db),
     connections: createConnectionsRepo(db, box),
+    configs: createConfigsRepo(db),
     close: async () => {
       await stopCheckpoints();
       await db.destroy();

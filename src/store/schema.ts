@@ -93,6 +93,44 @@ export interface ConnectionsTable {
   updated_at: string;
 }
 
+/** What an artifact is: a workflow (of one of the three families) or an environment. */
+export type ArtifactKind = 'workflow' | 'environment';
+
+/** A workflow or an environment: the named thing whose variants hold revisions. */
+export interface ArtifactsTable {
+  id: string;
+  project_id: string;
+  kind: ArtifactKind;
+  /** workflow | application | evaluator for workflows; null for environments. */
+  family: string | null;
+  slug: string;
+  name: string | null;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VariantsTable {
+  id: string;
+  project_id: string;
+  artifact_id: string;
+  slug: string;
+  created_at: string;
+}
+
+/** Immutable once written: a new configuration is a new row with the next version. */
+export interface RevisionsTable {
+  id: string;
+  project_id: string;
+  artifact_id: string;
+  variant_id: string;
+  version: number;
+  slug: string;
+  data_json: string;
+  message: string | null;
+  created_at: string;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
@@ -101,4 +139,7 @@ export interface Database {
   interactions: InteractionsTable;
   session_leases: SessionLeasesTable;
   connections: ConnectionsTable;
+  artifacts: ArtifactsTable;
+  variants: VariantsTable;
+  revisions: RevisionsTable;
 }

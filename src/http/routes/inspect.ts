@@ -2,14 +2,24 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import { InspectRequest } from '../../contract/inspect.ts';
 import { inspectAgentWorkflow } from '../../agent/workflow.ts';
+import { resolveRunConfig } from '../../configs/run-config.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
+import { embedsHeader } from '../invoke-request.ts';
 import { parseWith } from '../validate.ts';
 
 /** `POST /services/agent/v0/inspect` (spec §4.3). */
 export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; config: Config }): Promise<void> {
   app.post('/services/agent/v0/inspect', async (request) => {
-    await authorize(deps.store, request, 'viewer');
-    return inspectAgentWorkflow(parseWith(InspectRequest, request.body), deps.config.defaultLlm);
+    const { projectId } = await authorize(deps.store, request, 'viewer');
+    const body = parseWith(InspectRequest, request.body);
+    const inline = body.revision?.data as { parameters?: Record<string, unknown> } | undefined;
+    const config = await resolveRunConfig(deps.store.configs, projectId, {
+      references: body.references,
+      selector: body.selector,
+      parameters: inline?.parameters,
+      resolveEmbeds: body.flags?.resolve ?? embedsHeader(request) === 'resolve',
+    });
+    return inspectAgentWorkflow(body, deps.config.defaultLlm, config);
   });
 }

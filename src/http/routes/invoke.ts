@@ -67,6 +67,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       format: call.format,
       traceparent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
       force: call.force,
+      resolveEmbeds: call.resolveEmbeds,
     });
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     request.run = run;

@@ -3,6 +3,7 @@ import { initial } from './0001_initial.ts';
 import { sessionLeases } from './0002_session_leases.ts';
 import { interactionListing } from './0003_interaction_listing.ts';
 import { connections } from './0004_connections.ts';
+import { configs } from './0005_configs.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0002_session_leases': sessionLeases,
   '0003_interaction_listing': interactionListing,
   '0004_connections': connections,
+  '0005_configs': configs,
 };

@@ -1,0 +1,190 @@
+import { REFERENCE_FAMILIES, type Reference, type References } from '../contract/invoke.ts';
+import type { WorkflowFamily } from '../contract/configs.ts';
+import type { EnvironmentData } from '../contract/configs.ts';
+import { AppError } from '../errors.ts';
+import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
+import type { ArtifactKind } from '../store/schema.ts';
+
+const EXECUTION_FAMILIES = ['workflow', 'application', 'evaluator'] as const;
+
+/** Which execution family the request's references point at (spec §2.4: at most one). */
+export function referencedFamily(references: References | null | undefined): WorkflowFamily | undefined {
+  if (!references) return undefined;
+  const populated = EXECUTION_FAMILIES.filter((family) => REFERENCE_FAMILIES[family].some((key) => references[key] != null));
+  if (populated.length > 1) {
+    throw new AppError(
+      'conflicting-references',
+      `references name ${populated.join(' and ')} at once; populate exactly one of workflow, application or evaluator (environment keys may accompany it)`,
+    );
+  }
+  return populated[0];
+}
+
+export function hasReferences(references: References | null | undefined): references is References {
+  return references != null && Object.values(references).some((r) => r != null);
+}
+
+export interface Selector {
+  key?: string | null | undefined;
+  path?: string | null | undefined;
+}
+
+const describe = (ref: Reference) => JSON.stringify(Object.fromEntries(Object.entries(ref).filter(([, v]) => v != null)));
+
+/** Accepts 3, "3" and "v3", the forms clients (and the reference) write versions in. */
+export function parseVersion(version: Reference['version'], where: string): number | undefined {
+  if (version == null) return undefined;
+  const match = /^v?([1-9][0-9]{0,8})$/.exec(String(version));
+  if (!match) throw new AppError('invalid-request', `version ${JSON.stringify(version)} at ${where} is not a revision version: use 3 or "v3"`);
+  return Number(match[1]);
+}
+
+const named = (ref: Reference | null | undefined): boolean => ref != null && (ref.id != null || ref.slug != null);
+
+/** A reference given alongside the one that found the revision must name the same thing. */
+function checkAgrees(found: { id: string; slug: string }, ref: Reference | null | undefined, key: string, revision: RevisionRecord): void {
+  if (!ref) return;
+  if ((ref.id != null && ref.id !== found.id) || (ref.slug != null && ref.slug !== found.slug)) {
+    throw new AppError(
+      'conflicting-references',
+      `references.${key} ${describe(ref)} does not name what the other references resolve to: revision ${revision.id} (v${revision.version}) of ${revision.artifact.kind} "${revision.artifact.slug}", variant "${revision.variant.slug}"`,
+    );
+  }
+}
+
+/**
+ * Finds one revision from an artifact's three references: the revision's own id or slug; else a
+ * variant (or the artifact's first, its default) and a version in it, its newest when none is given.
+ */
+async function resolveChain(
+  repo: ConfigsRepo,
+  projectId: string,
+  kind: ArtifactKind,
+  label: string,
+  refs: { artifact?: Reference | null | undefined; variant?: Reference | null | undefined; revision?: Reference | null | undefined },
+): Promise<RevisionRecord> {
+  const keys = { artifact: label, variant: `${label}_variant`, revision: `${label}_revision` };
+  let found: RevisionRecord | undefined;
+  if (refs.revision && named(refs.revision)) {
+    found = await repo.findRevision(projectId, kind, refs.revision);
+    if (!found) throw new AppError('unknown-reference', `references.${keys.revision} ${describe(refs.revision)} names no revision of this project`);
+    const version = parseVersion(refs.revision.version, `references.${keys.revision}.version`);
+    if (version !== undefined && version !== found.version) {
+      throw new AppError('conflicting-references', `references.${keys.revision} names revision ${found.slug}, which is v${found.version}, not v${version}`);
+    }
+  } else {
+    let artifactId: string | undefined;
+    if (refs.artifact) {
+      if (!named(refs.artifact)) throw new AppError('invalid-request', `references.${keys.artifact} needs an id or a slug`);
+      const artifact = await repo.findArtifact(projectId, kind, refs.artifact);
+      if (!artifact) throw new AppError('unknown-reference', `references.${keys.artifact} ${describe(refs.artifact)} names no ${kind} of this project`);
+      artifactId = artifact.id;
+    }
+    let variantId: string;
+    let variantSlug: string;
+    if (refs.variant) {
+      if (!named(refs.variant)) throw new AppError('invalid-request', `references.${keys.variant} needs an id or a slug`);
+      const variants = await repo.findVariants(projectId, kind, refs.variant, artifactId);
+      if (variants.length === 0) throw new AppError('unknown-reference', `references.${keys.variant} ${describe(refs.variant)} names no variant ${artifactId ? `of that ${kind}` : 'of this project'}`);
+      if (variants.length > 1) {
+        throw new AppError('ambiguous-reference', `references.${keys.variant} ${describe(refs.variant)} names variants of ${variants.length} ${kind}s; add references.${keys.artifact} or use the variant's id`);
+      }
+      variantId = variants[0]!.id;
+      variantSlug = variants[0]!.slug;
+    } else if (artifactId) {
+      const first = (await repo.variantsOf([artifactId]))[0]!;
+      variantId = first.id;
+      variantSlug = first.slug;
+    } else {
+      throw new AppError('invalid-request', `references.${keys.revision} needs an id or a slug, or the ${keys.artifact} or ${keys.variant} its version belongs to`);
+    }
+    const version =
+      parseVersion(refs.revision?.version, `references.${keys.revision}.version`) ??
+      parseVersion(refs.variant?.version, `references.${keys.variant}.version`) ??
+      parseVersion(refs.artifact?.version, `references.${keys.artifact}.version`);
+    found = await repo.revisionOf(variantId, version);
+    if (!found) {
+      throw new AppError(
+        'unknown-reference',
+        version === undefined ? `variant "${variantSlug}" has no revision yet; commit one first` : `variant "${variantSlug}" has no revision v${version}`,
+      );
+    }
+  }
+  checkAgrees(found.artifact, refs.artifact, keys.artifact, found);
+  checkAgrees(found.variant, refs.variant, keys.variant, found);
+  return found;
+}
+
+/** An application or evaluator reference must land on a workflow of that family. */
+function checkFamily(revision: RevisionRecord, family: WorkflowFamily): void {
+  if (family !== 'workflow' && revision.artifact.family !== family) {
+    throw new AppError('unknown-reference', `references name an ${family}, but "${revision.artifact.slug}" is a${revision.artifact.family === 'application' ? 'n' : ''} ${revision.artifact.family}`);
+  }
+}
+
+export interface ResolveOptions {
+  /** Environment references with no key and no workflow name the environment revision itself (embeds). */
+  environmentItself?: boolean;
+}
+
+/**
+ * What stored revision the references (and the selector's `key`) point at, or undefined when
+ * they point at nothing. Environment references go through the environment's newest (or named)
+ * revision to the workflow revision deployed under the key: `selector.key`, else the referenced
+ * workflow's slug.
+ */
+export async function resolveReferences(
+  repo: ConfigsRepo,
+  projectId: string,
+  references: References | null | undefined,
+  selector?: Selector | null,
+  options: ResolveOptions = {},
+): Promise<RevisionRecord | undefined> {
+  if (!hasReferences(references)) return undefined;
+  const family = referencedFamily(references);
+  const familyRefs = family && {
+    artifact: references[family],
+    variant: references[`${family}_variant`],
+    revision: references[`${family}_revision`],
+  };
+  const environmentGiven = REFERENCE_FAMILIES.environment.some((key) => references[key] != null);
+  if (!environmentGiven) {
+    const revision = await resolveChain(repo, projectId, 'workflow', family!, familyRefs!);
+    checkFamily(revision, family!);
+    return revision;
+  }
+
+  const environment = await resolveChain(repo, projectId, 'environment', 'environment', {
+    artifact: references.environment,
+    variant: references.environment_variant,
+    revision: references.environment_revision,
+  });
+  const deployed = (environment.data as EnvironmentData).references ?? {};
+  let key = selector?.key ?? undefined;
+  if (!key && familyRefs?.artifact && named(familyRefs.artifact)) {
+    key = familyRefs.artifact.slug ?? (await repo.findArtifact(projectId, 'workflow', familyRefs.artifact))?.slug;
+  }
+  if (!key) {
+    if (options.environmentItself && !family) return environment;
+    throw new AppError(
+      'invalid-request',
+      `selector.key must name what to run from environment "${environment.artifact.slug}" (or add the workflow's reference); it deploys: ${Object.keys(deployed).join(', ') || 'nothing yet'}`,
+    );
+  }
+  const entry = deployed[key];
+  if (!entry) {
+    throw new AppError(
+      'unknown-reference',
+      `environment "${environment.artifact.slug}" (v${environment.version}) deploys nothing under "${key}"; it deploys: ${Object.keys(deployed).join(', ') || 'nothing yet'}`,
+    );
+  }
+  const revision = await repo.findRevision(projectId, 'workflow', { id: entry.workflow_revision.id });
+  if (!revision) throw new AppError('unknown-reference', `environment "${environment.artifact.slug}" deploys revision ${entry.workflow_revision.id}, which no longer exists`);
+  if (familyRefs) {
+    checkAgrees(revision.artifact, familyRefs.artifact, family!, revision);
+    checkAgrees(revision.variant, familyRefs.variant, `${family}_variant`, revision);
+    checkAgrees(revision, familyRefs.revision, `${family}_revision`, revision);
+    checkFamily(revision, family!);
+  }
+  return revision;
+}
