@@ -1,6 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startHarness, type Harness } from '../support/harness.ts';
+import { createWorkflow } from '../configs/client.ts';
 
 /** POST /services/agent/v0/inspect: the workflow that would run, and a request that runs it. */
 
@@ -53,6 +54,25 @@ describe('inspect', () => {
     expect(body.revision.data.parameters.agent).toMatchObject({ llm: { provider: 'ollama', model: 'small' }, tools: [], runner: { permissions: { default: 'ask' } } });
     expect(body.request.data.parameters.agent.llm.model).toBe('small');
     await expectError(await inspect({ revision: { data: { parameters: { agent: { model: 'flat' } } } } }), 400, 'invalid-template-shape');
+  });
+
+  it('describes a stored revision named by references, and its request runs what they name', async () => {
+    const agent = { instructions: { agents_md: 'You are the stored bot.' }, llm: { provider: 'openai', model: 'fake-model' }, tools: [] };
+    const created = await createWorkflow(h, 'inspected-bot', { agent }, { name: 'Inspected bot', description: 'Stored' });
+    const body = await (await inspect({ references: { workflow: { slug: 'inspected-bot' } } })).json();
+    expect(body.revision).toMatchObject({ id: created.revision.id, slug: created.revision.slug, version: '1', name: 'Inspected bot', description: 'Stored' });
+    expect(body.revision.data.parameters.agent).toMatchObject({ instructions: agent.instructions, tools: [], runner: { permissions: { default: 'allow_reads' } } });
+    expect(body.revision.data.schemas.parameters.properties.agent['x-ag-type-ref']).toBe('agent-template');
+    expect(body.request.references).toEqual({ workflow: { slug: 'inspected-bot' } });
+    expect(body.request.data.parameters).toBeUndefined();
+    h.model.reset();
+    h.model.script({ text: 'ran by reference' });
+    const res = await h.invoke(body.request);
+    expect(res.status).toBe(200);
+    expect((await res.json()).data.outputs.messages.at(-1).content).toBe('ran by reference');
+    expect(h.model.requests[0]!.messages.find((m) => m.role === 'system')!.content).toContain('You are the stored bot.');
+    await expectError(await inspect({ references: { workflow: { slug: 'nope' } } }), 404, 'unknown-reference', /nope/);
+    await expectError(await inspect({ references: { workflow: { slug: 'a' }, evaluator: { slug: 'b' } } }), 400, 'conflicting-references');
   });
 
   it('needs a key of the project, like everything else', async () => {
