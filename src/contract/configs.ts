@@ -15,9 +15,13 @@ export const WORKFLOW_FAMILIES = ['workflow', 'application', 'evaluator'] as con
 export const WorkflowFamily = z.enum(WORKFLOW_FAMILIES);
 export type WorkflowFamily = z.infer<typeof WorkflowFamily>;
 
+/** Paths take an id or a slug, so a slug may not look like an id. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export const ConfigSlug = z
   .string()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/, { message: 'a slug is 1-128 letters, digits, ".", "_" or "-", not starting with "." or "-"' });
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/, { message: 'a slug is 1-128 letters, digits, ".", "_" or "-", not starting with "." or "-"' })
+  .refine((slug) => !UUID.test(slug), { message: 'a slug cannot have the form of an id (a UUID)' });
 
 /** A deployment key inside an environment; by default the deployed workflow's slug. */
 export const DeploymentKey = ConfigSlug;

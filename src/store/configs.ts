@@ -134,7 +134,7 @@ export function createConfigsRepo(db: Kysely<Database>) {
       return true;
     });
     if (!inserted) {
-      throw new AppError('conflict', `the project already has a ${input.kind} "${input.slug}"; commit a new revision to it, or choose another slug`);
+      throw new AppError('conflict', `the project already has ${input.kind === 'environment' ? 'an' : 'a'} ${input.kind} "${input.slug}"; choose another slug`);
     }
     return { artifact, variant: { ...variant, latest_version: null } };
   }
