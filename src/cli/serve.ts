@@ -53,6 +53,10 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   }
   app.log.info({ url, data_dir: config.dataDir }, 'agentd is listening');
   void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
+  void app.evaluations
+    .resume()
+    .then((count) => count && app.log.info({ runs: count }, 'resumed unfinished evaluation runs'))
+    .catch((error: unknown) => app.log.error({ err: error }, 'could not resume evaluation runs'));
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
@@ -63,7 +67,10 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     process.once('SIGINT', () => stop('SIGINT'));
   });
   const closing = app.close();
+  // Evaluation cases stop starting; those in flight end with their turns and run again next start.
+  const evaluations = app.evaluations.drain();
   await app.turns.shutdown(config.shutdownGraceMs);
+  await evaluations;
   await drain(app.server, closing);
   await store.close();
   return 0;

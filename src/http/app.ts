@@ -14,6 +14,11 @@ import { connectionRoutes } from './routes/connections.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { configRoutes } from './routes/configs.ts';
 import { ConfigService } from '../configs/service.ts';
+import { evaluationRoutes } from './routes/evaluations.ts';
+import { EvaluationEngine } from '../evaluation/engine.ts';
+import { judgeModel } from '../evaluation/judge-model.ts';
+import { RunService } from '../evaluation/runs.ts';
+import { TestsetService } from '../evaluation/testsets.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
 import { docsPage, openApiDocument } from './openapi.ts';
@@ -23,6 +28,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     turns: TurnService;
     interactions: InteractionService;
+    evaluations: EvaluationEngine;
   }
   interface FastifyRequest {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
@@ -70,7 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
     // a valid id with a bare 414. Longer values reach the routes and get the envelope's 400.
-    routerOptions: { maxParamLength: 1024 },
+    routerOptions: { maxParamLength: 1024, ignoreTrailingSlash: true },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
@@ -86,6 +92,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('turns', turns);
   const interactions = new InteractionService({ store: deps.store, turns, log: app.log });
   app.decorate('interactions', interactions);
+  const testsets = new TestsetService(deps.store.configs);
+  const runs = new RunService({ store: deps.store, config, testsets });
+  const evaluations = new EvaluationEngine({ store: deps.store, turns, prepare: (run) => runs.prepare(run), complete: judgeModel(config), log: app.log });
+  runs.attach(evaluations);
+  app.decorate('evaluations', evaluations);
+  // A closed app runs no more cases; those in flight go back to pending for the next start.
+  app.addHook('onClose', async () => evaluations.drain());
   app.decorateRequest('run', null as never);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};
@@ -124,6 +137,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(interactionRoutes, { store: deps.store, interactions });
   await app.register(connectionRoutes, { store: deps.store });
   await app.register(inspectRoutes, { store: deps.store, config });
+  await app.register(evaluationRoutes, { store: deps.store, testsets, runs });
   await app.register(configRoutes, { store: deps.store, configs: new ConfigService(deps.store.configs, config.defaultLlm) });
   return app;
 }

@@ -159,6 +159,14 @@ export function createConfigsRepo(db: Kysely<Database>) {
       .executeTakeFirst();
   }
 
+  /** Changes an artifact's name or description (what is not given stays). */
+  async function describeArtifact(artifact: ArtifactRecord, change: { name?: string | undefined; description?: string | undefined }): Promise<ArtifactRecord> {
+    if (change.name === undefined && change.description === undefined) return artifact;
+    const updated = { ...artifact, name: change.name ?? artifact.name, description: change.description ?? artifact.description, updated_at: nowIso() };
+    await db.updateTable('artifacts').set({ name: updated.name, description: updated.description, updated_at: updated.updated_at }).where('id', '=', artifact.id).execute();
+    return updated;
+  }
+
   async function listArtifacts(projectId: string, kind: ArtifactKind, family?: string): Promise<ArtifactRecord[]> {
     let query = db.selectFrom('artifacts').selectAll().where('project_id', '=', projectId).where('kind', '=', kind);
     if (family) query = query.where('family', '=', family);
@@ -275,7 +283,7 @@ export function createConfigsRepo(db: Kysely<Database>) {
     return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toRevision);
   }
 
-  return { createArtifact, findArtifact, artifactByIdOrSlug, listArtifacts, variantsOf, findVariants, ensureVariant, commit, findRevision, revisionOf, listRevisions };
+  return { createArtifact, findArtifact, artifactByIdOrSlug, describeArtifact, listArtifacts, variantsOf, findVariants, ensureVariant, commit, findRevision, revisionOf, listRevisions };
 }
 
 export type ConfigsRepo = ReturnType<typeof createConfigsRepo>;

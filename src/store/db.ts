@@ -5,6 +5,7 @@ import { Kysely } from 'kysely';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
+import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -25,6 +26,7 @@ export interface Store {
   leases: LeasesRepo;
   connections: ConnectionsRepo;
   configs: ConfigsRepo;
+  evaluations: EvaluationsRepo;
   close(): Promise<void>;
 }
 
@@ -100,6 +102,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     leases: createLeasesRepo(db),
     connections: createConnectionsRepo(db, box),
     configs: createConfigsRepo(db),
+    evaluations: createEvaluationsRepo(db),
     close: async () => {
       await stopCheckpoints();
       await db.destroy();

@@ -93,8 +93,8 @@ export interface ConnectionsTable {
   updated_at: string;
 }
 
-/** What an artifact is: a workflow (of one of the three families) or an environment. */
-export type ArtifactKind = 'workflow' | 'environment';
+/** What an artifact is: a workflow (of one of the three families), an environment or a test set. */
+export type ArtifactKind = 'workflow' | 'environment' | 'testset';
 
 /** A workflow or an environment: the named thing whose variants hold revisions. */
 export interface ArtifactsTable {
@@ -131,6 +131,51 @@ export interface RevisionsTable {
   created_at: string;
 }
 
+export interface EvaluationRunsTable {
+  id: string;
+  project_id: string;
+  name: string | null;
+  description: string | null;
+  status: string;
+  /** What runs: the resolved steps, repeats, concurrency and evaluators (EvaluationSpec). */
+  spec_json: string;
+  tags_json: string | null;
+  meta_json: string | null;
+  flags_json: string | null;
+  error_json: string | null;
+  /** Set when the run ends: its metrics as they were then. */
+  metrics_json: string | null;
+  cancel_requested: number;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+/** One test case × repeat of a run: its current state and every attempt so far. */
+export interface EvaluationResultsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  testcase_id: string;
+  repeat_idx: number;
+  status: string;
+  /** A case waiting to be retried is not claimed before this time. */
+  not_before: string | null;
+  claimed_by: string | null;
+  attempts_json: string;
+  output_json: string | null;
+  error_json: string | null;
+  scores_json: string | null;
+  duration_ms: number | null;
+  tokens: number | null;
+  cost: number | null;
+  trace_id: string | null;
+  session_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
@@ -142,4 +187,6 @@ export interface Database {
   artifacts: ArtifactsTable;
   variants: VariantsTable;
   revisions: RevisionsTable;
+  evaluation_runs: EvaluationRunsTable;
+  evaluation_results: EvaluationResultsTable;
 }

@@ -4,6 +4,7 @@ import { sessionLeases } from './0002_session_leases.ts';
 import { interactionListing } from './0003_interaction_listing.ts';
 import { connections } from './0004_connections.ts';
 import { configs } from './0005_configs.ts';
+import { evaluations } from './0006_evaluations.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0003_interaction_listing': interactionListing,
   '0004_connections': connections,
   '0005_configs': configs,
+  '0006_evaluations': evaluations,
 };

@@ -1,0 +1,273 @@
+import { z } from 'zod';
+import { ConfigSlug } from './configs.ts';
+import { Paging } from './interactions.ts';
+
+/**
+ * Test sets, evaluation runs, their results and metrics (spec §2.8, §3.3, §4.5; reference §7 for
+ * the shapes the reference's clients send and read).
+ */
+
+const record = z.record(z.string(), z.unknown());
+
+// ---------------------------------------------------------------- test sets
+
+export const TestcaseInput = z.strictObject({
+  /** Keeps a row's identity across revisions of the test set; new rows get one. */
+  id: z.string().min(1).max(128).optional(),
+  data: record,
+});
+
+export const MAX_TESTCASES = 10_000;
+
+const TestsetFields = {
+  name: z.string().min(1).max(256).optional(),
+  description: z.string().max(4096).optional(),
+  tags: record.optional(),
+  meta: record.optional(),
+  flags: record.optional(),
+};
+
+export const TestsetCreate = z.strictObject({
+  testset: z.strictObject({
+    slug: ConfigSlug.optional(),
+    ...TestsetFields,
+    data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
+  }),
+});
+export type TestsetCreate = z.infer<typeof TestsetCreate>;
+
+/** A new revision: the rows as they now are (rows sent with their `id` keep it). */
+export const TestsetEdit = z.strictObject({
+  testset: z.strictObject({
+    ...TestsetFields,
+    data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
+    message: z.string().max(4096).optional(),
+  }),
+});
+export type TestsetEdit = z.infer<typeof TestsetEdit>;
+
+export const Testcase = z.object({ id: z.string(), data: record });
+export type Testcase = z.infer<typeof Testcase>;
+
+export const TestsetView = z.object({
+  id: z.string(),
+  slug: z.string(),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  tags: record.optional(),
+  meta: record.optional(),
+  flags: record.optional(),
+  revision_id: z.string(),
+  variant_id: z.string(),
+  version: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  data: z.object({ testcase_ids: z.array(z.string()), testcases: z.array(Testcase).optional() }),
+});
+export type TestsetView = z.infer<typeof TestsetView>;
+
+export const TestsetReply = z.object({ count: z.number().int(), testset: TestsetView });
+export const TestsetList = z.object({ count: z.number().int(), testsets: z.array(TestsetView) });
+
+// ---------------------------------------------------------------- evaluators
+
+const evaluatorName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'an evaluator name is 1-64 letters, digits, "_" or "-"');
+/** The test case column holding what the output is compared with. */
+const column = z.string().min(1).max(128);
+
+export const EvaluatorSpec = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('exact_match'), name: evaluatorName.optional(), column: column.default('expected'), case_sensitive: z.boolean().default(true) }),
+  z
+    .strictObject({ kind: z.literal('contains'), name: evaluatorName.optional(), column: column.optional(), value: z.string().min(1).optional(), case_sensitive: z.boolean().default(false) })
+    .refine((s) => (s.column === undefined) !== (s.value === undefined), { message: 'contains needs exactly one of column (a test case column) or value (a fixed text)' }),
+  z.strictObject({ kind: z.literal('regex'), name: evaluatorName.optional(), pattern: z.string().min(1).max(1024), flags: z.string().regex(/^[imsu]*$/).optional() }),
+  z.strictObject({ kind: z.literal('json_valid'), name: evaluatorName.optional() }),
+  z.strictObject({
+    kind: z.literal('llm_judge'),
+    name: evaluatorName.optional(),
+    rubric: z.string().min(1).max(20_000),
+    llm: z.strictObject({ provider: z.string().optional(), model: z.string().optional() }).optional(),
+    /** Scores at or above it pass. */
+    threshold: z.number().min(0).max(1).default(0.5),
+    /** A reference answer the judge may compare with. */
+    column: column.optional(),
+  }),
+]);
+export type EvaluatorSpec = z.infer<typeof EvaluatorSpec>;
+
+export const EVALUATOR_KINDS = ['exact_match', 'contains', 'regex', 'json_valid', 'llm_judge'] as const;
+
+/** One evaluator's verdict on one result. `score` is 0..1; `error` when the evaluator itself failed. */
+export const EvaluatorScore = z.object({
+  name: z.string(),
+  kind: z.enum(EVALUATOR_KINDS),
+  score: z.number().min(0).max(1).optional(),
+  pass: z.boolean().optional(),
+  reason: z.string().optional(),
+  error: z.string().optional(),
+});
+export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
+
+// ---------------------------------------------------------------- runs
+
+/** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
+export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
+
+export const Concurrency = z.strictObject({
+  batch_size: z.number().int().min(1).max(1000).default(10),
+  max_retries: z.number().int().min(0).max(20).default(0),
+  /** Seconds between attempts of a case. */
+  retry_delay: z.number().min(0).max(3600).default(0),
+});
+
+export const EvaluationCreate = z.strictObject({
+  evaluation: z.strictObject({
+    name: z.string().min(1).max(256).optional(),
+    description: z.string().max(4096).optional(),
+    tags: record.optional(),
+    meta: record.optional(),
+    flags: record.optional(),
+    data: z.strictObject({
+      status: z.string().optional(),
+      query_steps: StepMap.optional(),
+      testset_steps: StepMap,
+      application_steps: StepMap,
+      evaluator_steps: StepMap.optional(),
+      evaluators: z.array(EvaluatorSpec).max(20).optional(),
+      repeats: z.number().int().min(1).max(100).default(1),
+      concurrency: Concurrency.default({ batch_size: 10, max_retries: 0, retry_delay: 0 }),
+    }),
+  }),
+});
+export type EvaluationCreate = z.infer<typeof EvaluationCreate>;
+
+export const RUN_STATUSES = ['pending', 'running', 'success', 'errors', 'failure', 'cancelled'] as const;
+export const RunStatus = z.enum(RUN_STATUSES);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+export const RESULT_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled'] as const;
+export const ResultStatus = z.enum(RESULT_STATUSES);
+export type ResultStatus = z.infer<typeof ResultStatus>;
+
+export const Progress = z.object({
+  total: z.number().int(),
+  pending: z.number().int(),
+  running: z.number().int(),
+  success: z.number().int(),
+  failure: z.number().int(),
+  cancelled: z.number().int(),
+});
+
+export const EvaluationView = z.object({
+  id: z.string(),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  tags: record.optional(),
+  meta: record.optional(),
+  flags: record.optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  data: z.object({
+    status: RunStatus,
+    testset_steps: z.record(z.string(), z.string()),
+    application_steps: z.record(z.string(), z.string()),
+    evaluator_steps: z.record(z.string(), z.string()).optional(),
+    evaluators: z.array(EvaluatorSpec).optional(),
+    repeats: z.number().int(),
+    concurrency: z.object({ batch_size: z.number().int(), max_retries: z.number().int(), retry_delay: z.number() }),
+    progress: Progress,
+    started_at: z.string().optional(),
+    ended_at: z.string().optional(),
+    /** Why a run ended `failure`. */
+    error: z.object({ type: z.string().optional(), message: z.string() }).optional(),
+  }),
+});
+export type EvaluationView = z.infer<typeof EvaluationView>;
+
+export const EvaluationReply = z.object({ count: z.number().int(), evaluation: EvaluationView });
+export const EvaluationList = z.object({ count: z.number().int(), evaluations: z.array(EvaluationView), next: z.string().optional() });
+
+export const Attempt = z.object({
+  attempt: z.number().int(),
+  status: z.enum(['success', 'failure', 'cancelled']),
+  started_at: z.string(),
+  duration_ms: z.number(),
+  trace_id: z.string().optional(),
+  error: z.object({ code: z.number().int().optional(), type: z.string().optional(), message: z.string() }).optional(),
+});
+export type Attempt = z.infer<typeof Attempt>;
+
+export const EvaluationResult = z.object({
+  id: z.string(),
+  run_id: z.string(),
+  testcase_id: z.string(),
+  scenario_id: z.string().describe('The reference calls a test case of a run a scenario; equal to testcase_id'),
+  repeat_idx: z.number().int(),
+  step_key: z.string(),
+  status: ResultStatus,
+  trace_id: z.string().optional(),
+  session_id: z.string().optional(),
+  outputs: z.object({ messages: z.array(z.unknown()), stop_reason: z.string().optional() }).optional(),
+  error: z.object({ code: z.number().int().optional(), type: z.string().optional(), message: z.string() }).optional(),
+  duration_ms: z.number().optional(),
+  tokens: z.number().optional(),
+  cost: z.number().optional(),
+  scores: z.array(EvaluatorScore).optional(),
+  attempts: z.array(Attempt),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type EvaluationResult = z.infer<typeof EvaluationResult>;
+
+const oneOrMany = <T extends z.ZodType>(schema: T) => z.union([schema, z.array(schema).min(1)]);
+
+export const ResultsQuery = z.strictObject({
+  result: z
+    .strictObject({
+      run_id: z.string().optional(),
+      run_ids: z.array(z.string()).min(1).optional(),
+      testcase_id: oneOrMany(z.string()).optional(),
+      scenario_id: oneOrMany(z.string()).optional(),
+      repeat_idx: oneOrMany(z.number().int().min(0)).optional(),
+      status: oneOrMany(ResultStatus).optional(),
+    })
+    .default({}),
+  windowing: z.strictObject({ ...Paging }).optional(),
+});
+export type ResultsQuery = z.infer<typeof ResultsQuery>;
+
+export const ResultList = z.object({ count: z.number().int(), results: z.array(EvaluationResult), next: z.string().optional() });
+
+export const Stats = z.object({
+  count: z.number().int(),
+  sum: z.number().optional(),
+  mean: z.number().optional(),
+  min: z.number().optional(),
+  max: z.number().optional(),
+  stddev: z.number().optional(),
+  p50: z.number().optional(),
+  p90: z.number().optional(),
+  p95: z.number().optional(),
+  p99: z.number().optional(),
+});
+export type Stats = z.infer<typeof Stats>;
+
+export const MetricsQuery = z.strictObject({
+  metrics: z.strictObject({
+    run_id: z.string().optional(),
+    run_ids: z.array(z.string()).min(1).optional(),
+    /** true: one record per test case too (across its repeats); or the test cases wanted. */
+    scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
+  }),
+});
+
+export const MetricsRecord = z.object({
+  run_id: z.string(),
+  scenario_id: z.string().optional(),
+  status: RunStatus,
+  /** Per step key (`application-<slug>`, `evaluator-<name>`): metric name → statistics. */
+  data: z.record(z.string(), z.record(z.string(), Stats)),
+});
+export type MetricsRecord = z.infer<typeof MetricsRecord>;
+
+export const MetricsList = z.object({ count: z.number().int(), metrics: z.array(MetricsRecord) });

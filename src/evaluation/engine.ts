@@ -1,0 +1,299 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
+import type { Message } from '../contract/messages.ts';
+import type { EffectiveTemplate } from '../agent/template.ts';
+import { AppError, isAppError } from '../errors.ts';
+import type { LiveTurn } from '../sessions/live-turn.ts';
+import type { TurnService } from '../sessions/turn-service.ts';
+import type { Store } from '../store/db.ts';
+import type { ResultError, ResultRecord, RunRecord } from '../store/evaluations.ts';
+import { evaluate, type Complete } from './evaluators.ts';
+import { runMetrics } from './metrics.ts';
+
+/** What a run executes, fixed when it is created (runs.ts) and stored with it. */
+export interface EvaluationSpec {
+  testset: { id: string; slug: string; revision_id: string; version: number };
+  application: { revision_id: string; workflow_id: string; workflow_slug: string; version: number; step_key: string };
+  testset_steps: Record<string, string>;
+  application_steps: Record<string, string>;
+  evaluator_steps?: Record<string, string>;
+  /** With their final names. */
+  evaluators: { name: string; spec: EvaluatorSpec }[];
+  repeats: number;
+  concurrency: { batch_size: number; max_retries: number; retry_delay: number };
+}
+
+export type EvaluationRun = RunRecord<EvaluationSpec>;
+
+/** What the engine needs to run a run's cases: prepared once per run (runs.ts). */
+export interface PreparedRun {
+  template: EffectiveTemplate;
+  /** The conversation of each test case, already filtered to the agent's inputs and checked. */
+  conversations: Map<string, Message[] | AppError>;
+  testcases: Map<string, Record<string, unknown>>;
+}
+
+export interface EngineDeps {
+  store: Store;
+  turns: TurnService;
+  prepare(run: EvaluationRun): Promise<PreparedRun>;
+  complete?: Complete | undefined;
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+/** Errors that would fail again the same way: retrying them only burns the provider's quota. */
+const PERMANENT = new Set([400, 401, 403, 404, 413, 422]);
+
+/** Why an in-flight case stopped without an outcome of its own. */
+const STOPPED = new Error('the evaluation run was stopped');
+const DRAINING = new Error('the server is shutting down; the case will run again after the restart');
+
+const toResultError = (error: AppError): ResultError => ({ code: error.status, type: error.type, message: error.message });
+
+function retryAfterMs(error: AppError): number {
+  const header = error.headers?.['retry-after'];
+  if (header === undefined) return 0;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? 0 : Math.max(0, at - Date.now());
+}
+
+/**
+ * Runs evaluation runs: each run's cases go through the same turn engine as invoke, at most
+ * `batch_size` of them in flight, each in a fresh session. A case's row is claimed before it runs
+ * and written when it ends, so progress is what the rows say and a restart resumes from them.
+ */
+export class EvaluationEngine {
+  private readonly deps: EngineDeps;
+  private readonly drivers = new Map<string, RunDriver>();
+  private readonly holder = randomUUID();
+  private draining = false;
+
+  constructor(deps: EngineDeps) {
+    this.deps = deps;
+  }
+
+  /** Starts driving a run in this process (a no-op when it already is). */
+  start(run: EvaluationRun): void {
+    if (this.draining || this.drivers.has(run.id)) return;
+    const driver = new RunDriver(run, this.deps, this.holder);
+    this.drivers.set(run.id, driver);
+    void driver
+      .drive()
+      .catch((error: unknown) => this.deps.log.error({ err: error, run_id: run.id }, 'an evaluation run failed unexpectedly'))
+      .finally(() => this.drivers.delete(run.id));
+  }
+
+  /** Stops a run: in-flight cases are cancelled, the rest never start, the run ends `cancelled`. */
+  async stop(run: EvaluationRun): Promise<void> {
+    await this.deps.store.evaluations.updateRun(run.id, { cancel_requested: true });
+    const driver = this.drivers.get(run.id);
+    if (driver) {
+      driver.abort(STOPPED);
+      await driver.done;
+    } else {
+      await finishCancelled(this.deps.store, run.id);
+    }
+  }
+
+  /** At start: the runs a previous process left unfinished carry on; their interrupted cases run again. */
+  async resume(): Promise<number> {
+    const runs = await this.deps.store.evaluations.listUnfinished<EvaluationSpec>();
+    for (const run of runs) {
+      await this.deps.store.evaluations.moveResults(run.id, 'running', 'pending');
+      if (run.cancel_requested) await finishCancelled(this.deps.store, run.id);
+      else this.start(run);
+    }
+    return runs.length;
+  }
+
+  /**
+   * For a shutdown: no new case starts; the cases in flight end when the turn service interrupts
+   * their turns, and go back to `pending` for the next start. Resolves when every driver is done.
+   */
+  async drain(): Promise<void> {
+    this.draining = true;
+    for (const driver of this.drivers.values()) driver.abort(DRAINING);
+    await Promise.all([...this.drivers.values()].map((d) => d.done));
+  }
+}
+
+async function finishCancelled(store: Store, runId: string): Promise<void> {
+  await store.evaluations.moveResults(runId, 'pending', 'cancelled');
+  await store.evaluations.updateRun(runId, { status: 'cancelled', ended_at: new Date().toISOString() });
+}
+
+/** One run, driven to its end in this process. */
+class RunDriver {
+  private readonly run: EvaluationRun;
+  private readonly deps: EngineDeps;
+  private readonly holder: string;
+  private readonly controller = new AbortController();
+  private readonly turns = new Set<LiveTurn>();
+  /** When this drive of the run began: retries count failures since then (a rerun starts afresh). */
+  private readonly startedAt: string;
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+
+  constructor(run: EvaluationRun, deps: EngineDeps, holder: string) {
+    this.run = run;
+    this.deps = deps;
+    this.holder = holder;
+    this.startedAt = run.started_at ?? new Date().toISOString();
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  abort(reason: Error): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(reason);
+    for (const turn of this.turns) turn.controller.abort(reason);
+  }
+
+  async drive(): Promise<void> {
+    const { store } = this.deps;
+    const runId = this.run.id;
+    try {
+      await store.evaluations.updateRun(runId, { status: 'running', started_at: this.startedAt });
+      let prepared: PreparedRun;
+      try {
+        prepared = await this.deps.prepare(this.run);
+      } catch (error) {
+        const failure = isAppError(error) ? error : new AppError('internal', 'the run could not be prepared', { cause: error });
+        await store.evaluations.moveResults(runId, 'pending', 'cancelled');
+        await store.evaluations.updateRun(runId, { status: 'failure', ended_at: new Date().toISOString(), error: { type: failure.type, message: failure.message } });
+        return;
+      }
+      await this.loop(prepared);
+      await this.finish();
+    } finally {
+      this.resolveDone();
+    }
+  }
+
+  /** Keeps up to `batch_size` cases in flight until none is left, or the run is stopped. */
+  private async loop(prepared: PreparedRun): Promise<void> {
+    const { store } = this.deps;
+    const { batch_size } = this.run.spec.concurrency;
+    const inFlight = new Set<Promise<void>>();
+    const signal = this.controller.signal;
+    while (!signal.aborted) {
+      const claimed = inFlight.size < batch_size ? await store.evaluations.claim(this.run.id, this.holder, batch_size - inFlight.size) : [];
+      for (const result of claimed) {
+        const running: Promise<void> = this.runCase(result, prepared).finally(() => inFlight.delete(running));
+        inFlight.add(running);
+      }
+      if (claimed.length > 0 && inFlight.size < batch_size) continue;
+      // Nothing more to start now: wait for a case to end, or for a retry to come due.
+      const due = claimed.length === 0 ? await store.evaluations.nextDue(this.run.id) : undefined;
+      if (inFlight.size === 0 && due === undefined && claimed.length === 0) break;
+      const waits: Promise<unknown>[] = [...inFlight];
+      if (due !== undefined) waits.push(sleep(Math.max(0, Date.parse(due) - Date.now()), undefined, { signal }).catch(() => undefined));
+      waits.push(new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })));
+      await Promise.race(waits);
+    }
+    await Promise.allSettled(inFlight);
+  }
+
+  private async finish(): Promise<void> {
+    const { store } = this.deps;
+    const runId = this.run.id;
+    const reason = this.controller.signal.reason;
+    if (reason === DRAINING) return;
+    if (reason === STOPPED) {
+      await finishCancelled(store, runId);
+      return;
+    }
+    const progress = await store.evaluations.progress(runId);
+    const status: RunStatus = progress.failure > 0 || progress.cancelled > 0 ? 'errors' : 'success';
+    const metrics = runMetrics({ ...this.run, status }, await store.evaluations.resultsOf(runId), false);
+    await store.evaluations.updateRun(runId, { status, ended_at: new Date().toISOString(), metrics });
+  }
+
+  /** One attempt of one case, and what follows from it: done, retried later, or failed for good. */
+  private async runCase(result: ResultRecord, prepared: PreparedRun): Promise<void> {
+    const { store } = this.deps;
+    const { spec } = this.run;
+    const number = result.attempts.length + 1;
+    const startedAt = new Date().toISOString();
+    const started = performance.now();
+    const sessionId = `eval:${result.id}:${number}`;
+    let turn: LiveTurn | undefined;
+    let error: AppError | undefined;
+    let folded: Awaited<LiveTurn['done']> | undefined;
+    try {
+      const conversation = prepared.conversations.get(result.testcase_id);
+      if (conversation === undefined) throw new AppError('not-found', `test case ${result.testcase_id} is not in the run's test set revision`);
+      if (conversation instanceof AppError) throw conversation;
+      turn = await this.deps.turns.run({
+        projectId: this.run.project_id,
+        sessionId,
+        template: prepared.template,
+        messages: conversation,
+        secrets: {},
+        credentials: undefined,
+        traceparent: undefined,
+        record: { evaluation: { run_id: this.run.id, result_id: result.id, testcase_id: result.testcase_id, repeat_idx: result.repeat_idx, attempt: number } },
+        force: false,
+      });
+      this.turns.add(turn);
+      if (this.controller.signal.aborted) turn.controller.abort(this.controller.signal.reason);
+      folded = await turn.done;
+      if (turn.failure) error = turn.failure;
+      else if (folded.stop_reason === 'paused') {
+        error = new AppError('invalid-request', 'the turn paused for a human decision; evaluation runs are unattended, so use permissions that do not ask (runner.permissions.default "allow" or "deny")');
+      }
+    } catch (caught) {
+      error = isAppError(caught) ? caught : new AppError('internal', 'the case failed unexpectedly', { cause: caught });
+      if (!isAppError(caught)) this.deps.log.error({ err: caught, run_id: this.run.id, result_id: result.id }, 'evaluation case failed');
+    } finally {
+      if (turn) this.turns.delete(turn);
+    }
+
+    const duration = performance.now() - started;
+    const reason = this.controller.signal.reason;
+    const stopped = this.controller.signal.aborted && error !== undefined;
+    const attempt: Attempt = {
+      attempt: number,
+      status: error === undefined ? 'success' : stopped ? 'cancelled' : 'failure',
+      started_at: startedAt,
+      duration_ms: duration,
+      ...(turn ? { trace_id: turn.traceId } : {}),
+      ...(error ? { error: stopped ? { message: (reason as Error).message } : toResultError(error) } : {}),
+    };
+    const attempts = [...result.attempts, attempt];
+    const ids = { trace_id: turn?.traceId ?? null, session_id: turn ? sessionId : null };
+
+    if (error === undefined && folded) {
+      const testcase = prepared.testcases.get(result.testcase_id) ?? {};
+      const scores: EvaluatorScore[] = [];
+      for (const { name, spec: evaluator } of spec.evaluators) scores.push(await evaluate(evaluator, name, { messages: folded.messages, testcase }, this.deps.complete));
+      await store.evaluations.updateResult(result.id, {
+        status: 'success',
+        attempts,
+        output: { messages: folded.messages, ...(folded.stop_reason ? { stop_reason: folded.stop_reason } : {}) },
+        error: null,
+        scores: scores.length ? scores : null,
+        duration_ms: duration,
+        tokens: folded.usage?.total ?? null,
+        cost: folded.usage?.cost ?? null,
+        ...ids,
+      });
+      return;
+    }
+    if (stopped) {
+      // Stopped: cancelled for good; drained: runs again after the restart.
+      await store.evaluations.updateResult(result.id, { status: reason === DRAINING ? 'pending' : 'cancelled', attempts, ...ids });
+      return;
+    }
+    const failure = error!;
+    const failures = attempts.filter((a) => a.status === 'failure' && a.started_at >= this.startedAt).length;
+    if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
+      const delay = Math.max(spec.concurrency.retry_delay * 1000, retryAfterMs(failure));
+      await store.evaluations.updateResult(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
+      return;
+    }
+    await store.evaluations.updateResult(result.id, { status: 'failure', attempts, error: toResultError(failure), duration_ms: duration, tokens: folded?.usage?.total ?? null, cost: folded?.usage?.cost ?? null, ...ids });
+  }
+}

@@ -1,0 +1,16 @@
+import { generateText } from 'ai';
+import type { Config } from '../config.ts';
+import { resolveModel } from '../agent/model.ts';
+import type { Complete } from './evaluators.ts';
+
+/**
+ * The model `llm_judge` asks: the server's own providers, as a self-managed template would reach
+ * them (the judge's `llm`, else the server's default model), over the same AI SDK providers.
+ */
+export function judgeModel(config: Pick<Config, 'env' | 'openaiCompatible' | 'defaultLlm'>): Complete {
+  return async ({ system, prompt, provider, model }) => {
+    const llm = { provider: provider ?? config.defaultLlm.provider, model: model ?? config.defaultLlm.model, connection: { mode: 'self_managed' as const }, extras: {} };
+    const result = await generateText({ model: resolveModel(llm, config, {}), system, prompt, maxRetries: 1 });
+    return result.text;
+  };
+}

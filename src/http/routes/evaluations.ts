@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit } from '../../contract/evaluations.ts';
+import { ConfigSlug } from '../../contract/configs.ts';
+import type { RunService } from '../../evaluation/runs.ts';
+import { parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
+import type { TestsetService } from '../../evaluation/testsets.ts';
+import { AppError } from '../../errors.ts';
+import type { Store } from '../../store/db.ts';
+import { authorize } from '../auth.ts';
+import { runHeaders } from '../run-headers.ts';
+import { pageQuery } from '../session-request.ts';
+import { parseWith } from '../validate.ts';
+
+export interface EvaluationRoutesDeps {
+  store: Store;
+  testsets: TestsetService;
+  runs: RunService;
+}
+
+const Id = z.string().min(1).max(256);
+const param = (request: FastifyRequest, name: string) => parseWith(Id, (request.params as Record<string, unknown>)[name], name);
+
+const ImportQuery = z.object({
+  format: z.enum(['csv', 'jsonl']).optional(),
+  slug: ConfigSlug.optional(),
+  name: z.string().min(1).max(256).optional(),
+  /** The text column that becomes the user message when the file has no `messages` column. */
+  input: z.string().min(1).max(128).optional(),
+  /** Commit the file as a new revision of this test set instead of creating one. */
+  testset: Id.optional(),
+});
+
+const CSV = 'text/csv';
+const JSONL = ['application/x-ndjson', 'application/jsonl'];
+
+/**
+ * Test sets and evaluation runs (spec §4.5), on the paths the reference uses. Replies carry
+ * `count` beside the object, as the reference's do. Reading takes `viewer`; the rest `editor`.
+ */
+export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRoutesDeps): Promise<void> {
+  const { store, testsets, runs } = deps;
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(runHeaders({}));
+  });
+  // Imports arrive as the file itself; only these routes accept such bodies.
+  app.addContentTypeParser([CSV, ...JSONL], { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+  app.post('/api/simple/testsets', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const { testset } = parseWith(TestsetCreate, request.body);
+    return { count: 1, testset: await testsets.create(projectId, testset) };
+  });
+
+  app.post('/api/simple/testsets/import', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const query = parseWith(ImportQuery, request.query, 'query');
+    const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const format = query.format ?? (type === CSV ? 'csv' : JSONL.includes(type) ? 'jsonl' : undefined);
+    if (typeof request.body !== 'string' || format === undefined) {
+      throw new AppError('unsupported-media-type', `send the file as ${CSV} or ${JSONL.join(' / ')} (or say ?format=csv|jsonl)`);
+    }
+    const rows = format === 'csv' ? parseCsv(request.body) : parseJsonl(request.body);
+    const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
+    const input = { slug: query.slug, name: query.name, data: { testcases } };
+    return { count: 1, testset: query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input) };
+  });
+
+  app.get('/api/simple/testsets', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const all = await testsets.list(projectId);
+    return { count: all.length, testsets: all };
+  });
+
+  app.get('/api/simple/testsets/:testset_id', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    return { count: 1, testset: await testsets.get(projectId, param(request, 'testset_id')) };
+  });
+
+  app.put('/api/simple/testsets/:testset_id', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const { testset } = parseWith(TestsetEdit, request.body);
+    return { count: 1, testset: await testsets.edit(projectId, param(request, 'testset_id'), testset) };
+  });
+
+  app.post('/api/simple/evaluations', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const { evaluation } = parseWith(EvaluationCreate, request.body);
+    return { count: 1, evaluation: await runs.create(projectId, evaluation) };
+  });
+
+  app.get('/api/simple/evaluations', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const page = await runs.list(projectId, pageQuery(request));
+    return { count: page.items.length, evaluations: page.items, ...(page.next ? { next: page.next } : {}) };
+  });
+
+  app.get('/api/simple/evaluations/:evaluation_id', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
+  });
+
+  app.post('/api/simple/evaluations/:evaluation_id/stop', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
+  });
+
+  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', async (request) => {
+    const { projectId } = await authorize(store, request, 'editor');
+    return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
+  });
+
+  app.post('/api/evaluations/results/query', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const page = await runs.results(projectId, parseWith(ResultsQuery, request.body));
+    return { count: page.items.length, results: page.items, ...(page.next ? { next: page.next } : {}) };
+  });
+
+  app.post('/api/evaluations/metrics/query', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const { metrics: query } = parseWith(MetricsQuery, request.body);
+    const runIds = query.run_ids ?? (query.run_id ? [query.run_id] : []);
+    if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
+    const metrics = await runs.metrics(projectId, runIds, query.scenario_ids ?? false);
+    return { count: metrics.length, metrics };
+  });
+}

@@ -1,0 +1,334 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Attempt, EvaluatorScore, MetricsRecord, ResultStatus, RunStatus } from '../contract/evaluations.ts';
+import { fromJson, nowIso, toJson } from './columns.ts';
+import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
+import type { Database, EvaluationResultsTable, EvaluationRunsTable } from './schema.ts';
+
+/** Evaluation runs and their per-case results. */
+
+type JsonObject = Record<string, unknown>;
+
+export interface RunRecord<Spec = JsonObject> {
+  id: string;
+  project_id: string;
+  name: string | null;
+  description: string | null;
+  status: RunStatus;
+  spec: Spec;
+  tags: JsonObject | null;
+  meta: JsonObject | null;
+  flags: JsonObject | null;
+  error: { type?: string; message: string } | null;
+  metrics: MetricsRecord[] | null;
+  cancel_requested: boolean;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+export interface ResultError {
+  code?: number;
+  type?: string;
+  message: string;
+}
+
+export interface ResultRecord {
+  id: string;
+  run_id: string;
+  testcase_id: string;
+  repeat_idx: number;
+  status: ResultStatus;
+  not_before: string | null;
+  attempts: Attempt[];
+  output: { messages: unknown[]; stop_reason?: string } | null;
+  error: ResultError | null;
+  scores: EvaluatorScore[] | null;
+  duration_ms: number | null;
+  tokens: number | null;
+  cost: number | null;
+  trace_id: string | null;
+  session_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What one attempt changes on its result row. */
+export interface ResultUpdate {
+  status: ResultStatus;
+  not_before?: string | null;
+  attempts: Attempt[];
+  output?: ResultRecord['output'];
+  error?: ResultError | null;
+  scores?: EvaluatorScore[] | null;
+  duration_ms?: number | null;
+  tokens?: number | null;
+  cost?: number | null;
+  trace_id?: string | null;
+  session_id?: string | null;
+}
+
+export interface ResultFilter {
+  run_ids?: string[];
+  testcase_ids?: string[];
+  repeat_idxs?: number[];
+  statuses?: ResultStatus[];
+}
+
+export type Progress = Record<ResultStatus, number> & { total: number };
+
+function toRun<Spec>(row: Selectable<EvaluationRunsTable>): RunRecord<Spec> {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    name: row.name,
+    description: row.description,
+    status: row.status as RunStatus,
+    spec: fromJson<Spec>(row.spec_json)!,
+    tags: fromJson<JsonObject>(row.tags_json),
+    meta: fromJson<JsonObject>(row.meta_json),
+    flags: fromJson<JsonObject>(row.flags_json),
+    error: fromJson(row.error_json),
+    metrics: fromJson(row.metrics_json),
+    cancel_requested: Number(row.cancel_requested) === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    started_at: row.started_at,
+    ended_at: row.ended_at,
+  };
+}
+
+function toResult(row: Selectable<EvaluationResultsTable>): ResultRecord {
+  const num = (value: number | null) => (value === null ? null : Number(value));
+  return {
+    id: row.id,
+    run_id: row.run_id,
+    testcase_id: row.testcase_id,
+    repeat_idx: Number(row.repeat_idx),
+    status: row.status as ResultStatus,
+    not_before: row.not_before,
+    attempts: fromJson<Attempt[]>(row.attempts_json) ?? [],
+    output: fromJson(row.output_json),
+    error: fromJson(row.error_json),
+    scores: fromJson(row.scores_json),
+    duration_ms: num(row.duration_ms),
+    tokens: num(row.tokens),
+    cost: num(row.cost),
+    trace_id: row.trace_id,
+    session_id: row.session_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Rows per insert when a run's cases are written: well under SQLite's bound-parameter limit. */
+const INSERT_CHUNK = 200;
+
+export function createEvaluationsRepo(db: Kysely<Database>) {
+  /** Writes the run and one pending result per case, together: a run never exists without its cases. */
+  async function createRun(
+    run: { id: string; project_id: string; name?: string | undefined; description?: string | undefined; spec: object; tags?: JsonObject | undefined; meta?: JsonObject | undefined; flags?: JsonObject | undefined },
+    cases: { id: string; testcase_id: string; repeat_idx: number }[],
+  ): Promise<void> {
+    const now = nowIso();
+    await db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('evaluation_runs')
+        .values({
+          id: run.id,
+          project_id: run.project_id,
+          name: run.name ?? null,
+          description: run.description ?? null,
+          status: 'pending',
+          spec_json: JSON.stringify(run.spec),
+          tags_json: toJson(run.tags),
+          meta_json: toJson(run.meta),
+          flags_json: toJson(run.flags),
+          error_json: null,
+          metrics_json: null,
+          cancel_requested: 0,
+          created_at: now,
+          updated_at: now,
+          started_at: null,
+          ended_at: null,
+        })
+        .execute();
+      for (let i = 0; i < cases.length; i += INSERT_CHUNK) {
+        await trx
+          .insertInto('evaluation_results')
+          .values(
+            cases.slice(i, i + INSERT_CHUNK).map((c) => ({
+              id: c.id,
+              project_id: run.project_id,
+              run_id: run.id,
+              testcase_id: c.testcase_id,
+              repeat_idx: c.repeat_idx,
+              status: 'pending',
+              not_before: null,
+              claimed_by: null,
+              attempts_json: '[]',
+              output_json: null,
+              error_json: null,
+              scores_json: null,
+              duration_ms: null,
+              tokens: null,
+              cost: null,
+              trace_id: null,
+              session_id: null,
+              created_at: now,
+              updated_at: now,
+            })),
+          )
+          .execute();
+      }
+    });
+  }
+
+  async function getRun<Spec>(projectId: string, id: string): Promise<RunRecord<Spec> | undefined> {
+    const row = await db.selectFrom('evaluation_runs').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+    return row && toRun<Spec>(row);
+  }
+
+  /** Newest first. */
+  async function listRuns<Spec>(projectId: string, page: PageRequest): Promise<Page<RunRecord<Spec>>> {
+    const limit = pageSize(page.limit);
+    let query = db.selectFrom('evaluation_runs').selectAll().where('project_id', '=', projectId);
+    if (page.cursor) {
+      const after = decodeCursor(page.cursor);
+      query = query.where((eb) => eb.or([eb('created_at', '<', after.at), eb.and([eb('created_at', '=', after.at), eb('id', '<', after.id)])]));
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), (row) => toRun<Spec>(row));
+  }
+
+  /** Every run that has not ended, in every project: what a starting server picks up. */
+  async function listUnfinished<Spec>(): Promise<RunRecord<Spec>[]> {
+    const rows = await db.selectFrom('evaluation_runs').selectAll().where('status', 'in', ['pending', 'running']).orderBy('created_at').execute();
+    return rows.map((row) => toRun<Spec>(row));
+  }
+
+  async function updateRun(
+    id: string,
+    change: { status?: RunStatus; started_at?: string; ended_at?: string | null; error?: RunRecord['error']; metrics?: MetricsRecord[] | null; cancel_requested?: boolean },
+  ): Promise<void> {
+    await db
+      .updateTable('evaluation_runs')
+      .set({
+        updated_at: nowIso(),
+        ...(change.status ? { status: change.status } : {}),
+        ...(change.started_at ? { started_at: change.started_at } : {}),
+        ...(change.ended_at !== undefined ? { ended_at: change.ended_at } : {}),
+        ...(change.error !== undefined ? { error_json: toJson(change.error) } : {}),
+        ...(change.metrics !== undefined ? { metrics_json: toJson(change.metrics) } : {}),
+        ...(change.cancel_requested !== undefined ? { cancel_requested: change.cancel_requested ? 1 : 0 } : {}),
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async function progress(runId: string): Promise<Progress> {
+    const rows = await db.selectFrom('evaluation_results').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('run_id', '=', runId).groupBy('status').execute();
+    const counts: Progress = { total: 0, pending: 0, running: 0, success: 0, failure: 0, cancelled: 0 };
+    for (const row of rows) {
+      counts[row.status as ResultStatus] = Number(row.n);
+      counts.total += Number(row.n);
+    }
+    return counts;
+  }
+
+  /**
+   * Takes up to `limit` pending cases that are due, in id order (ids number a run's cases), for
+   * this holder. The update re-checks the status, so a case two claimers both saw goes to one.
+   */
+  async function claim(runId: string, holder: string, limit: number): Promise<ResultRecord[]> {
+    const now = nowIso();
+    const due = await db
+      .selectFrom('evaluation_results')
+      .select('id')
+      .where('run_id', '=', runId)
+      .where('status', '=', 'pending')
+      .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)]))
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    if (due.length === 0) return [];
+    const ids = due.map((row) => row.id);
+    await db
+      .updateTable('evaluation_results')
+      .set({ status: 'running', claimed_by: holder, updated_at: now })
+      .where('id', 'in', ids)
+      .where('status', '=', 'pending')
+      .execute();
+    const rows = await db.selectFrom('evaluation_results').selectAll().where('id', 'in', ids).where('claimed_by', '=', holder).where('status', '=', 'running').execute();
+    return rows.map(toResult);
+  }
+
+  /** When the earliest case waiting for a retry becomes due, if any is waiting. */
+  async function nextDue(runId: string): Promise<string | undefined> {
+    const row = await db
+      .selectFrom('evaluation_results')
+      .select((eb) => eb.fn.min('not_before').as('at'))
+      .where('run_id', '=', runId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return row?.at ?? undefined;
+  }
+
+  async function updateResult(id: string, update: ResultUpdate): Promise<void> {
+    await db
+      .updateTable('evaluation_results')
+      .set({
+        status: update.status,
+        updated_at: nowIso(),
+        attempts_json: JSON.stringify(update.attempts),
+        ...(update.status === 'running' ? {} : { claimed_by: null }),
+        ...(update.not_before !== undefined ? { not_before: update.not_before } : {}),
+        ...(update.output !== undefined ? { output_json: toJson(update.output) } : {}),
+        ...(update.error !== undefined ? { error_json: toJson(update.error) } : {}),
+        ...(update.scores !== undefined ? { scores_json: toJson(update.scores) } : {}),
+        ...(update.duration_ms !== undefined ? { duration_ms: update.duration_ms } : {}),
+        ...(update.tokens !== undefined ? { tokens: update.tokens } : {}),
+        ...(update.cost !== undefined ? { cost: update.cost } : {}),
+        ...(update.trace_id !== undefined ? { trace_id: update.trace_id } : {}),
+        ...(update.session_id !== undefined ? { session_id: update.session_id } : {}),
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** Moves a run's cases from one status to another (a restart's `running → pending`, a stop's `pending → cancelled`, a rerun's `failure → pending`). */
+  async function moveResults(runId: string, from: ResultStatus, to: ResultStatus): Promise<number> {
+    const result = await db
+      .updateTable('evaluation_results')
+      .set({ status: to, claimed_by: null, not_before: null, updated_at: nowIso() })
+      .where('run_id', '=', runId)
+      .where('status', '=', from)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  async function queryResults(projectId: string, filter: ResultFilter, page: PageRequest): Promise<Page<ResultRecord>> {
+    const limit = pageSize(page.limit);
+    let query = db.selectFrom('evaluation_results').selectAll().where('project_id', '=', projectId);
+    if (filter.run_ids) query = query.where('run_id', 'in', filter.run_ids);
+    if (filter.testcase_ids) query = query.where('testcase_id', 'in', filter.testcase_ids);
+    if (filter.repeat_idxs) query = query.where('repeat_idx', 'in', filter.repeat_idxs);
+    if (filter.statuses) query = query.where('status', 'in', filter.statuses);
+    if (page.cursor) {
+      const after = decodeCursor(page.cursor);
+      query = query.where((eb) => eb.or([eb('created_at', '>', after.at), eb.and([eb('created_at', '=', after.at), eb('id', '>', after.id)])]));
+    }
+    const rows = await query.orderBy('created_at').orderBy('id').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toResult);
+  }
+
+  /** Every result of a run, for its metrics. */
+  async function resultsOf(runId: string): Promise<ResultRecord[]> {
+    const rows = await db.selectFrom('evaluation_results').selectAll().where('run_id', '=', runId).orderBy('testcase_id').orderBy('repeat_idx').execute();
+    return rows.map(toResult);
+  }
+
+  return { createRun, getRun, listRuns, listUnfinished, updateRun, progress, claim, nextDue, updateResult, moveResults, queryResults, resultsOf };
+}
+
+export type EvaluationsRepo = ReturnType<typeof createEvaluationsRepo>;

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordedRequest } from '../../src/testing/fake-model.ts';
+import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
+import { configsApi, createWorkflow } from '../configs/client.ts';
+
+/**
+ * Evaluation runs end to end (issue 5): the fake model fails some cases once, one always, and
+ * rate-limits one with retry-after; counts, statuses, attempts and metrics must come out exact.
+ */
+
+let h: Harness;
+let appRevision: string;
+/** Model calls per user message, to script "fails first, then succeeds". */
+const calls = new Map<string, number>();
+/** Until set, "broken" cases fail on every attempt. */
+let healed = false;
+
+const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+
+function script(req: RecordedRequest) {
+  const text = userText(req);
+  const n = (calls.get(text) ?? 0) + 1;
+  calls.set(text, n);
+  if (text.startsWith('broken') && !healed) return { error: { status: 500, message: 'always down' } };
+  if (text.startsWith('flaky') && n === 1) return { error: { status: 503, message: 'down once' } };
+  if (text.startsWith('limited') && n === 1) return { error: { status: 429, headers: { 'retry-after': '1' }, message: 'slow down' } };
+  if (text.startsWith('slow')) return { text: `answer to ${text}`, latencyMs: 60_000 };
+  return { text: `answer to ${text}`, latencyMs: 20, usage: { input: 10, output: 5 } };
+}
+
+const api = (method: string, path: string, body?: unknown) => configsApi(h, method, path, body);
+const row = (text: string, extra: Record<string, unknown> = {}) => ({ data: { messages: [{ role: 'user', content: text }], expected: `answer to ${text}`, ...extra } });
+
+async function testset(rows: unknown[]): Promise<string> {
+  const { body } = await okJsonText(await api('POST', '/simple/testsets/', { testset: { name: 'cases', data: { testcases: rows } } }));
+  expect(body.count).toBe(1);
+  return body.testset.revision_id;
+}
+
+async function evaluate(testsetRevision: string, data: Record<string, unknown> = {}): Promise<any> {
+  const body = { evaluation: { name: 'run', data: { testset_steps: { [testsetRevision]: 'custom' }, application_steps: { [appRevision]: 'auto' }, ...data } } };
+  return (await okJsonText(await api('POST', '/simple/evaluations/', body))).body.evaluation;
+}
+
+async function ended(id: string): Promise<any> {
+  for (;;) {
+    const { body } = await okJsonText(await api('GET', `/simple/evaluations/${id}`));
+    if (!['pending', 'running'].includes(body.evaluation.data.status)) return body.evaluation;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function results(runId: string, extra: Record<string, unknown> = {}): Promise<any[]> {
+  const { body } = await okJsonText(await api('POST', '/evaluations/results/query', { result: { run_id: runId, ...extra }, windowing: { limit: 200 } }));
+  return body.results;
+}
+
+beforeAll(async () => {
+  h = await startHarness({ script });
+  appRevision = (await createWorkflow(h, 'eval-target', { agent: template() })).revision.id;
+});
+afterAll(async () => h.close());
+
+describe('evaluation runs', () => {
+  it('runs every case and repeat, retrying failures, keeping every attempt, with exact counts and metrics', async () => {
+    calls.clear();
+    h.model.reset();
+    const rows = [row('ok-1', { hidden_column: 'never-sent-1' }), row('ok-2'), row('flaky-1'), row('flaky-2'), row('broken-1'), row('limited-1'), row('ok-3'), row('ok-4')];
+    const revision = await testset(rows);
+    const created = await evaluate(revision, {
+      repeats: 1,
+      concurrency: { batch_size: 3, max_retries: 2, retry_delay: 0 },
+      evaluators: [{ kind: 'exact_match' }, { kind: 'contains', value: 'ANSWER' }],
+    });
+    expect(created.data.progress.total).toBe(8);
+    const run = await ended(created.id);
+    expect(run.data.status).toBe('errors');
+    expect(run.data.progress).toEqual({ total: 8, pending: 0, running: 0, success: 7, failure: 1, cancelled: 0 });
+
+    const all = await results(run.id);
+    expect(all).toHaveLength(8);
+    const byText = Object.fromEntries(all.map((r) => [r.outputs?.messages?.at(-1)?.content ?? `failed ${r.testcase_id}`, r]));
+    const broken = all.find((r) => r.status === 'failure');
+    // Broken: the first try and two retries, each kept with its error.
+    expect(broken.attempts.map((a: any) => a.status)).toEqual(['failure', 'failure', 'failure']);
+    expect(broken.error).toMatchObject({ code: 502, type: 'upstream-error' });
+    expect(calls.get('broken-1')).toBe(3);
+    // Flaky: failed once, then succeeded.
+    expect(byText['answer to flaky-1'].attempts.map((a: any) => a.status)).toEqual(['failure', 'success']);
+    // Rate limited: the retry waited at least the provider's retry-after.
+    const limited = byText['answer to limited-1'];
+    expect(limited.attempts.map((a: any) => a.error?.code ?? a.status)).toEqual([429, 'success']);
+    expect(Date.parse(limited.attempts[1].started_at) - Date.parse(limited.attempts[0].started_at)).toBeGreaterThanOrEqual(1000);
+    // Evaluators scored every success.
+    expect(byText['answer to ok-1'].scores).toEqual([
+      { name: 'exact_match', kind: 'exact_match', score: 1, pass: true },
+      expect.objectContaining({ name: 'contains', kind: 'contains', score: 1, pass: true }),
+    ]);
+    expect(byText['answer to ok-1'].tokens).toBe(15);
+
+    // batch_size was never exceeded, and only `messages` reached the model.
+    expect(h.model.peakInFlight).toBeLessThanOrEqual(3);
+    expect(JSON.stringify(h.model.requests)).not.toContain('never-sent-1');
+
+    const { body } = await okJsonText(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id } }));
+    expect(body.count).toBe(1);
+    const app = body.metrics[0].data['application-eval-target'];
+    expect(app.errors).toMatchObject({ count: 8, sum: 1, mean: 0.125 });
+    expect(app.tokens).toMatchObject({ count: 7, sum: 105, mean: 15, min: 15, max: 15, p50: 15 });
+    expect(app.duration_ms.count).toBe(8);
+    expect(app.attempts).toMatchObject({ count: 8, sum: 13 });
+    expect(body.metrics[0].data['evaluator-exact_match'].pass).toMatchObject({ count: 7, mean: 1 });
+  });
+
+  it('runs every repeat of every case, with per-case metrics across repeats', async () => {
+    const run = await ended((await evaluate(await testset([row('ok-a'), row('ok-b'), row('ok-c')]), { repeats: 2, concurrency: { batch_size: 4 } })).id);
+    expect(run.data).toMatchObject({ status: 'success', repeats: 2, progress: { total: 6, success: 6 } });
+    const all = await results(run.id);
+    expect(all.map((r) => r.repeat_idx)).toEqual([0, 0, 0, 1, 1, 1]);
+    expect(new Set(all.map((r) => r.session_id)).size).toBe(6);
+    expect((await results(run.id, { repeat_idx: 1 })).map((r) => r.testcase_id)).toEqual(all.slice(0, 3).map((r) => r.testcase_id));
+    const { body } = await okJsonText(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id, scenario_ids: true } }));
+    expect(body.count).toBe(4);
+    expect(body.metrics.slice(1).map((m: any) => [m.scenario_id, m.data['application-eval-target'].tokens.count])).toEqual(all.slice(0, 3).map((r) => [r.testcase_id, 2]));
+  });
+
+  it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
+    healed = false;
+    const run = await ended((await evaluate(await testset([row('ok-r'), row('broken-r')]), { concurrency: { batch_size: 2, max_retries: 1 } })).id);
+    expect(run.data.status).toBe('errors');
+    const before = await results(run.id);
+    await expectError(await api('POST', `/simple/evaluations/${run.id}/stop`), 409, 'conflict', /already ended/);
+    healed = true;
+    const rerun = await okJsonText(await api('POST', `/simple/evaluations/${run.id}/rerun-failed`));
+    expect(rerun.body.evaluation.data.status).toBe('running');
+    const after = await ended(run.id);
+    expect(after.data).toMatchObject({ status: 'success', progress: { success: 2, failure: 0 } });
+    const merged = await results(run.id);
+    expect(merged[0]).toEqual(before[0]);
+    expect(merged[1].attempts.map((a: any) => a.status)).toEqual(['failure', 'failure', 'success']);
+    await expectError(await api('POST', `/simple/evaluations/${run.id}/rerun-failed`), 409, 'conflict', /no failed cases/);
+  });
+
+  it('stop cancels the cases in flight and those not started; the run ends cancelled', async () => {
+    const created = await evaluate(await testset([row('slow-1'), row('slow-2'), row('slow-3'), row('slow-4')]), { concurrency: { batch_size: 2 } });
+    for (;;) {
+      const { body } = await okJsonText(await api('GET', `/simple/evaluations/${created.id}`));
+      if (body.evaluation.data.progress.running === 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const { body } = await okJsonText(await api('POST', `/simple/evaluations/${created.id}/stop`));
+    expect(body.evaluation.data).toMatchObject({ status: 'cancelled', progress: { total: 4, cancelled: 4 } });
+    const all = await results(created.id);
+    expect(all.map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled'], ['cancelled'], [], []]);
+    const { body: list } = await okJsonText(await api('GET', '/simple/evaluations/'));
+    expect(list.evaluations[0]).toMatchObject({ id: created.id, data: { status: 'cancelled' } });
+  });
+
+  it('refuses what cannot run, at creation', async () => {
+    const revision = await testset([row('ok-x')]);
+    const post = (data: Record<string, unknown>) => api('POST', '/simple/evaluations/', { evaluation: { data: { testset_steps: { [revision]: 'custom' }, application_steps: { [appRevision]: 'auto' }, ...data } } });
+    const other = (await createWorkflow(h, 'eval-other', { agent: template() })).revision.id;
+    await expectError(await post({ application_steps: { [appRevision]: 'auto', [other]: 'auto' } }), 400, 'invalid-request', /exactly one application/);
+    await expectError(await post({ application_steps: ['no-such-revision'] }), 404, 'unknown-reference', /no-such-revision/);
+    await expectError(await post({ testset_steps: ['no-such-testset'] }), 404, 'unknown-reference', /no-such-testset/);
+    await expectError(await post({ repeats: 0 }), 400, 'invalid-request', /repeats/);
+    await expectError(await post({ concurrency: { batch_size: 0 } }), 400, 'invalid-request', /batch_size/);
+    await expectError(await post({ concurrency: { max_retries: -1 } }), 400, 'invalid-request', /max_retries/);
+    await expectError(await post({ evaluators: [{ kind: 'regex', pattern: '(' }] }), 400, 'invalid-request', /pattern/);
+  });
+});
