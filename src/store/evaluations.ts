@@ -322,9 +322,9 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
     return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toResult);
   }
 
-  /** Every result of a run, for its metrics. */
+  /** Every result of a run, in case order, for its metrics. */
   async function resultsOf(runId: string): Promise<ResultRecord[]> {
-    const rows = await db.selectFrom('evaluation_results').selectAll().where('run_id', '=', runId).orderBy('testcase_id').orderBy('repeat_idx').execute();
+    const rows = await db.selectFrom('evaluation_results').selectAll().where('run_id', '=', runId).orderBy('id').execute();
     return rows.map(toResult);
   }
 
