@@ -11,7 +11,9 @@ import {
   type WorkflowFamily,
   type WorkflowView,
 } from '../contract/configs.ts';
+import { EvaluatorSpec } from '../contract/evaluations.ts';
 import { REFERENCE_FAMILIES, type References } from '../contract/invoke.ts';
+import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord, VariantRecord } from '../store/configs.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
@@ -74,8 +76,8 @@ const notFound = (kind: 'workflow' | 'environment', idOrSlug: string) =>
 
 /**
  * Workflows, their revisions and environments, as the `/api` surface manages them. A revision is
- * checked when it is committed, as a turn would check it (embeds resolved, the agent template
- * parsed), so a configuration that is accepted can run.
+ * checked when it is committed, as a turn or a run would check it (embeds resolved, the agent
+ * template or built-in evaluator parsed), so a configuration that is accepted can run.
  */
 export class ConfigService {
   private readonly repo: ConfigsRepo;
@@ -96,6 +98,10 @@ export class ConfigService {
       ? ((await resolveEmbeds(parameters, 'data.parameters', { repo: this.repo, projectId, ...(committingTo ? { committingTo } : {}) })) as Record<string, unknown>)
       : parameters;
     if (resolved.agent != null) parseTemplate(resolved.agent, this.defaultLlm);
+    if (resolved.evaluator != null) {
+      const evaluator = EvaluatorSpec.safeParse(resolved.evaluator);
+      if (!evaluator.success) throw new AppError('invalid-request', describeIssue('data.parameters.evaluator', evaluator.error.issues[0]!));
+    }
   }
 
   private async workflow(projectId: string, idOrSlug: string): Promise<ArtifactRecord> {
