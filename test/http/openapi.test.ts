@@ -23,7 +23,9 @@ describe('GET /openapi.json', () => {
       expect(Object.keys(doc.paths)).toContain(path);
     }
     for (const { method, path } of documented) {
-      expect(h.app.hasRoute({ method: method.toUpperCase() as 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), `${method} ${path}`).toBe(true);
+      // The router ignores a trailing slash: `/api/simple/testsets/` (the spec's form) is served with or without it.
+      const url = path.replace(/\{(\w+)\}/g, ':$1').replace(/(.)\/$/, '$1');
+      expect(h.app.hasRoute({ method: method.toUpperCase() as 'GET', url }), `${method} ${path}`).toBe(true);
     }
   });
 

@@ -46,7 +46,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   // Imports arrive as the file itself; only these routes accept such bodies.
   app.addContentTypeParser([CSV, ...JSONL], { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-  app.post('/api/simple/testsets', async (request) => {
+  app.post('/api/simple/testsets/', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { testset } = parseWith(TestsetCreate, request.body);
     return { count: 1, testset: await testsets.create(projectId, testset) };
@@ -66,7 +66,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: 1, testset: query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input) };
   });
 
-  app.get('/api/simple/testsets', async (request) => {
+  app.get('/api/simple/testsets/', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     const all = await testsets.list(projectId);
     return { count: all.length, testsets: all };
@@ -83,13 +83,13 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: 1, testset: await testsets.edit(projectId, param(request, 'testset_id'), testset) };
   });
 
-  app.post('/api/simple/evaluations', async (request) => {
+  app.post('/api/simple/evaluations/', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { evaluation } = parseWith(EvaluationCreate, request.body);
     return { count: 1, evaluation: await runs.create(projectId, evaluation) };
   });
 
-  app.get('/api/simple/evaluations', async (request) => {
+  app.get('/api/simple/evaluations/', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     const page = await runs.list(projectId, pageQuery(request));
     return { count: page.items.length, evaluations: page.items, ...(page.next ? { next: page.next } : {}) };
