@@ -52,7 +52,8 @@ export const evaluations: Migration = {
       .addColumn('updated_at', 'text', (c) => c.notNull())
       .addUniqueConstraint('evaluation_results_case_unique', ['run_id', 'testcase_id', 'repeat_idx'])
       .execute();
-    await db.schema.createIndex('evaluation_results_run_status_idx').on('evaluation_results').columns(['run_id', 'status']).execute();
+    // Claiming reads a run's pending cases in id order: the index serves both the filter and the order.
+    await db.schema.createIndex('evaluation_results_run_status_idx').on('evaluation_results').columns(['run_id', 'status', 'id']).execute();
   },
   async down(db: Kysely<any>): Promise<void> {
     await db.schema.dropTable('evaluation_results').execute();
