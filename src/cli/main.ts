@@ -2,6 +2,7 @@ import { loadConfig } from '../config.ts';
 import { keysCommand } from './keys.ts';
 import { serveCommand } from './serve.ts';
 import { demoModelCommand } from './demo-model.ts';
+import { runManyCommand } from './run-many.ts';
 
 const USAGE = `agentd — a self-hosted agent invocation service
 
@@ -11,6 +12,7 @@ Commands:
   serve        start the server (npm start)
   keys         create, list and revoke API keys
   demo-model   run a loopback demo model, for trying agentd without a provider account
+  run-many     run one turn per input line of a file, N at a time, results to a file
 
 Run "agentd <command> --help" for a command's options.
 `;
@@ -35,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
       return keysCommand(rest, config);
     case 'demo-model':
       return demoModelCommand(rest);
+    case 'run-many':
+      return runManyCommand(rest);
     default:
       process.stderr.write(`agentd: unknown command "${command}"\n\n${USAGE}`);
       return 2;

@@ -1,0 +1,182 @@
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import type { InvokeBody } from '../client/index.ts';
+import type { Outcome } from '../client/invoke-many.ts';
+import { parseFlags } from './args.ts';
+import { ProgressReporter } from './progress.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { readJsonFile, withConfiguration } from './requests.ts';
+
+const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
+
+Runs one agent turn per input line (spec §4.7), --concurrency at a time, and writes one result line
+per input to --out as each finishes. Exits 0 when every input succeeded, 1 when some failed.
+
+Each input line is a JSON object: a whole invoke body ({"data": …}), or {"messages": [...]}, or
+{"message": "text"} (also "input" or "question").
+
+  --input FILE         the inputs (JSON Lines)
+  --out FILE           where results go, one JSON line per input: {index, status, session_id,
+                       output, error, attempts, duration_ms}
+  --concurrency N      inputs in flight at once (default 8)
+  --session MODE       fresh (default): each input its own session; shared: one conversation,
+                       inputs in order; none: the server mints an id per input
+  --session-id ID      shared: the session's id; fresh: the prefix of each input's id
+  --template FILE      an agent template (JSON) for inputs that carry none
+  --revision ID        run this stored workflow revision instead
+  --retries N          retries of a rate-limited or failed input (default 2)
+  --retry-delay MS     wait before a retry (default 1000; a longer retry-after wins)
+  --resume             keep --out and skip the inputs it already holds a success for
+  -h, --help           this help
+
+${CONNECTION_HELP}`;
+
+/** An input line as an invoke body. */
+function toRequest(value: unknown, line: number): InvokeBody {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`--input line ${line} is not a JSON object`);
+  const input = value as Record<string, unknown>;
+  if ('data' in input || 'references' in input) return input as InvokeBody;
+  if (Array.isArray(input.messages)) return { data: { inputs: { messages: input.messages } } };
+  const text = input.message ?? input.input ?? input.question;
+  if (typeof text === 'string') return { data: { inputs: { messages: [{ role: 'user', content: text }] } } };
+  throw new CliError(`--input line ${line} has no conversation: give "data", "messages" or "message"`);
+}
+
+function readInputs(file: string): InvokeBody[] {
+  const lines = readFileSync(file, 'utf8').split(/\r?\n/);
+  const inputs: InvokeBody[] = [];
+  for (const [i, text] of lines.entries()) {
+    if (text.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new CliError(`--input line ${i + 1} is not JSON: ${(error as Error).message}`);
+    }
+    inputs.push(toRequest(value, i + 1));
+  }
+  if (inputs.length === 0) throw new CliError(`--input ${file} has no inputs`);
+  return inputs;
+}
+
+/** Indexes the out file already holds a success for; later lines win over earlier ones. */
+function succeeded(file: string): Set<number> {
+  const done = new Set<number>();
+  if (!existsSync(file)) return done;
+  for (const text of readFileSync(file, 'utf8').split('\n')) {
+    if (!text.trim()) continue;
+    try {
+      const line = JSON.parse(text) as { index?: unknown; status?: unknown };
+      if (typeof line.index !== 'number') continue;
+      if (line.status === 'success') done.add(line.index);
+      else done.delete(line.index);
+    } catch {
+      // A line cut short by a crash: that input runs again.
+    }
+  }
+  return done;
+}
+
+function resultLine(index: number, outcome: Outcome): string {
+  if (outcome.ok) {
+    const outputs = outcome.response.data?.outputs;
+    return JSON.stringify({
+      index,
+      status: 'success',
+      session_id: outcome.response.session_id,
+      stop_reason: outputs?.stop_reason,
+      output: outputs?.messages,
+      attempts: outcome.attempts,
+      duration_ms: outcome.durationMs,
+    });
+  }
+  return JSON.stringify({ index, status: 'failure', error: outcome.error.status, attempts: outcome.attempts, duration_ms: outcome.durationMs });
+}
+
+export async function runManyCommand(argv: string[]): Promise<number> {
+  const values = parseFlags(
+    argv,
+    {
+      input: { type: 'string' },
+      out: { type: 'string' },
+      concurrency: { type: 'string' },
+      session: { type: 'string' },
+      'session-id': { type: 'string' },
+      template: { type: 'string' },
+      revision: { type: 'string' },
+      retries: { type: 'string' },
+      'retry-delay': { type: 'string' },
+      resume: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      ...CONNECTION_FLAGS,
+    },
+    USAGE,
+  );
+  if (!values) return 2;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const number = (name: 'concurrency' | 'retries' | 'retry-delay', fallback: number, min: number) => {
+    const raw = values[name];
+    const value = raw === undefined ? fallback : Number(raw);
+    if (!Number.isInteger(value) || value < min) throw new CliError(`--${name} must be a whole number of at least ${min}, got "${raw}"`);
+    return value;
+  };
+  try {
+    if (!values.input || !values.out) throw new CliError('--input and --out are required (see agentd run-many --help)');
+    const session = values.session ?? 'fresh';
+    if (session !== 'fresh' && session !== 'shared' && session !== 'none') throw new CliError(`--session must be fresh, shared or none, got "${session}"`);
+    if (values.resume && session === 'shared') throw new CliError('--resume needs --session fresh or none: a shared conversation cannot be picked up halfway');
+    const concurrency = number('concurrency', 8, 1);
+    const retries = number('retries', 2, 0);
+    const retryDelay = number('retry-delay', 1000, 0);
+    const template = values.template ? readJsonFile(values.template, '--template') : undefined;
+    const client = remoteClient(values);
+
+    const all = readInputs(values.input).map((input) => withConfiguration(input, template, values.revision));
+    const skip = values.resume ? succeeded(values.out) : new Set<number>();
+    const indexes = all.map((_, i) => i).filter((i) => !skip.has(i));
+    const prefix = values['session-id'] ?? `run-many-${Date.now().toString(36)}`;
+    // Fresh session ids follow the input's line index, so a resumed input keeps its session.
+    const inputs = indexes.map((i) => (session === 'fresh' ? { ...all[i]!, session_id: all[i]!.session_id ?? `${prefix}-${i}` } : all[i]!));
+
+    const out = createWriteStream(values.out, { flags: values.resume ? 'a' : 'w' });
+    const progress = new ProgressReporter();
+    const started = Date.now();
+    const controller = new AbortController();
+    const interrupt = () => controller.abort();
+    process.once('SIGINT', interrupt);
+    if (skip.size) process.stderr.write(`resuming: ${skip.size} of ${all.length} inputs already succeeded in ${values.out}\n`);
+    let failed = 0;
+    const outcomes = await client.invokeMany(inputs, {
+      concurrency,
+      session,
+      ...(values['session-id'] ? { sessionId: values['session-id'] } : {}),
+      retries,
+      retryDelay,
+      signal: controller.signal,
+      onOutcome: (outcome) => {
+        if (!outcome.ok) failed++;
+        out.write(`${resultLine(indexes[outcome.index]!, outcome)}\n`);
+      },
+      onProgress: (counts) => progress.update(counts),
+    });
+    process.off('SIGINT', interrupt);
+    out.end();
+    await once(out, 'finish');
+    progress.finish({ total: outcomes.length, done: outcomes.length, failed, inFlight: 0 });
+    const seconds = (Date.now() - started) / 1000;
+    process.stderr.write(
+      `${outcomes.length - failed} succeeded, ${failed} failed in ${seconds.toFixed(1)}s (${(outcomes.length / Math.max(seconds, 0.001)).toFixed(1)}/s); results in ${values.out}\n`,
+    );
+    if (failed) {
+      const first = outcomes.find((o) => !o.ok);
+      if (first && !first.ok) process.stderr.write(`first failure (input ${indexes[first.index]}): ${describeFailure(first.error)}\n`);
+    }
+    return failed ? 1 : 0;
+  } catch (error) {
+    process.stderr.write(`agentd run-many: ${describeFailure(error)}\n`);
+    return error instanceof CliError ? 2 : 1;
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * agentd's client: `import { createClient } from 'agentd/client'`. Browser-safe: it uses `fetch`
+ * and web streams only.
+ */
+export { createClient, type AgentdClient, type InvokeBody, type InvokeReply, type NativeFrame, type TurnOptions, type VercelChunk } from './client.ts';
+export { AgentdError } from './errors.ts';
+export { invokeMany, type InvokeManyOptions, type InvokeManyProgress, type Outcome } from './invoke-many.ts';
+export { readFrames } from './frames.ts';
+export type { ClientOptions } from './transport.ts';
