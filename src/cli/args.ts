@@ -14,3 +14,14 @@ export function parseFlags<O extends Options>(argv: string[], options: O, usage:
     return undefined;
   }
 }
+
+/** As parseFlags, for commands that also take positional arguments (a file, a run id). */
+export function parseCommand<O extends Options>(argv: string[], options: O, usage: string): { values: ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values']; positionals: string[] } | undefined {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
+    return { values, positionals };
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${usage}`);
+    return undefined;
+  }
+}

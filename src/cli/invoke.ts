@@ -1,0 +1,185 @@
+import { createInterface } from 'node:readline';
+import type { InvokeBody, NativeFrame } from '../client/index.ts';
+import type { Message } from '../contract/messages.ts';
+import { TurnFolder, type FoldedTurn } from '../stream/fold.ts';
+import { parseFlags } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { readJsonFile, withConfiguration } from './requests.ts';
+
+const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
+
+Runs the agent from the terminal. Its answer streams in as it is written; tool calls and their
+results are shown as they happen; when a tool needs your approval you are asked (y to approve,
+n or "n <reason>" to deny) and the turn goes on. Without --message or --file it is a chat: type a
+message after "you>", an empty line or Ctrl-D ends it.
+
+  --message TEXT       one message, one turn (plus what approvals continue), then exit
+  --file FILE          a whole invoke body (JSON) to send as the first turn
+  --template FILE      the agent template (JSON) to run, when the request names none
+  --revision ID        run this stored workflow revision instead
+  --session ID         continue (or start) this session; default: a new one
+  --approve            approve every tool call without asking
+  --deny               deny every tool call without asking
+  --json               print each turn's reply as JSON instead of streaming its text
+  -h, --help           this help
+
+${CONNECTION_HELP}`;
+
+type Answer = (prompt: string) => Promise<string | undefined>;
+
+/** Lines from stdin, one per question: a terminal or a pipe alike. */
+function lineReader(): { ask: Answer; close(): void } {
+  const rl = createInterface({ input: process.stdin, terminal: false });
+  const lines = rl[Symbol.asyncIterator]();
+  return {
+    ask: async (prompt) => {
+      process.stderr.write(prompt);
+      const next = await lines.next();
+      return next.done ? undefined : next.value;
+    },
+    close: () => rl.close(),
+  };
+}
+
+const short = (value: unknown, max = 200) => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+};
+
+/** Shows a frame as it arrives: text to stdout, tool activity to stderr. */
+function render(frame: NativeFrame): void {
+  switch (frame.type) {
+    case 'message_delta':
+      process.stdout.write(frame.data.delta);
+      break;
+    case 'message_end':
+      process.stdout.write('\n');
+      break;
+    case 'tool_call':
+      process.stderr.write(`  ↳ ${frame.data.name} ${short(frame.data.input)}\n`);
+      break;
+    case 'tool_result':
+      process.stderr.write(`  ← ${frame.data.denied ? 'denied: ' : frame.data.is_error ? 'error: ' : ''}${short(frame.data.output)}\n`);
+      break;
+    case 'error':
+      process.stderr.write(`error: ${frame.data.message}\n`);
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * The decisions the paused output waits for, asked one by one: approvals on tool-call messages
+ * (in band, design.md §4), and results for client tools the caller runs.
+ */
+async function answerPause(output: Message[], ask: Answer, auto: boolean | undefined): Promise<Message[] | undefined> {
+  const answered: Message[] = [];
+  const resulted = new Set(output.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
+  for (const message of output) {
+    if (message.approval && message.approval.approved === undefined) {
+      let approved = auto;
+      let reason: string | undefined;
+      if (approved === undefined) {
+        const line = await ask(`allow ${message.tool_name} ${short(message.input)}? [y/N] `);
+        if (line === undefined) return undefined;
+        approved = /^y(es)?$/i.test(line.trim());
+        reason = approved ? undefined : line.trim().replace(/^no?\b\s*/i, '') || undefined;
+      }
+      answered.push({ ...message, approval: { id: message.approval.id, approved, ...(reason ? { reason } : {}) } });
+      continue;
+    }
+    answered.push(message);
+    if (message.tool_name !== undefined && !message.approval && !resulted.has(message.tool_call_id)) {
+      const line = await ask(`result of ${message.tool_name} ${short(message.input)}> `);
+      if (line === undefined) return undefined;
+      answered.push({ role: 'tool', tool_call_id: message.tool_call_id!, content: line });
+    }
+  }
+  return answered;
+}
+
+export async function invokeCommand(argv: string[]): Promise<number> {
+  const values = parseFlags(
+    argv,
+    {
+      message: { type: 'string' },
+      file: { type: 'string' },
+      template: { type: 'string' },
+      revision: { type: 'string' },
+      session: { type: 'string' },
+      approve: { type: 'boolean' },
+      deny: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      ...CONNECTION_FLAGS,
+    },
+    USAGE,
+  );
+  if (!values) return 2;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const reader = lineReader();
+  try {
+    if (values.message !== undefined && values.file) throw new CliError('give --message or --file, not both');
+    if (values.approve && values.deny) throw new CliError('give --approve or --deny, not both');
+    const client = remoteClient(values);
+    const template = values.template ? readJsonFile(values.template, '--template') : undefined;
+    const base = withConfiguration((values.file ? readJsonFile(values.file, '--file') : {}) as InvokeBody, template, values.revision);
+    const auto = values.approve ? true : values.deny ? false : undefined;
+    const oneShot = values.message !== undefined || values.file !== undefined;
+    let sessionId = values.session ?? base.session_id ?? undefined;
+    let history = (base.data?.inputs?.messages ?? []) as Message[];
+
+    let next = values.message ?? (values.file ? undefined : await reader.ask('you> '));
+    for (;;) {
+      let messages = next === undefined ? history : [...history, { role: 'user' as const, content: next }];
+      if (messages.length === 0) break;
+      for (;;) {
+        const body: InvokeBody = { ...base, ...(sessionId ? { session_id: sessionId } : {}), data: { ...base.data, inputs: { messages } } };
+        let turn: FoldedTurn;
+        if (values.json) {
+          const reply = await client.invoke(body);
+          sessionId = reply.session_id;
+          process.stdout.write(`${JSON.stringify(reply)}\n`);
+          const outputs = reply.data?.outputs;
+          turn = { messages: (outputs?.messages ?? []) as Message[], ...(outputs?.stop_reason ? { stop_reason: outputs.stop_reason } : {}) };
+        } else {
+          const folder = new TurnFolder();
+          for await (const frame of client.stream(body)) {
+            if (frame.type === 'turn_start' && !sessionId) {
+              sessionId = frame.data.session_id;
+              process.stderr.write(`session ${sessionId}\n`);
+            }
+            folder.push(frame);
+            render(frame);
+          }
+          turn = folder.result();
+          if (turn.error) {
+            if (oneShot) return 1;
+            // The failed turn never happened: the chat goes on from before its message.
+            messages = history;
+            break;
+          }
+        }
+        messages = [...messages, ...turn.messages];
+        if (turn.stop_reason !== 'paused') break;
+        const answered = await answerPause(turn.messages, reader.ask, auto);
+        if (!answered) return 1;
+        messages = [...messages.slice(0, messages.length - turn.messages.length), ...answered];
+      }
+      history = messages;
+      if (oneShot) return 0;
+      next = await reader.ask('you> ');
+      if (!next?.trim()) return 0;
+    }
+    return 0;
+  } catch (error) {
+    process.stderr.write(`agentd invoke: ${describeFailure(error)}\n`);
+    return error instanceof CliError ? 2 : 1;
+  } finally {
+    reader.close();
+  }
+}

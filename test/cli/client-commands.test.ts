@@ -1,0 +1,189 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordedRequest } from '../../src/testing/fake-model.ts';
+import { builtin, startHarness, template, type Harness } from '../support/harness.ts';
+import { AGENTD_BIN } from '../support/child-server.ts';
+import { createWorkflow } from '../configs/client.ts';
+
+/**
+ * The client commands as a user runs them (issue 6): `agentd invoke` (streaming, approvals answered
+ * on stdin, a chat), `run-many` (results file line by line, resume), `testsets import`, `eval run`
+ * and `eval show`, each a child process against a real server.
+ */
+
+let h: Harness;
+let dir: string;
+const calls = new Map<string, number>();
+
+const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+
+function script(req: RecordedRequest) {
+  const text = userText(req);
+  calls.set(text, (calls.get(text) ?? 0) + 1);
+  const last = req.messages.at(-1);
+  if (text.startsWith('write')) {
+    if (last?.role === 'tool') return { text: `tool said: ${last.content}` };
+    return { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: 'from the cli' } }] };
+  }
+  if (text.startsWith('fail')) return { error: { status: 401, message: 'bad key' } };
+  return { text: `echo: ${text}` };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function agentd(args: string[], stdin = '', env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [AGENTD_BIN, ...args], {
+      env: { ...process.env, AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdin.end(stdin);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const file = async (name: string, content: string) => {
+  const at = path.join(dir, name);
+  await writeFile(at, content);
+  return at;
+};
+
+let templateFile: string;
+
+beforeAll(async () => {
+  h = await startHarness({ script });
+  dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-cli-'));
+  templateFile = await file('template.json', JSON.stringify(template({ tools: [builtin('write')], mode: 'ask' })));
+});
+afterAll(async () => {
+  await h.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('agentd invoke', () => {
+  it('streams one turn to stdout and exits 0', async () => {
+    const run = await agentd(['invoke', '--message', 'hello there', '--template', templateFile, '--session', 'cli-one']);
+    expect(run).toMatchObject({ code: 0, stdout: 'echo: hello there\n' });
+  });
+
+  it('asks about an approval on stdin and goes on with the answer', async () => {
+    const approved = await agentd(['invoke', '--message', 'write a note', '--template', templateFile, '--session', 'cli-approve'], 'y\n');
+    expect(approved.code).toBe(0);
+    expect(approved.stderr).toMatch(/allow write \{"path":"note.txt","content":"from the cli"\}\? \[y\/N\]/);
+    expect(approved.stdout).toContain('tool said:');
+    expect(await readFile(path.join(h.sessionDir('cli-approve'), 'note.txt'), 'utf8')).toBe('from the cli');
+
+    const denied = await agentd(['invoke', '--message', 'write another', '--template', templateFile, '--session', 'cli-deny'], 'n not today\n');
+    expect(denied.code).toBe(0);
+    expect(denied.stderr).toContain('denied:');
+    expect(denied.stdout).toContain('not today');
+    expect(existsSync(path.join(h.sessionDir('cli-deny'), 'note.txt'))).toBe(false);
+  });
+
+  it('is a chat without --message: each turn carries the conversation so far', async () => {
+    h.model.reset();
+    const run = await agentd(['invoke', '--template', templateFile, '--session', 'cli-chat'], 'first line\nsecond line\n\n');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('echo: first line\necho: second line\n');
+    const second = h.model.requests.at(-1)!.messages.map((m) => m.content);
+    expect(second).toEqual(expect.arrayContaining(['first line', 'echo: first line', 'second line']));
+  });
+
+  it('fails with the server error and exit 1', async () => {
+    const run = await agentd(['invoke', '--message', 'fail now', '--template', templateFile]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/424 upstream-auth/);
+  });
+});
+
+describe('agentd run-many', () => {
+  it('writes one result line per input, exits 1 when one failed, and resumes', async () => {
+    const inputs = await file('inputs.jsonl', ['{"message": "one"}', '{"messages": [{"role": "user", "content": "two"}]}', '{"message": "fail three"}', '{"data": {"inputs": {"messages": [{"role": "user", "content": "four"}]}}}'].join('\n'));
+    const out = path.join(dir, 'results.jsonl');
+    const run = await agentd(['run-many', '--input', inputs, '--out', out, '--template', templateFile, '--concurrency', '2', '--retries', '0']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/3 succeeded, 1 failed/);
+    const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.index, l.status]).sort()).toEqual([
+      [0, 'success'],
+      [1, 'success'],
+      [2, 'failure'],
+      [3, 'success'],
+    ]);
+    const byIndex = Object.fromEntries(lines.map((l) => [l.index, l]));
+    expect(byIndex[1].output.at(-1).content).toBe('echo: two');
+    expect(byIndex[2].error).toMatchObject({ code: 424, type: 'upstream-auth' });
+    expect(new Set(lines.filter((l) => l.status === 'success').map((l) => l.session_id)).size).toBe(3);
+
+    const before = calls.get('one');
+    const resumed = await agentd(['run-many', '--input', inputs, '--out', out, '--template', templateFile, '--resume', '--retries', '0']);
+    expect(resumed.stderr).toContain('resuming: 3 of 4 inputs already succeeded');
+    expect(calls.get('one')).toBe(before);
+    const after = (await readFile(out, 'utf8')).trim().split('\n');
+    expect(after).toHaveLength(5);
+    expect(JSON.parse(after[4]!)).toMatchObject({ index: 2, status: 'failure' });
+  });
+
+  it('refuses a malformed input file, naming the line', async () => {
+    const inputs = await file('bad.jsonl', '{"message": "ok"}\nnot json\n');
+    const run = await agentd(['run-many', '--input', inputs, '--out', path.join(dir, 'bad-out.jsonl')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--input line 2 is not JSON/);
+  });
+});
+
+describe('agentd testsets and eval', () => {
+  it('imports a CSV, runs an evaluation with a metrics table, exits by its outcome, and shows it', async () => {
+    const csv = await file('cases.csv', 'question,expected\nhi,echo: hi\n"a, b","echo: a, b"\n');
+    const imported = await agentd(['testsets', 'import', csv]);
+    expect(imported).toMatchObject({ code: 0, stderr: '' });
+    const revision = /revision id: (\S+)/.exec(imported.stdout)![1]!;
+    expect(imported.stdout).toMatch(/2 rows/);
+    const workflow = (await createWorkflow(h, 'cli-eval', { agent: template() })).revision.id;
+    const evaluators = await file('evaluators.json', JSON.stringify([{ kind: 'exact_match' }]));
+
+    const run = await agentd(['eval', 'run', '--testset', revision, '--revision', workflow, '--evaluators', evaluators, '--batch-size', '2']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/: success — 2 succeeded, 0 failed/);
+    expect(run.stdout).toMatch(/evaluator-exact_match\s+pass rate\s+2\s+100\.0%/);
+    expect(run.stdout).toMatch(/application-cli-eval\s+duration_ms\s+2/);
+    const id = /run (\S+) started/.exec(run.stderr)![1]!;
+
+    const show = await agentd(['eval', 'show', id, '--json']);
+    expect(show.code).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({ evaluation: { id, data: { status: 'success' } }, metrics: [{ run_id: id }] });
+
+    const failing = await agentd(['testsets', 'import', await file('failing.jsonl', '{"question": "fail this"}\n')]);
+    const failingRevision = /revision id: (\S+)/.exec(failing.stdout)![1]!;
+    const bad = await agentd(['eval', 'run', '--testset', failingRevision, '--revision', workflow]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/errors — 0 succeeded, 1 failed/);
+  });
+});
+
+describe('every client command', () => {
+  it.each([['invoke'], ['run-many'], ['testsets'], ['eval']])('%s --help prints its usage', async (command) => {
+    const run = await agentd([command, '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Usage:/);
+    expect(run.stdout).toContain('AGENTD_API_KEY');
+  });
+
+  it('says what to set when the key is missing', async () => {
+    const run = await agentd(['invoke', '--message', 'hi'], '', { AGENTD_API_KEY: '' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--api-key or set AGENTD_API_KEY/);
+  });
+});
