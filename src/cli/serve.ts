@@ -28,7 +28,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     return 2;
   }
 
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, secretKey: config.secretKey });
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, secretKey: config.secretKey });
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
   // off when the previous process died.
   await store.turns.markRunningAsInterrupted();

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kysely } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
@@ -27,14 +28,18 @@ export interface Store {
   connections: ConnectionsRepo;
   configs: ConfigsRepo;
   evaluations: EvaluationsRepo;
+  /** Which engine holds the data: one SQLite server, or PostgreSQL shared by replicas. */
+  engine: 'sqlite' | 'postgres';
   close(): Promise<void>;
 }
 
 export interface StoreOptions {
   /** Where `agentd.db` lives when no `databaseUrl` is given; `:memory:` for a throwaway database. */
   dataDir: string;
-  /** `sqlite:<path>`, `file:<path>` or a `file://` URL; `postgres://…` once the pg driver lands. */
+  /** `sqlite:<path>`, `file:<path>`, a `file://` URL, or `postgres://…` for PostgreSQL. */
   databaseUrl?: string | undefined;
+  /** PostgreSQL: connections in the pool (AGENTD_PG_POOL_SIZE). */
+  poolSize?: number | undefined;
   apiKeys?: ApiKeysOptions;
   /** Seals stored provider keys (AGENTD_SECRET_KEY); unset, `<dataDir>/secret.key` is used, made on first open. */
   secretKey?: Buffer | undefined;
@@ -43,6 +48,8 @@ export interface StoreOptions {
 export const DATABASE_FILE = 'agentd.db';
 
 const MEMORY = ':memory:';
+
+export const isPostgresUrl = (url: string | undefined): url is string => url !== undefined && /^postgres(ql)?:/i.test(url);
 
 function sqlitePathFromUrl(url: string): string {
   if (url.startsWith('file://')) return fileURLToPath(url);
@@ -63,35 +70,73 @@ function sqlitePathFromUrl(url: string): string {
 export function resolveDatabaseLocation(options: Pick<StoreOptions, 'dataDir' | 'databaseUrl'>): string {
   const url = options.databaseUrl;
   if (url !== undefined && url !== '') {
-    if (/^postgres(ql)?:/i.test(url)) {
-      throw new Error(
-        'DATABASE_URL points at PostgreSQL, which arrives with the pg driver (issue 7); ' +
-          `unset DATABASE_URL to use the embedded SQLite database in AGENTD_DATA_DIR for now`,
-      );
-    }
+    if (isPostgresUrl(url)) return redactUrl(url);
     const file = sqlitePathFromUrl(url);
     return file === MEMORY ? MEMORY : path.resolve(file);
   }
   return options.dataDir === MEMORY ? MEMORY : path.join(path.resolve(options.dataDir), DATABASE_FILE);
 }
 
+/** A PostgreSQL URL as it may be shown: without its password. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'postgres://…';
+  }
+}
+
+interface Engine {
+  db: Kysely<Database>;
+  /** PostgreSQL: the schema the tables live in (the first of the connection's search_path). */
+  schema(): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+function openPostgres(url: string, poolSize: number | undefined): Engine {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
+  // An idle connection the server drops (a restart, a failover) must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    schema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
+    close: () => db.destroy(),
+  };
+}
+
+function openSqlite(location: string): Engine {
+  if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
+  const sqlite = openSqliteDatabase(location);
+  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite) });
+  const stopCheckpoints = checkpointInBackground(sqlite, location);
+  return {
+    db,
+    schema: async () => undefined,
+    close: async () => {
+      await stopCheckpoints();
+      await db.destroy();
+    },
+  };
+}
+
 /** Opens the database, brings its schema up to date and wires the repositories to it. */
 export async function openStore(options: StoreOptions): Promise<Store> {
   const location = resolveDatabaseLocation(options);
-  if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
   // Before the database opens: a key file that cannot be read stops the start, not a later turn.
   const box = createSecretBox(loadSecretKey(options.dataDir, options.secretKey));
 
-  const sqlite = openSqliteDatabase(location);
-  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite) });
+  const engine = isPostgresUrl(options.databaseUrl) ? openPostgres(options.databaseUrl, options.poolSize) : openSqlite(location);
+  const db = engine.db;
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(db, await engine.schema());
   } catch (error) {
-    await db.destroy();
-    throw error;
+    await engine.close();
+    throw new Error(`cannot open the database at ${location}: ${(error as Error).message}`, { cause: error });
   }
 
-  const stopCheckpoints = checkpointInBackground(sqlite, location);
   return {
     db,
     projects: createProjectsRepo(db),
@@ -103,9 +148,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     connections: createConnectionsRepo(db, box),
     configs: createConfigsRepo(db),
     evaluations: createEvaluationsRepo(db),
-    close: async () => {
-      await stopCheckpoints();
-      await db.destroy();
-    },
+    engine: isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite',
+    close: () => engine.close(),
   };
 }

@@ -35,7 +35,7 @@ function script(req: RecordedRequest): FakeReply {
   if (text.includes('upstream-429')) return { error: { status: 429, headers: { 'retry-after': '7' }, message: 'slow down' } };
   const order = /^order-(\d+)$/.exec(text);
   if (order) return { ...answer, latencyMs: (5 - Number(order[1])) * 80 };
-  if (text.startsWith('conc-')) return { ...answer, latencyMs: 50 };
+  if (text.startsWith('conc-')) return { ...answer, latencyMs: 100 };
   if (text.startsWith('limited-') && n === 1) return { error: { status: 429, headers: { 'retry-after': '1' }, message: 'slow down' } };
   if (text === 'cancel-0') return { ...answer, latencyMs: 10 };
   if (text.startsWith('cancel-')) return { ...answer, latencyMs: 1500 };
@@ -161,14 +161,28 @@ describe('stream', () => {
   });
 
   it('native frames over NDJSON: the same frames as SSE', async () => {
-    const viaSse = await collect(client.stream(turn('same frames'), { transport: 'sse' }));
-    const viaNdjson = await collect(client.stream(turn('same frames'), { transport: 'ndjson' }));
+    // A fetch that records what was asked for and what came back (the `fetch` option).
+    const seen: Array<{ accept: string | null; type: string | null }> = [];
+    const recording = createClient({
+      baseUrl: h.url,
+      apiKey: h.apiKey,
+      projectId: h.projectId,
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        seen.push({ accept: new Headers(init?.headers).get('accept'), type: res.headers.get('content-type') });
+        return res;
+      },
+    });
+    const viaSse = await collect(recording.stream(turn('same frames'), { transport: 'sse' }));
+    const viaNdjson = await collect(recording.stream(turn('same frames'), { transport: 'ndjson' }));
+    expect(seen).toEqual([
+      { accept: 'text/event-stream', type: expect.stringMatching(/^text\/event-stream/) },
+      { accept: 'application/x-ndjson', type: expect.stringMatching(/^application\/x-ndjson/) },
+    ]);
     expect(viaNdjson[0]?.type).toBe('turn_start');
     expect(viaNdjson.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
     expect(viaNdjson.map((f) => f.type)).toEqual(viaSse.map((f) => f.type));
     expect(deltas(viaNdjson as any)).toBe('answer to same frames');
-    // The accept header chose NDJSON: the server answered with it.
-    expect(h.model.requests.at(-1)?.messages.at(-1)).toMatchObject({ content: 'same frames' });
   });
 
   it("format 'vercel' yields UI message chunks, start … finish, and [DONE] never leaks as a frame", async () => {

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, template, type Harness } from '../support/harness.ts';
 
@@ -63,6 +64,66 @@ describe('package.json exports', () => {
     const [resolved, keys] = JSON.parse(out.trim());
     expect(fileURLToPath(resolved)).toBe(path.join(distClient, 'index.js'));
     expect(keys).toEqual(['AgentdError', 'createClient', 'invokeMany', 'readFrames']);
+  });
+});
+
+describe('published types', () => {
+  /**
+   * Type errors of consumer modules at the repository root (virtual files, never written), checked
+   * in one program against dist's declarations, by file name.
+   */
+  function typeErrors(sources: Record<string, string>): Record<string, string[]> {
+    const files = new Map(Object.entries(sources).map(([name, text]) => [path.join(root, 'test/client', name), text]));
+    const config = ts.getParsedCommandLineOfConfigFile(path.join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
+    const options = { ...config.options, noEmit: true };
+    const host = ts.createCompilerHost(options);
+    const getSourceFile = host.getSourceFile.bind(host);
+    const fileExists = host.fileExists.bind(host);
+    const readFile = host.readFile.bind(host);
+    host.getSourceFile = (name, language, ...rest) => (files.has(name) ? ts.createSourceFile(name, files.get(name)!, language) : getSourceFile(name, language, ...rest));
+    host.fileExists = (name) => files.has(name) || fileExists(name);
+    host.readFile = (name) => files.get(name) ?? readFile(name);
+    const program = ts.createProgram([...files.keys()], options, host);
+    const declarations = program.getSourceFiles().map((f) => path.relative(root, f.fileName)).filter((f) => f.startsWith('dist/'));
+    // The package's types come from dist (declarations only), never from src.
+    expect(declarations).toContain('dist/client/index.d.ts');
+    expect(declarations).toContain('dist/contract/invoke.d.ts');
+    expect(declarations.every((f) => f.endsWith('.d.ts'))).toBe(true);
+    expect(program.getSourceFiles().some((f) => path.relative(root, f.fileName).startsWith('src/'))).toBe(false);
+    const errors: Record<string, string[]> = Object.fromEntries(Object.keys(sources).map((name) => [name, []]));
+    for (const d of ts.getPreEmitDiagnostics(program)) {
+      const name = d.file ? path.relative(path.join(root, 'test/client'), d.file.fileName) : '(global)';
+      (errors[name] ??= []).push(ts.flattenDiagnosticMessageText(d.messageText, ' '));
+    }
+    return errors;
+  }
+
+  it("a consumer of 'agentd/client' typechecks against dist's declarations, with real (not any) types", () => {
+    const usage = `
+      import { createClient, AgentdError, type Outcome } from 'agentd/client';
+      const client = createClient({ baseUrl: 'http://127.0.0.1:8787', apiKey: 'k', projectId: 'p' });
+      export async function run(): Promise<string | undefined> {
+        const reply = await client.invoke({ session_id: 's', data: { inputs: { messages: [{ role: 'user', content: 'hi' }] } } });
+        const outcomes: Outcome[] = await client.invokeMany([{ data: { inputs: { messages: [] } } }], { concurrency: 2, session: 'shared' });
+        for await (const frame of client.stream({}, { transport: 'ndjson' })) if (frame.type === 'done') break;
+        const created = await client.workflows.create({ slug: 'wf' });
+        const error: AgentdError | undefined = outcomes[0] && !outcomes[0].ok ? outcomes[0].error : undefined;
+        return reply.data?.outputs.stop_reason ?? created.workflow.slug ?? error?.status.type;
+      }
+    `;
+    // Misuse is caught: the types are the contract's, not any.
+    const misuse = `
+      import { createClient } from 'agentd/client';
+      const client = createClient({ baseUrl: 'x', apiKey: 'k', projectId: 'p' });
+      export const wrong = async (): Promise<number> => (await client.invoke({})).session_id;
+      export const badMode = () => client.invokeMany([], { session: 'together' });
+    `;
+    const errors = typeErrors({ '__usage__.ts': usage, '__misuse__.ts': misuse });
+    expect(Object.keys(errors).sort()).toEqual(['__misuse__.ts', '__usage__.ts']);
+    expect(errors['__usage__.ts']).toEqual([]);
+    expect(errors['__misuse__.ts']).toHaveLength(2);
+    expect(errors['__misuse__.ts']!.join('\n')).toMatch(/not assignable to type 'number'/);
+    expect(errors['__misuse__.ts']!.join('\n')).toMatch(/"together"/);
   });
 });
 

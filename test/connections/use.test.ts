@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
@@ -7,6 +7,7 @@ import { SECRET_KEY_FILE } from '../../src/store/secret-box.ts';
 import { startFakeModel, type FakeModelServer, type RecordedRequest } from '../../src/testing/fake-model.ts';
 import { builtin, expectError, invokeBody, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
 import { adminOf, connectionsApi, okJson, type Caller } from './client.ts';
+import { storedContent } from '../support/database.ts';
 
 /**
  * `llm.connection: {mode: "project", slug}` (issue 4): the turn runs on the connection's provider,
@@ -162,16 +163,13 @@ describe('refusals', () => {
 });
 
 describe('the key at rest', () => {
-  it('is in no database file (nor the WAL) in plaintext', async () => {
-    const files = (await readdir(h.dataDir)).filter((f) => f.startsWith('agentd.db'));
-    expect(files).toContain('agentd.db');
+  it('is in no database file (nor the WAL) or row in plaintext', async () => {
     const row = await h.store.db.selectFrom('connections').selectAll().where('slug', '=', 'proj').executeTakeFirstOrThrow();
     // Sealed as base64 of iv (12) | tag (16) | ciphertext.
     expect(Buffer.from(row.api_key_ciphertext, 'base64').length).toBe(12 + 16 + Buffer.byteLength(KEY));
-    for (const file of files) {
-      const bytes = await readFile(path.join(h.dataDir, file));
-      expect(bytes.includes(KEY), file).toBe(false);
-      expect(bytes.includes(OLLAMA_KEY), file).toBe(false);
+    for (const { source, text } of await storedContent(h)) {
+      expect(text.includes(KEY), source).toBe(false);
+      expect(text.includes(OLLAMA_KEY), source).toBe(false);
     }
   });
 
@@ -179,7 +177,7 @@ describe('the key at rest', () => {
     const file = path.join(h.dataDir, SECRET_KEY_FILE);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     const before = await readFile(file, 'utf8');
-    const again = await openStore({ dataDir: h.dataDir });
+    const again = await openStore({ dataDir: h.dataDir, databaseUrl: h.databaseUrl });
     try {
       expect(await again.connections.open(h.projectId, 'proj')).toMatchObject({ provider: 'openai', api_key: KEY, model: 'conn-model' });
     } finally {
@@ -189,7 +187,7 @@ describe('the key at rest', () => {
   });
 
   it('under another AGENTD_SECRET_KEY cannot be read: the turn fails with 424 saying so', async () => {
-    const other = await startHarness({ dataDir: h.dataDir, logs: true, env: { AGENTD_SECRET_KEY: randomBytes(32).toString('base64') } });
+    const other = await startHarness({ dataDir: h.dataDir, databaseUrl: h.databaseUrl, logs: true, env: { AGENTD_SECRET_KEY: randomBytes(32).toString('base64') } });
     try {
       const res = await run(agent({}), {}, other);
       const body = await expectError(res, 424, 'upstream-auth', /connection "proj" cannot be decrypted with this server's AGENTD_SECRET_KEY/);

@@ -93,7 +93,7 @@ describe('live turns across processes sharing one database', () => {
   it('force takes over a turn that another agentd runs: the holder sees the request through its lease', async () => {
     const env = { AGENTD_LEASE_TTL_MS: '600' };
     const a = await startHarness({ env });
-    const b = await startHarness({ env, dataDir: a.dataDir });
+    const b = await startHarness({ env, dataDir: a.dataDir, databaseUrl: a.databaseUrl });
     try {
       const session = sid('remote');
       a.model.script({ hang: true });

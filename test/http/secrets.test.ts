@@ -1,8 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { builtin, invokeBody, readFrames, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { storedContent } from '../support/database.ts';
 
 /**
  * design.md §4 "Connections" and §6: per-request `secrets` (and `credentials`) are used for the run
@@ -108,12 +107,9 @@ describe('per-request secrets', () => {
       expect(body).not.toContain(SECRET);
       expect(body).not.toContain(CREDENTIAL);
     }
-    const dbFiles = (await readdir(h.dataDir)).filter((f) => f.startsWith('agentd.db'));
-    expect(dbFiles).toContain('agentd.db');
-    for (const file of dbFiles) {
-      const bytes = await readFile(path.join(h.dataDir, file));
-      expect(bytes.includes(SECRET), file).toBe(false);
-      expect(bytes.includes(CREDENTIAL), file).toBe(false);
+    for (const { source, text } of await storedContent(h)) {
+      expect(text.includes(SECRET), source).toBe(false);
+      expect(text.includes(CREDENTIAL), source).toBe(false);
     }
     const logs = h.logs.join('');
     expect(logs).toContain('"reqId"');

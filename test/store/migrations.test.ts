@@ -57,15 +57,16 @@ describe('openStore and migrations', () => {
     await store.close();
   });
 
-  it('resolves DATABASE_URL and refuses PostgreSQL for now', async () => {
+  it('resolves DATABASE_URL, showing a PostgreSQL one without its password', async () => {
     expect(resolveDatabaseLocation({ dataDir: '/data' })).toBe('/data/agentd.db');
     expect(resolveDatabaseLocation({ dataDir: ':memory:' })).toBe(':memory:');
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite:/x/y.db' })).toBe('/x/y.db');
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'file:///x/z.db' })).toBe('/x/z.db');
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite::memory:' })).toBe(':memory:');
     expect(() => resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'mysql://h/db' })).toThrow(/not supported/);
-    await expect(openStore({ dataDir: dir, databaseUrl: 'postgres://u@h/db' })).rejects.toThrow(/pg driver \(issue 7\)/);
-    await expect(openStore({ dataDir: dir, databaseUrl: 'postgresql://u@h/db' })).rejects.toThrow(/PostgreSQL/);
+    expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'postgres://u:hunter2@h:5432/db' })).toBe('postgres://u:***@h:5432/db');
+    // An unreachable server stops the start with the address (never the password) and the reason.
+    await expect(openStore({ dataDir: dir, databaseUrl: 'postgresql://u:hunter2@127.0.0.1:1/db' })).rejects.toThrow(/cannot open the database at postgresql:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
 
     const file = path.join(dir, 'via-url', 'custom.db');
     const store = await openStore({ dataDir: path.join(dir, 'unused'), databaseUrl: `sqlite:${file}` });

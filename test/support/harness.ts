@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer, type FakeScript } from '../../src/testing/fake-model.ts';
+import { freshDatabase } from './database.ts';
 
 export interface Harness {
   url: string;
@@ -16,6 +17,8 @@ export interface Harness {
   app: FastifyInstance;
   config: Config;
   dataDir: string;
+  /** The PostgreSQL database (a schema of its own) when tests run on PostgreSQL; undefined on SQLite. */
+  databaseUrl: string | undefined;
   projectId: string;
   apiKey: string;
   /** Every log line the server wrote, when started with `logs: true`. */
@@ -34,6 +37,8 @@ export interface HarnessOptions {
   logs?: boolean;
   /** Share another harness's data folder (and so its database): a second agentd process, in effect. */
   dataDir?: string;
+  /** With dataDir: the other harness's database (`h.databaseUrl`), when it is PostgreSQL. */
+  databaseUrl?: string | undefined;
 }
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
@@ -50,7 +55,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     AGENTD_DEFAULT_MODEL: 'fake-model',
     ...options.env,
   });
-  const store = await openStore({ dataDir, databaseUrl: undefined, secretKey: config.secretKey });
+  const database = options.dataDir ? { url: options.databaseUrl, drop: async () => {} } : await freshDatabase();
+  const store = await openStore({ dataDir, databaseUrl: database.url, secretKey: config.secretKey });
   const project = await store.projects.ensure('test');
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];
@@ -66,6 +72,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     app,
     config,
     dataDir,
+    databaseUrl: database.url,
     projectId: project.id,
     apiKey: key.key,
     logs,
@@ -85,6 +92,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await closing;
       await model.close();
       await store.close();
+      await database.drop();
       if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };

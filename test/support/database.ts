@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+
+/**
+ * The database a test's store opens. SQLite (the default) needs nothing; with
+ * AGENTD_TEST_DATABASE_URL set, each call makes a schema of its own on that PostgreSQL server, so
+ * test files run side by side without seeing each other's rows, and `drop` removes it.
+ */
+export interface TestDatabase {
+  /** undefined: the SQLite file in the data folder. */
+  url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/** Set in the `postgres` project of vitest.config.ts only, so the same file runs on both engines. */
+export const TEST_POSTGRES_URL = process.env.AGENTD_TEST_ENGINE === 'postgres' ? process.env.AGENTD_TEST_DATABASE_URL || undefined : undefined;
+
+export async function freshDatabase(): Promise<TestDatabase> {
+  if (!TEST_POSTGRES_URL) return { url: undefined, drop: async () => {} };
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const url = new URL(TEST_POSTGRES_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Everything a store holds, as searchable text: on SQLite the bytes of the database file and its
+ * WAL (what a stolen disk would show); on PostgreSQL every row of every table of its schema.
+ */
+export async function storedContent(where: { dataDir: string; databaseUrl: string | undefined }): Promise<{ source: string; text: string }[]> {
+  if (!where.databaseUrl) {
+    const files = (await readdir(where.dataDir)).filter((f) => f.startsWith('agentd.db'));
+    if (!files.includes('agentd.db')) throw new Error(`no agentd.db in ${where.dataDir}`);
+    return Promise.all(files.map(async (file) => ({ source: file, text: (await readFile(path.join(where.dataDir, file))).toString('latin1') })));
+  }
+  const client = new pg.Client({ connectionString: where.databaseUrl });
+  await client.connect();
+  try {
+    const { rows: tables } = await client.query<{ table_name: string }>('select table_name from information_schema.tables where table_schema = current_schema()');
+    if (tables.length === 0) throw new Error('the test schema has no tables');
+    const dumps = [];
+    for (const { table_name } of tables) {
+      const { rows } = await client.query(`select * from "${table_name}"`);
+      dumps.push({ source: table_name, text: JSON.stringify(rows) });
+    }
+    return dumps;
+  } finally {
+    await client.end();
+  }
+}
