@@ -13,6 +13,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** PostgreSQL connections per process. */
   pgPoolSize: number;
+  /** How often an idle evaluation driver (or, on PostgreSQL, the search for runs to share) looks again. */
+  evalPollMs: number;
   /** AGENTD_SECRET_KEY, which seals stored provider keys; unset, the store keeps one in the data folder. */
   secretKey: Buffer | undefined;
   maxBodyBytes: number;
@@ -70,6 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: env.DATABASE_URL || undefined,
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
+    evalPollMs: Math.max(10, int(env, 'AGENTD_EVAL_POLL_MS', 1000)),
     secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),

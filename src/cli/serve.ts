@@ -30,11 +30,14 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
 
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, secretKey: config.secretKey });
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
-  // off when the previous process died.
-  await store.turns.markRunningAsInterrupted();
-  await store.leases.releaseAll();
+  // off when the previous process died. On PostgreSQL they may be another replica's.
+  if (store.engine === 'sqlite') {
+    await store.turns.markRunningAsInterrupted();
+    await store.leases.releaseAll();
+  }
   const first = await bootstrapFirstRun(store);
   const app = await buildApp({ config, store });
+  const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
   await app.listen({ port, host: values.host ?? config.host });
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
@@ -57,6 +60,8 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     .resume()
     .then((count) => count && app.log.info({ runs: count }, 'resumed unfinished evaluation runs'))
     .catch((error: unknown) => app.log.error({ err: error }, 'could not resume evaluation runs'));
+  // Replicas share evaluation runs: each looks for runs it does not drive yet.
+  const stopWatching = store.engine === 'postgres' ? app.evaluations.watch() : () => {};
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
@@ -66,6 +71,8 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  stopSweeping();
+  stopWatching();
   const closing = app.close();
   // Evaluation cases stop starting; those in flight end with their turns and run again next start.
   const evaluations = app.evaluations.drain();

@@ -7,7 +7,7 @@ import { AppError, isAppError } from '../errors.ts';
 import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
-import type { ResultError, ResultRecord, RunRecord } from '../store/evaluations.ts';
+import type { ResultError, ResultRecord, ResultUpdate, RunRecord } from '../store/evaluations.ts';
 import { evaluate, type Complete } from './evaluators.ts';
 import { runMetrics } from './metrics.ts';
 
@@ -37,6 +37,10 @@ export interface PreparedRun {
 export interface EngineDeps {
   store: Store;
   turns: TurnService;
+  /** How long a case's claim outlives its last renewal: a dead replica's cases are taken over after it. */
+  claimTtlMs: number;
+  /** How often an idle driver looks again (other replicas' cases, lapsed claims, a stop request). */
+  pollMs: number;
   prepare(run: EvaluationRun): Promise<PreparedRun>;
   complete?: Complete | undefined;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
@@ -98,15 +102,35 @@ export class EvaluationEngine {
     }
   }
 
-  /** At start: the runs a previous process left unfinished carry on; their interrupted cases run again. */
+  /**
+   * At start: the runs a previous process left unfinished carry on. On SQLite this process is the
+   * only one, so cases left running were cut off and run again at once; on PostgreSQL they may be
+   * another replica's, and are taken over only when their claims lapse.
+   */
   async resume(): Promise<number> {
-    const runs = await this.deps.store.evaluations.listUnfinished<EvaluationSpec>();
+    const { store } = this.deps;
+    const runs = await store.evaluations.listUnfinished<EvaluationSpec>();
     for (const run of runs) {
-      await this.deps.store.evaluations.moveResults(run.id, 'running', 'pending');
-      if (run.cancel_requested) await finishCancelled(this.deps.store, run.id);
+      if (store.engine === 'sqlite') await store.evaluations.moveResults(run.id, 'running', 'pending');
+      if (run.cancel_requested) await finishCancelled(store, run.id);
       else this.start(run);
     }
     return runs.length;
+  }
+
+  /**
+   * Replicas share runs: every `pollMs` this one picks up the unfinished runs it does not drive
+   * yet, wherever they were created. Returns the function that stops watching.
+   */
+  watch(): () => void {
+    const timer = setInterval(() => {
+      void this.deps.store.evaluations
+        .listUnfinished<EvaluationSpec>()
+        .then((runs) => runs.filter((run) => !run.cancel_requested).forEach((run) => this.start(run)))
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'could not look for evaluation runs'));
+    }, this.deps.pollMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /**
@@ -122,7 +146,8 @@ export class EvaluationEngine {
 
 async function finishCancelled(store: Store, runId: string): Promise<void> {
   await store.evaluations.moveResults(runId, 'pending', 'cancelled');
-  await store.evaluations.updateRun(runId, { status: 'cancelled', ended_at: new Date().toISOString() });
+  await store.evaluations.updateRun(runId, { status: 'cancelled', ended_at: new Date().toISOString() }, 'running');
+  await store.evaluations.updateRun(runId, { status: 'cancelled', ended_at: new Date().toISOString() }, 'pending');
 }
 
 /** One run, driven to its end in this process. */
@@ -172,28 +197,53 @@ class RunDriver {
     }
   }
 
-  /** Keeps up to `batch_size` cases in flight until none is left, or the run is stopped. */
+  /**
+   * Keeps up to `batch_size` cases in flight — counting every replica's — until no case of the
+   * run is left pending or running anywhere, or the run is stopped. Claims of the cases in flight
+   * are renewed while they run; a stop requested through another replica is seen at a renewal.
+   */
   private async loop(prepared: PreparedRun): Promise<void> {
-    const { store } = this.deps;
+    const { store, claimTtlMs, pollMs } = this.deps;
     const { batch_size } = this.run.spec.concurrency;
-    const inFlight = new Set<Promise<void>>();
+    const inFlight = new Map<string, Promise<void>>();
     const signal = this.controller.signal;
-    while (!signal.aborted) {
-      const claimed = inFlight.size < batch_size ? await store.evaluations.claim(this.run.id, this.holder, batch_size - inFlight.size) : [];
-      for (const result of claimed) {
-        const running: Promise<void> = this.runCase(result, prepared).finally(() => inFlight.delete(running));
-        inFlight.add(running);
+    const renewal = setInterval(() => void this.renew([...inFlight.keys()]), Math.max(50, claimTtlMs / 3));
+    renewal.unref();
+    try {
+      while (!signal.aborted) {
+        const room = batch_size - inFlight.size;
+        const claimed = room > 0 ? await store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs) : [];
+        for (const result of claimed) {
+          inFlight.set(result.id, this.runCase(result, prepared).finally(() => inFlight.delete(result.id)));
+        }
+        if (claimed.length > 0 && inFlight.size < batch_size) continue;
+        if (claimed.length === 0 && inFlight.size === 0) {
+          const progress = await store.evaluations.progress(this.run.id);
+          if (progress.pending === 0 && progress.running === 0) break;
+        }
+        // Wait for a case here to end, a retry to come due, or the next look around.
+        const due = claimed.length === 0 ? await store.evaluations.nextDue(this.run.id) : undefined;
+        const waitMs = due === undefined ? pollMs : Math.min(pollMs, Math.max(0, Date.parse(due) - Date.now()));
+        await Promise.race([
+          ...inFlight.values(),
+          sleep(waitMs, undefined, { signal }).catch(() => undefined),
+        ]);
       }
-      if (claimed.length > 0 && inFlight.size < batch_size) continue;
-      // Nothing more to start now: wait for a case to end, or for a retry to come due.
-      const due = claimed.length === 0 ? await store.evaluations.nextDue(this.run.id) : undefined;
-      if (inFlight.size === 0 && due === undefined && claimed.length === 0) break;
-      const waits: Promise<unknown>[] = [...inFlight];
-      if (due !== undefined) waits.push(sleep(Math.max(0, Date.parse(due) - Date.now()), undefined, { signal }).catch(() => undefined));
-      waits.push(new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })));
-      await Promise.race(waits);
+    } finally {
+      clearInterval(renewal);
     }
-    await Promise.allSettled(inFlight);
+    await Promise.allSettled(inFlight.values());
+  }
+
+  private async renew(ids: string[]): Promise<void> {
+    const { store, claimTtlMs, log } = this.deps;
+    try {
+      await store.evaluations.renewClaims(this.holder, ids, claimTtlMs);
+      const run = await store.evaluations.getRun(this.run.project_id, this.run.id);
+      if (run?.cancel_requested) this.abort(STOPPED);
+    } catch (error) {
+      log.warn({ err: error, run_id: this.run.id }, 'could not renew evaluation claims');
+    }
   }
 
   private async finish(): Promise<void> {
@@ -208,12 +258,19 @@ class RunDriver {
     const progress = await store.evaluations.progress(runId);
     const status: RunStatus = progress.failure > 0 || progress.cancelled > 0 ? 'errors' : 'success';
     const metrics = runMetrics({ ...this.run, status }, await store.evaluations.resultsOf(runId), false);
-    await store.evaluations.updateRun(runId, { status, ended_at: new Date().toISOString(), metrics });
+    // Every replica that drove the run gets here; the first to write ends it.
+    await store.evaluations.updateRun(runId, { status, ended_at: new Date().toISOString(), metrics }, 'running');
+  }
+
+  /** Writes a case's outcome while this replica still holds it; a lost claim means another took over. */
+  private async write(resultId: string, update: ResultUpdate): Promise<void> {
+    if (!(await this.deps.store.evaluations.updateResult(resultId, this.holder, update))) {
+      this.deps.log.warn({ run_id: this.run.id, result_id: resultId }, 'an evaluation case was taken over by another replica before it ended here; its outcome is dropped');
+    }
   }
 
   /** One attempt of one case, and what follows from it: done, retried later, or failed for good. */
   private async runCase(result: ResultRecord, prepared: PreparedRun): Promise<void> {
-    const { store } = this.deps;
     const { spec } = this.run;
     const number = result.attempts.length + 1;
     const startedAt = new Date().toISOString();
@@ -269,7 +326,7 @@ class RunDriver {
       const testcase = prepared.testcases.get(result.testcase_id) ?? {};
       const scores: EvaluatorScore[] = [];
       for (const { name, spec: evaluator } of spec.evaluators) scores.push(await evaluate(evaluator, name, { messages: folded.messages, testcase }, this.deps.complete));
-      await store.evaluations.updateResult(result.id, {
+      await this.write(result.id, {
         status: 'success',
         attempts,
         output: { messages: folded.messages, ...(folded.stop_reason ? { stop_reason: folded.stop_reason } : {}) },
@@ -284,16 +341,16 @@ class RunDriver {
     }
     if (stopped) {
       // Stopped: cancelled for good; drained: runs again after the restart.
-      await store.evaluations.updateResult(result.id, { status: reason === DRAINING ? 'pending' : 'cancelled', attempts, ...ids });
+      await this.write(result.id, { status: reason === DRAINING ? 'pending' : 'cancelled', attempts, ...ids });
       return;
     }
     const failure = error!;
     const failures = attempts.filter((a) => a.status === 'failure' && a.started_at >= this.startedAt).length;
     if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
       const delay = Math.max(spec.concurrency.retry_delay * 1000, retryAfterMs(failure));
-      await store.evaluations.updateResult(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
+      await this.write(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
       return;
     }
-    await store.evaluations.updateResult(result.id, { status: 'failure', attempts, error: toResultError(failure), duration_ms: duration, tokens: folded?.usage?.total ?? null, cost: folded?.usage?.cost ?? null, ...ids });
+    await this.write(result.id, { status: 'failure', attempts, error: toResultError(failure), duration_ms: duration, tokens: folded?.usage?.total ?? null, cost: folded?.usage?.cost ?? null, ...ids });
   }
 }

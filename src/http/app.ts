@@ -94,7 +94,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('interactions', interactions);
   const testsets = new TestsetService(deps.store.configs);
   const runs = new RunService({ store: deps.store, config, testsets });
-  const evaluations = new EvaluationEngine({ store: deps.store, turns, prepare: (run) => runs.prepare(run), complete: judgeModel(config), log: app.log });
+  const evaluations = new EvaluationEngine({
+    store: deps.store,
+    turns,
+    claimTtlMs: config.leaseTtlMs,
+    pollMs: config.evalPollMs,
+    prepare: (run) => runs.prepare(run),
+    complete: judgeModel(config),
+    log: app.log,
+  });
   runs.attach(evaluations);
   app.decorate('evaluations', evaluations);
   // A closed app runs no more cases; those in flight go back to pending for the next start.

@@ -277,6 +277,25 @@ export class TurnService {
    * Graceful stop: live turns get `graceMs` to end by themselves, then are aborted and recorded as
    * interrupted.
    */
+  /**
+   * Replicas on one database cannot clear each other's leases at start; instead each one, every
+   * `intervalMs`, frees the sessions whose holders died (their leases lapsed) and records the turns
+   * they were running as interrupted. Returns the function that stops sweeping.
+   */
+  sweepExpiredLeases(intervalMs: number): () => void {
+    const { store, log } = this.deps;
+    const sweep = async () => {
+      for (const lease of await store.leases.listExpired()) {
+        if (await store.leases.releaseExpired(lease)) await store.turns.markRunningAsInterrupted([lease.turn_id]);
+      }
+    };
+    const run = () => void sweep().catch((error: unknown) => log.warn({ err: error }, 'could not sweep expired session leases'));
+    run();
+    const timer = setInterval(run, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   async shutdown(graceMs: number): Promise<void> {
     const all = () => Promise.all([...this.live.values()].map((t) => t.done));
     let timer: NodeJS.Timeout | undefined;

@@ -147,7 +147,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     leases: createLeasesRepo(db),
     connections: createConnectionsRepo(db, box),
     configs: createConfigsRepo(db),
-    evaluations: createEvaluationsRepo(db),
+    evaluations: createEvaluationsRepo(db, isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite'),
     engine: isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite',
     close: () => engine.close(),
   };

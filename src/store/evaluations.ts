@@ -124,7 +124,7 @@ function toResult(row: Selectable<EvaluationResultsTable>): ResultRecord {
 /** Rows per insert when a run's cases are written: well under SQLite's bound-parameter limit. */
 const INSERT_CHUNK = 200;
 
-export function createEvaluationsRepo(db: Kysely<Database>) {
+export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | 'postgres') {
   /** Writes the run and one pending result per case, together: a run never exists without its cases. */
   async function createRun(
     run: { id: string; project_id: string; name?: string | undefined; description?: string | undefined; spec: object; tags?: JsonObject | undefined; meta?: JsonObject | undefined; flags?: JsonObject | undefined },
@@ -166,6 +166,7 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
               status: 'pending',
               not_before: null,
               claimed_by: null,
+              claim_expires_at: null,
               attempts_json: '[]',
               output_json: null,
               error_json: null,
@@ -207,11 +208,13 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
     return rows.map((row) => toRun<Spec>(row));
   }
 
+  /** Changes a run; with `from`, only while the run is in that status (so one replica ends it). */
   async function updateRun(
     id: string,
     change: { status?: RunStatus; started_at?: string; ended_at?: string | null; error?: RunRecord['error']; metrics?: MetricsRecord[] | null; cancel_requested?: boolean },
-  ): Promise<void> {
-    await db
+    from?: RunStatus,
+  ): Promise<boolean> {
+    let query = db
       .updateTable('evaluation_runs')
       .set({
         updated_at: nowIso(),
@@ -222,8 +225,10 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
         ...(change.metrics !== undefined ? { metrics_json: toJson(change.metrics) } : {}),
         ...(change.cancel_requested !== undefined ? { cancel_requested: change.cancel_requested ? 1 : 0 } : {}),
       })
-      .where('id', '=', id)
-      .execute();
+      .where('id', '=', id);
+    if (from) query = query.where('status', '=', from);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   async function progress(runId: string): Promise<Progress> {
@@ -237,30 +242,61 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
   }
 
   /**
-   * Takes up to `limit` pending cases that are due, in id order (ids number a run's cases), for
-   * this holder. The update re-checks the status, so a case two claimers both saw goes to one.
+   * Takes up to `limit` cases that are due, in id order (ids number a run's cases), for this
+   * holder, keeping the run's cases in flight — across every replica — at most `cap`. Due means
+   * pending and past its retry time, or running under a claim that lapsed (its replica died).
+   * On PostgreSQL the run's row is locked for the claim, so claimers of one run take turns and
+   * the cap holds; SQLite has one writer anyway.
    */
-  async function claim(runId: string, holder: string, limit: number): Promise<ResultRecord[]> {
-    const now = nowIso();
-    const due = await db
-      .selectFrom('evaluation_results')
-      .select('id')
-      .where('run_id', '=', runId)
-      .where('status', '=', 'pending')
-      .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)]))
-      .orderBy('id')
-      .limit(limit)
-      .execute();
-    if (due.length === 0) return [];
-    const ids = due.map((row) => row.id);
-    await db
+  async function claim(runId: string, holder: string, limit: number, cap: number, ttlMs: number): Promise<ResultRecord[]> {
+    return db.transaction().execute(async (trx) => {
+      if (engine === 'postgres') await trx.selectFrom('evaluation_runs').select('id').where('id', '=', runId).forUpdate().execute();
+      const now = nowIso();
+      const live = await trx
+        .selectFrom('evaluation_results')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('run_id', '=', runId)
+        .where('status', '=', 'running')
+        .where('claim_expires_at', '>', now)
+        .executeTakeFirst();
+      const take = Math.min(limit, cap - Number(live?.n ?? 0));
+      if (take <= 0) return [];
+      const due = await trx
+        .selectFrom('evaluation_results')
+        .select('id')
+        .where('run_id', '=', runId)
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'pending'), eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)])]),
+            eb.and([eb('status', '=', 'running'), eb('claim_expires_at', '<=', now)]),
+          ]),
+        )
+        .orderBy('id')
+        .limit(take)
+        .execute();
+      if (due.length === 0) return [];
+      const ids = due.map((row) => row.id);
+      await trx
+        .updateTable('evaluation_results')
+        .set({ status: 'running', claimed_by: holder, claim_expires_at: new Date(Date.now() + ttlMs).toISOString(), updated_at: now })
+        .where('id', 'in', ids)
+        .execute();
+      const rows = await trx.selectFrom('evaluation_results').selectAll().where('id', 'in', ids).execute();
+      return rows.map(toResult);
+    });
+  }
+
+  /** Keeps this holder's claims alive; returns how many it still holds. */
+  async function renewClaims(holder: string, ids: readonly string[], ttlMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const result = await db
       .updateTable('evaluation_results')
-      .set({ status: 'running', claimed_by: holder, updated_at: now })
+      .set({ claim_expires_at: new Date(Date.now() + ttlMs).toISOString() })
       .where('id', 'in', ids)
-      .where('status', '=', 'pending')
-      .execute();
-    const rows = await db.selectFrom('evaluation_results').selectAll().where('id', 'in', ids).where('claimed_by', '=', holder).where('status', '=', 'running').execute();
-    return rows.map(toResult);
+      .where('claimed_by', '=', holder)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   /** When the earliest case waiting for a retry becomes due, if any is waiting. */
@@ -274,14 +310,19 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
     return row?.at ?? undefined;
   }
 
-  async function updateResult(id: string, update: ResultUpdate): Promise<void> {
-    await db
+  /**
+   * Writes an attempt's outcome, only while `holder` still holds the case: a replica that was
+   * taken for dead and comes back never overwrites its successor. False when it no longer does.
+   */
+  async function updateResult(id: string, holder: string, update: ResultUpdate): Promise<boolean> {
+    const result = await db
       .updateTable('evaluation_results')
       .set({
         status: update.status,
         updated_at: nowIso(),
         attempts_json: JSON.stringify(update.attempts),
-        ...(update.status === 'running' ? {} : { claimed_by: null }),
+        claimed_by: null,
+        claim_expires_at: null,
         ...(update.not_before !== undefined ? { not_before: update.not_before } : {}),
         ...(update.output !== undefined ? { output_json: toJson(update.output) } : {}),
         ...(update.error !== undefined ? { error_json: toJson(update.error) } : {}),
@@ -293,14 +334,17 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
         ...(update.session_id !== undefined ? { session_id: update.session_id } : {}),
       })
       .where('id', '=', id)
-      .execute();
+      .where('claimed_by', '=', holder)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   /** Moves a run's cases from one status to another (a restart's `running → pending`, a stop's `pending → cancelled`, a rerun's `failure → pending`). */
   async function moveResults(runId: string, from: ResultStatus, to: ResultStatus): Promise<number> {
     const result = await db
       .updateTable('evaluation_results')
-      .set({ status: to, claimed_by: null, not_before: null, updated_at: nowIso() })
+      .set({ status: to, claimed_by: null, claim_expires_at: null, not_before: null, updated_at: nowIso() })
       .where('run_id', '=', runId)
       .where('status', '=', from)
       .executeTakeFirst();
@@ -328,7 +372,7 @@ export function createEvaluationsRepo(db: Kysely<Database>) {
     return rows.map(toResult);
   }
 
-  return { createRun, getRun, listRuns, listUnfinished, updateRun, progress, claim, nextDue, updateResult, moveResults, queryResults, resultsOf };
+  return { createRun, getRun, listRuns, listUnfinished, updateRun, progress, claim, renewClaims, nextDue, updateResult, moveResults, queryResults, resultsOf };
 }
 
 export type EvaluationsRepo = ReturnType<typeof createEvaluationsRepo>;

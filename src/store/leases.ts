@@ -98,13 +98,25 @@ export function createLeasesRepo(db: Kysely<Database>) {
     return rows.map(toLease);
   }
 
+  /** Drops a lease whose holder stopped renewing it, unless it was renewed or taken meanwhile. */
+  async function releaseExpired(lease: Pick<Lease, 'project_id' | 'session_id' | 'turn_id'>): Promise<boolean> {
+    const result = await db
+      .deleteFrom('session_leases')
+      .where('project_id', '=', lease.project_id)
+      .where('session_id', '=', lease.session_id)
+      .where('turn_id', '=', lease.turn_id)
+      .where('expires_at', '<', nowIso())
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
   /** Drops every lease: only for a process that knows it is the database's sole user, at start. */
   async function releaseAll(): Promise<number> {
     const result = await db.deleteFrom('session_leases').executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
-  return { get, acquire, renew, release, requestCancel, listExpired, releaseAll };
+  return { get, acquire, renew, release, requestCancel, listExpired, releaseExpired, releaseAll };
 }
 
 export type LeasesRepo = ReturnType<typeof createLeasesRepo>;

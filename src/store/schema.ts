@@ -163,6 +163,8 @@ export interface EvaluationResultsTable {
   /** A case waiting to be retried is not claimed before this time. */
   not_before: string | null;
   claimed_by: string | null;
+  /** While running: when the claim lapses unless its holder renews it. */
+  claim_expires_at: string | null;
   attempts_json: string;
   output_json: string | null;
   error_json: string | null;

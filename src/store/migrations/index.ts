@@ -5,6 +5,7 @@ import { interactionListing } from './0003_interaction_listing.ts';
 import { connections } from './0004_connections.ts';
 import { configs } from './0005_configs.ts';
 import { evaluations } from './0006_evaluations.ts';
+import { evaluationClaims } from './0007_evaluation_claims.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '0004_connections': connections,
   '0005_configs': configs,
   '0006_evaluations': evaluations,
+  '0007_evaluation_claims': evaluationClaims,
 };
