@@ -5,15 +5,10 @@
  * its own process (bench/model-server.ts), as a provider is; agentd runs in this one.
  * Run with `npm run bench:evaluations` (BENCH_EVAL_LATENCY_MS changes the latency).
  */
-import { fork } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../src/config.ts';
-import { buildApp } from '../src/http/app.ts';
-import { openStore } from '../src/store/db.ts';
-import type { Ready } from './shared.ts';
+import { apiCall } from '../test/support/child-server.ts';
+import { modelFloor, startLocalAgentd, startModelProcess } from './local.ts';
 
 const LATENCY_MS = Number(process.env.BENCH_EVAL_LATENCY_MS ?? 200);
 const SCENARIOS = [
@@ -21,49 +16,11 @@ const SCENARIOS = [
   { cases: 1000, batch: 100 },
 ];
 
-const modelProcess = fork(path.join(import.meta.dirname, 'model-server.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-const ask = <T>(msg: object) =>
-  new Promise<T>((resolve) => {
-    modelProcess.once('message', (reply: T) => resolve(reply));
-    modelProcess.send(msg);
-  });
-const model = await new Promise<Ready>((resolve) => modelProcess.once('message', (msg: Ready) => resolve(msg)));
-await ask({ type: 'latency', ms: LATENCY_MS });
-const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-eval-'));
-const config = loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: model.url });
-const store = await openStore({ dataDir });
-const project = await store.projects.ensure('bench');
-const key = (await store.apiKeys.create(project.id, 'editor')).key;
-const app = await buildApp({ config, store });
-await app.listen({ port: 0, host: '127.0.0.1' });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+const model = await startModelProcess(LATENCY_MS);
+const ask = model.ask;
+const agentd = await startLocalAgentd(model.url);
 
-async function api(method: string, route: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}/api${route}?project_id=${project.id}`, {
-    method,
-    headers: { authorization: `ApiKey ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
-/** N plain model calls, B at a time: what the run cannot beat on this machine. */
-async function floor(cases: number, batch: number): Promise<number> {
-  const body = JSON.stringify({ model: 'm', input: [{ role: 'user', content: 'q' }], stream: true });
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: batch }, async () => {
-      while (next < cases) {
-        next++;
-        const res = await fetch(`${model.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
-        await res.text();
-      }
-    }),
-  );
-  return performance.now() - started;
-}
+const api = (method: string, route: string, body?: unknown) => apiCall(agentd.url, { projectId: agentd.projectId, key: agentd.key }, method, route, body);
 
 const workflow = await api('POST', '/workflows', {
   slug: 'bench-target',
@@ -75,7 +32,7 @@ for (const { cases, batch } of SCENARIOS) {
   const testset = await api('POST', '/simple/testsets/', {
     testset: { data: { testcases: Array.from({ length: cases }, (_, i) => ({ data: { messages: [{ role: 'user', content: `case ${i}` }] } })) } },
   });
-  const floorMs = await floor(cases, batch);
+  const floorMs = await modelFloor(model.url, cases, batch);
   await ask({ type: 'reset' });
   const started = performance.now();
   const { evaluation } = await api('POST', '/simple/evaluations/', {
@@ -113,7 +70,5 @@ process.stdout.write(
   ].join('\n'),
 );
 
-await app.close();
-await store.close();
-modelProcess.send({ type: 'stop' });
-await rm(dataDir, { recursive: true, force: true });
+await agentd.close();
+model.stop();

@@ -5,7 +5,6 @@
  * replica, measured in the same run. Needs BENCH_DATABASE_URL (or AGENTD_TEST_DATABASE_URL);
  * each replica count gets a fresh schema. `npm run bench:replicas`.
  */
-import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,7 +12,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { firstStartCredentials, startServe } from '../test/support/child-server.ts';
-import type { Ready } from './shared.ts';
+import { startModelProcess } from './local.ts';
 
 const BASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.AGENTD_TEST_DATABASE_URL;
 if (!BASE_URL) throw new Error('set BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)');
@@ -21,12 +20,7 @@ const CASES = Number(process.env.BENCH_REPLICAS_CASES ?? 600);
 const BATCH = Number(process.env.BENCH_REPLICAS_BATCH ?? 150);
 const LATENCY_MS = 200;
 
-const modelProcess = fork(path.join(import.meta.dirname, 'model-server.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-const model = await new Promise<Ready>((resolve) => modelProcess.once('message', (msg: Ready) => resolve(msg)));
-await new Promise((resolve) => {
-  modelProcess.once('message', resolve);
-  modelProcess.send({ type: 'latency', ms: LATENCY_MS });
-});
+const model = await startModelProcess(LATENCY_MS);
 
 async function admin(query: string): Promise<void> {
   const client = new pg.Client({ connectionString: BASE_URL });
@@ -127,4 +121,4 @@ process.stdout.write(
     '',
   ].join('\n'),
 );
-modelProcess.send({ type: 'stop' });
+model.stop();

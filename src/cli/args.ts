@@ -15,13 +15,28 @@ export function parseFlags<O extends Options>(argv: string[], options: O, usage:
   }
 }
 
-/** As parseFlags, for commands that also take positional arguments (a file, a run id). */
-export function parseCommand<O extends Options>(argv: string[], options: O, usage: string): { values: ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values']; positionals: string[] } | undefined {
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+
+/**
+ * As parseFlags, with `--help` handled: the flags and positional arguments (a file, a run id) when
+ * there is something to run, else the exit status (0 after printing the usage for --help, 2 after a
+ * mistake).
+ */
+export function parseCommand<O extends Options>(
+  argv: string[],
+  options: O,
+  usage: string,
+  allowPositionals = false,
+): { values: ReturnType<typeof parseArgs<{ args: string[]; options: O & typeof HELP }>>['values']; positionals: string[] } | number {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
+    const { values, positionals } = parseArgs({ args: argv, options: { ...options, ...HELP }, allowPositionals });
+    if ((values as { help?: boolean }).help) {
+      process.stdout.write(usage);
+      return 0;
+    }
     return { values, positionals };
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n\n${usage}`);
-    return undefined;
+    return 2;
   }
 }

@@ -3,7 +3,7 @@ import type { AgentdClient } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 
 const USAGE = `Usage:
@@ -36,7 +36,6 @@ const FLAGS = {
   evaluators: { type: 'string' },
   name: { type: 'string' },
   json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
   ...CONNECTION_FLAGS,
 } as const;
 
@@ -71,13 +70,9 @@ export async function evalCommand(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return sub ? 0 : 2;
   }
-  const parsed = parseCommand(rest, FLAGS, USAGE);
-  if (!parsed) return 2;
+  const parsed = parseCommand(rest, FLAGS, USAGE, true);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
   try {
     const client = remoteClient(values);
     if (sub === 'show') {
@@ -115,7 +110,6 @@ export async function evalCommand(argv: string[]): Promise<number> {
     progress.finish(toCounts(run));
     return await report(client, run, values.json === true);
   } catch (error) {
-    process.stderr.write(`agentd eval: ${describeFailure(error)}\n`);
-    return error instanceof CliError ? 2 : 1;
+    return exitWith('eval', error);
   }
 }

@@ -2,8 +2,8 @@ import { createInterface } from 'node:readline';
 import type { InvokeBody, NativeFrame } from '../client/index.ts';
 import type { Message } from '../contract/messages.ts';
 import { TurnFolder, type FoldedTurn } from '../stream/fold.ts';
-import { parseFlags } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { parseCommand } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
@@ -100,7 +100,7 @@ async function answerPause(output: Message[], ask: Answer, auto: boolean | undef
 }
 
 export async function invokeCommand(argv: string[]): Promise<number> {
-  const values = parseFlags(
+  const parsed = parseCommand(
     argv,
     {
       message: { type: 'string' },
@@ -111,16 +111,12 @@ export async function invokeCommand(argv: string[]): Promise<number> {
       approve: { type: 'boolean' },
       deny: { type: 'boolean' },
       json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
       ...CONNECTION_FLAGS,
     },
     USAGE,
   );
-  if (!values) return 2;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const reader = lineReader();
   try {
     if (values.message !== undefined && values.file) throw new CliError('give --message or --file, not both');
@@ -177,8 +173,7 @@ export async function invokeCommand(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (error) {
-    process.stderr.write(`agentd invoke: ${describeFailure(error)}\n`);
-    return error instanceof CliError ? 2 : 1;
+    return exitWith('invoke', error);
   } finally {
     reader.close();
   }

@@ -32,6 +32,12 @@ export function remoteClient(values: { url?: string | undefined; 'api-key'?: str
   return createClient({ baseUrl: values.url ?? env.AGENTD_URL ?? 'http://127.0.0.1:8787', apiKey, projectId });
 }
 
+/** Reports a client command's failure; the exit status says whose it was (2: the command line). */
+export function exitWith(command: string, error: unknown): number {
+  process.stderr.write(`agentd ${command}: ${describeFailure(error)}\n`);
+  return error instanceof CliError ? 2 : 1;
+}
+
 /** One line for the terminal: what failed and, from the server's message, what to do. */
 export function describeFailure(error: unknown): string {
   if (error instanceof AgentdError) return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}`;

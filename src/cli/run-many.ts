@@ -2,9 +2,9 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import type { InvokeBody } from '../client/index.ts';
 import type { Outcome } from '../client/invoke-many.ts';
-import { parseFlags } from './args.ts';
+import { parseCommand } from './args.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, exitWith, remoteClient } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
@@ -94,7 +94,7 @@ function resultLine(index: number, outcome: Outcome): string {
 }
 
 export async function runManyCommand(argv: string[]): Promise<number> {
-  const values = parseFlags(
+  const parsed = parseCommand(
     argv,
     {
       input: { type: 'string' },
@@ -107,16 +107,12 @@ export async function runManyCommand(argv: string[]): Promise<number> {
       retries: { type: 'string' },
       'retry-delay': { type: 'string' },
       resume: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
       ...CONNECTION_FLAGS,
     },
     USAGE,
   );
-  if (!values) return 2;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const number = (name: 'concurrency' | 'retries' | 'retry-delay', fallback: number, min: number) => {
     const raw = values[name];
     const value = raw === undefined ? fallback : Number(raw);
@@ -176,7 +172,6 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     }
     return failed ? 1 : 0;
   } catch (error) {
-    process.stderr.write(`agentd run-many: ${describeFailure(error)}\n`);
-    return error instanceof CliError ? 2 : 1;
+    return exitWith('run-many', error);
   }
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommand } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, remoteClient } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
 
 const USAGE = `Usage: agentd testsets import FILE [options]
 
@@ -33,17 +33,13 @@ export async function testsetsCommand(argv: string[]): Promise<number> {
       input: { type: 'string' },
       testset: { type: 'string' },
       json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
       ...CONNECTION_FLAGS,
     },
     USAGE,
+    true,
   );
-  if (!parsed) return 2;
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
   try {
     if (sub !== 'import') throw new CliError(`unknown testsets command "${sub}"; use import`);
     const [file, ...extra] = positionals;
@@ -71,7 +67,6 @@ export async function testsetsCommand(argv: string[]): Promise<number> {
     );
     return 0;
   } catch (error) {
-    process.stderr.write(`agentd testsets: ${describeFailure(error)}\n`);
-    return error instanceof CliError ? 2 : 1;
+    return exitWith('testsets', error);
   }
 }

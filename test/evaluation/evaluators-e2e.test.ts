@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
 import { configsApi, createWorkflow } from '../configs/client.ts';
+import { createTestset, finalText, postRun, runEnded, runMetricsRecord, runResults, startRun } from './client.ts';
 
 /**
  * Evaluators inside real runs: the LLM judge over the real provider path (the same fake model the
@@ -36,38 +37,15 @@ const api = (method: string, path: string, body?: unknown) => configsApi(h, meth
 const row = (text: string, extra: Record<string, unknown> = {}) => ({ data: { messages: [{ role: 'user', content: text }], ...extra } });
 
 async function testset(rows: unknown[]): Promise<{ revision: string; ids: string[] }> {
-  const { body } = await okJsonText(await api('POST', '/simple/testsets/', { testset: { name: unique('cases'), data: { testcases: rows } } }));
-  return { revision: body.testset.revision_id, ids: body.testset.data.testcase_ids };
+  const created = await createTestset(h, { name: unique('cases'), data: { testcases: rows } });
+  return { revision: created.revision_id, ids: created.data.testcase_ids };
 }
 
-function post(testsetRevision: string, data: Record<string, unknown>): Promise<Response> {
-  return api('POST', '/simple/evaluations/', { evaluation: { name: unique('run'), data: { testset_steps: [testsetRevision], application_steps: [appRevision], ...data } } });
-}
-
-async function evaluate(testsetRevision: string, data: Record<string, unknown>): Promise<any> {
-  return (await okJsonText(await post(testsetRevision, data))).body.evaluation;
-}
-
-async function ended(id: string): Promise<any> {
-  for (;;) {
-    const { body } = await okJsonText(await api('GET', `/simple/evaluations/${id}`));
-    if (!['pending', 'running'].includes(body.evaluation.data.status)) return body.evaluation;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-async function results(runId: string): Promise<any[]> {
-  const { body } = await okJsonText(await api('POST', '/evaluations/results/query', { result: { run_id: runId }, windowing: { limit: 200 } }));
-  return body.results;
-}
-
-async function metrics(runId: string): Promise<any> {
-  const { body } = await okJsonText(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: runId } }));
-  expect(body.count).toBe(1);
-  return body.metrics[0];
-}
-
-const finalText = (result: any) => result.outputs?.messages?.at(-1)?.content;
+const post = (testsetRevision: string, data: Record<string, unknown>) => postRun(h, testsetRevision, appRevision, data, unique('run'));
+const evaluate = (testsetRevision: string, data: Record<string, unknown>) => startRun(h, testsetRevision, appRevision, data, unique('run'));
+const ended = (id: string) => runEnded(h, id);
+const results = (runId: string) => runResults(h, runId);
+const metrics = (runId: string) => runMetricsRecord(h, runId);
 
 beforeAll(async () => {
   h = await startHarness({ script });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModel, type FakeModelServer, type RecordedRequest } from '../../src/testing/fake-model.ts';
-import { firstStartCredentials, startServe } from '../support/child-server.ts';
+import { apiCall, firstStartCredentials, startServe } from '../support/child-server.ts';
 
 /**
  * A run survives its server (issue 5): killed mid-run (SIGKILL) or stopped (SIGTERM), the next
@@ -27,15 +27,7 @@ afterAll(async () => model.close());
 
 type Auth = { projectId: string; key: string };
 
-async function call(url: string, auth: Auth, method: string, route: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${url}/api${route}?project_id=${auth.projectId}`, {
-    method,
-    headers: { authorization: `ApiKey ${auth.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  expect(res.ok, await res.clone().text()).toBe(true);
-  return res.json();
-}
+const call = (url: string, auth: Auth, method: string, route: string, body?: unknown) => apiCall(url, auth, method, route, body);
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   for (;;) {

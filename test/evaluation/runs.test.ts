@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
 import { configsApi, createWorkflow } from '../configs/client.ts';
+import { createTestset, runEnded, runResults, startRun } from './client.ts';
 
 /**
  * Evaluation runs end to end (issue 5): the fake model fails some cases once, one always, and
@@ -31,29 +32,10 @@ function script(req: RecordedRequest) {
 const api = (method: string, path: string, body?: unknown) => configsApi(h, method, path, body);
 const row = (text: string, extra: Record<string, unknown> = {}) => ({ data: { messages: [{ role: 'user', content: text }], expected: `answer to ${text}`, ...extra } });
 
-async function testset(rows: unknown[]): Promise<string> {
-  const { body } = await okJsonText(await api('POST', '/simple/testsets/', { testset: { name: 'cases', data: { testcases: rows } } }));
-  expect(body.count).toBe(1);
-  return body.testset.revision_id;
-}
-
-async function evaluate(testsetRevision: string, data: Record<string, unknown> = {}): Promise<any> {
-  const body = { evaluation: { name: 'run', data: { testset_steps: { [testsetRevision]: 'custom' }, application_steps: { [appRevision]: 'auto' }, ...data } } };
-  return (await okJsonText(await api('POST', '/simple/evaluations/', body))).body.evaluation;
-}
-
-async function ended(id: string): Promise<any> {
-  for (;;) {
-    const { body } = await okJsonText(await api('GET', `/simple/evaluations/${id}`));
-    if (!['pending', 'running'].includes(body.evaluation.data.status)) return body.evaluation;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-async function results(runId: string, extra: Record<string, unknown> = {}): Promise<any[]> {
-  const { body } = await okJsonText(await api('POST', '/evaluations/results/query', { result: { run_id: runId, ...extra }, windowing: { limit: 200 } }));
-  return body.results;
-}
+const testset = async (rows: unknown[]): Promise<string> => (await createTestset(h, { name: 'cases', data: { testcases: rows } })).revision_id;
+const evaluate = (testsetRevision: string, data: Record<string, unknown> = {}) => startRun(h, testsetRevision, appRevision, data);
+const ended = (id: string) => runEnded(h, id);
+const results = (runId: string, filter: Record<string, unknown> = {}) => runResults(h, runId, filter);
 
 beforeAll(async () => {
   h = await startHarness({ script });

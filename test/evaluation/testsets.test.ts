@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
 import { configsApi, createWorkflow, type ConfigCaller } from '../configs/client.ts';
+import { createTestset, finalText, runEnded, runResults, startRun } from './client.ts';
 
 /**
  * The test set API over HTTP (spec §4.5): create, read, list, edit into new revisions that runs
@@ -28,11 +29,7 @@ const api = (method: string, path: string, body?: unknown, as?: ConfigCaller) =>
 const message = (text: string) => [{ role: 'user', content: text }];
 const row = (text: string, extra: Record<string, unknown> = {}) => ({ data: { messages: message(text), ...extra } });
 
-async function create(testset: Record<string, unknown>): Promise<any> {
-  const { body } = await okJsonText(await api('POST', '/simple/testsets/', { testset }));
-  expect(body.count).toBe(1);
-  return body.testset;
-}
+const create = (testset: Record<string, unknown>) => createTestset(h, testset);
 
 /** Uploads a file to a route as a client sends one: the file itself as the body, with its type. */
 function post(path: string, text: string, type: string, as: ConfigCaller = { key: h.apiKey, projectId: h.projectId }): Promise<Response> {
@@ -46,25 +43,9 @@ async function imported(query: string, text: string, type: string): Promise<any>
   return body.testset;
 }
 
-async function evaluate(testsetStep: string, data: Record<string, unknown> = {}): Promise<any> {
-  const body = { evaluation: { name: unique('run'), data: { testset_steps: [testsetStep], application_steps: [appRevision], ...data } } };
-  return (await okJsonText(await api('POST', '/simple/evaluations/', body))).body.evaluation;
-}
-
-async function ended(id: string): Promise<any> {
-  for (;;) {
-    const { body } = await okJsonText(await api('GET', `/simple/evaluations/${id}`));
-    if (!['pending', 'running'].includes(body.evaluation.data.status)) return body.evaluation;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-async function results(runId: string): Promise<any[]> {
-  const { body } = await okJsonText(await api('POST', '/evaluations/results/query', { result: { run_id: runId }, windowing: { limit: 200 } }));
-  return body.results;
-}
-
-const finalText = (result: any) => result.outputs?.messages?.at(-1)?.content;
+const evaluate = (testsetStep: string, data: Record<string, unknown> = {}) => startRun(h, testsetStep, appRevision, data, unique('run'));
+const ended = (id: string) => runEnded(h, id);
+const results = (runId: string) => runResults(h, runId);
 
 beforeAll(async () => {
   h = await startHarness({ script });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModel, type FakeModelServer, type RecordedRequest } from '../../src/testing/fake-model.ts';
-import { firstStartCredentials, startServe } from '../support/child-server.ts';
+import { apiCall, firstStartCredentials, startServe } from '../support/child-server.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
 
 /**
@@ -52,15 +52,7 @@ describe.runIf(TEST_POSTGRES_URL)('replicas sharing an evaluation run', () => {
     const auth = firstStartCredentials(a.output());
     const b = await startServe(env);
     const c = await startServe(env);
-    const call = async (url: string, method: string, route: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${url}/api${route}?project_id=${auth.projectId}`, {
-        method,
-        headers: { authorization: `ApiKey ${auth.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      expect(res.ok, await res.clone().text()).toBe(true);
-      return res.json();
-    };
+    const call = (url: string, method: string, route: string, body?: unknown) => apiCall(url, auth, method, route, body);
     try {
       const agent = { llm: { provider: 'openai', model: 'fake-model' }, tools: [], runner: { permissions: { default: 'allow' } } };
       const workflow = await call(a.url, 'POST', '/workflows', { slug: 'shared-target', data: { parameters: { agent } } });

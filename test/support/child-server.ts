@@ -46,3 +46,14 @@ export function postJson(url: string, route: string, auth: { projectId: string; 
     body: JSON.stringify(body),
   });
 }
+
+/** A JSON call on a child server's `/api` surface that must succeed (its body says why when not). */
+export async function apiCall(url: string, auth: { projectId: string; key: string }, method: string, route: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${url}/api${route}?project_id=${auth.projectId}`, {
+    method,
+    headers: { authorization: `ApiKey ${auth.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+  return res.json();
+}

@@ -1,0 +1,75 @@
+/**
+ * What the smaller benches share: the fake model in its own process (bench/model-server.ts), and
+ * an agentd in the bench's own process on a fresh data folder with one editor key.
+ */
+import { fork } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { loadConfig } from '../src/config.ts';
+import { buildApp } from '../src/http/app.ts';
+import { openStore } from '../src/store/db.ts';
+import type { Ready } from './shared.ts';
+
+export interface ModelProcess {
+  url: string;
+  ask<T>(msg: object): Promise<T>;
+  stop(): void;
+}
+
+export async function startModelProcess(latencyMs: number): Promise<ModelProcess> {
+  const child = fork(path.join(import.meta.dirname, 'model-server.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const ready = await new Promise<Ready>((resolve) => child.once('message', (msg: Ready) => resolve(msg)));
+  const ask = <T>(msg: object) =>
+    new Promise<T>((resolve) => {
+      child.once('message', (reply: T) => resolve(reply));
+      child.send(msg);
+    });
+  await ask({ type: 'latency', ms: latencyMs });
+  return { url: ready.url, ask, stop: () => child.send({ type: 'stop' }) };
+}
+
+/** N plain streamed model calls, `concurrency` at a time: the floor a run of N turns cannot beat. */
+export async function modelFloor(modelUrl: string, calls: number, concurrency: number): Promise<number> {
+  const body = JSON.stringify({ model: 'm', input: [{ role: 'user', content: 'q' }], stream: true });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < calls) {
+        next++;
+        const res = await fetch(`${modelUrl}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
+        await res.text();
+      }
+    }),
+  );
+  return performance.now() - started;
+}
+
+export interface LocalAgentd {
+  url: string;
+  key: string;
+  projectId: string;
+  close(): Promise<void>;
+}
+
+export async function startLocalAgentd(modelUrl: string, env: Record<string, string> = {}): Promise<LocalAgentd> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-'));
+  const config = loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: modelUrl, ...env });
+  const store = await openStore({ dataDir });
+  const project = await store.projects.ensure('bench');
+  const key = (await store.apiKeys.create(project.id, 'editor')).key;
+  const app = await buildApp({ config, store });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
+    key,
+    projectId: project.id,
+    close: async () => {
+      await app.close();
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
