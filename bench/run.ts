@@ -18,6 +18,7 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +50,8 @@ const settings = {
   maxOtherCores: num('BENCH_MAX_OTHER', 0.15),
   noiseRetries: num('BENCH_NOISE_RETRIES', 2),
   quietWaitS: num('BENCH_QUIET_WAIT', 60),
+  /** One more agentd, on this PostgreSQL server (a fresh schema), beside the SQLite ones. */
+  postgresUrl: process.env.BENCH_DATABASE_URL || undefined,
 };
 
 const TARGETS = { p50: 5, p99: 20, ratio: 0.7, firstByte: 5 };
@@ -119,8 +122,24 @@ async function stopAll(): Promise<void> {
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env = { ...process.env, ...extra };
   if (!('AGENTD_DATA_DIR' in extra)) delete env.AGENTD_DATA_DIR;
-  delete env.DATABASE_URL;
+  if (!('DATABASE_URL' in extra)) delete env.DATABASE_URL;
   return env;
+}
+
+/** A schema of its own on the bench's PostgreSQL server, as a connection URL; dropped at exit. */
+async function postgresSchema(base: string): Promise<string> {
+  const schema = `bench_${process.pid}_${Date.now().toString(36)}`;
+  const run = async (query: string) => {
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    await client.query(query);
+    await client.end();
+  };
+  await run(`CREATE SCHEMA ${schema}`);
+  process.once('beforeExit', () => void run(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined));
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -357,6 +376,11 @@ async function main(): Promise<void> {
     const env = childEnv({ OPENAI_BASE_URL: model.url!, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: level });
     const c = await start(`agentd-${level}`, 'agentd-server.ts', env, profileArgs(`agentd-${level}`));
     agentds.push({ ...c, name: `agentd (log ${level})`, ...agentdRequests(c) });
+  }
+  if (settings.postgresUrl) {
+    const env = childEnv({ OPENAI_BASE_URL: model.url!, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
+    const c = await start('agentd-postgres', 'agentd-server.ts', env, profileArgs('agentd-postgres'));
+    agentds.push({ ...c, name: 'agentd on PostgreSQL (log warn)', ...agentdRequests(c) });
   }
 
   // One real turn of each kind, captured at the model, gives the floor agentd's exact bodies.
