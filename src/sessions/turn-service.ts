@@ -274,10 +274,6 @@ export class TurnService {
   }
 
   /**
-   * Graceful stop: live turns get `graceMs` to end by themselves, then are aborted and recorded as
-   * interrupted.
-   */
-  /**
    * Replicas on one database cannot clear each other's leases at start; instead each one, every
    * `intervalMs`, frees the sessions whose holders died (their leases lapsed) and records the turns
    * they were running as interrupted. Returns the function that stops sweeping.
@@ -296,6 +292,10 @@ export class TurnService {
     return () => clearInterval(timer);
   }
 
+  /**
+   * Graceful stop: live turns get `graceMs` to end by themselves, then are aborted and recorded as
+   * interrupted.
+   */
   async shutdown(graceMs: number): Promise<void> {
     const all = () => Promise.all([...this.live.values()].map((t) => t.done));
     let timer: NodeJS.Timeout | undefined;
