@@ -4,14 +4,14 @@
  * from one real turn and passed in FLOOR_TEMPLATES), so the gap to agentd is everything agentd,
  * and the AI SDK under it, does beyond those calls.
  *
- * - POST /floor/tool: the tool turn. Two streamed Responses calls, as the AI SDK makes them even
- *   for a JSON reply; the first answer's SSE is parsed for the function call so the second call
- *   can carry its result. The tool itself is not run: listing an empty folder belongs to agentd's
- *   side of the ledger. Replies with a small JSON.
+ * - POST /floor/tool: the tool turn. Two Responses calls, not streamed, as agentd makes them for a
+ *   JSON reply; the first answer is read for the function call so the second call can carry its
+ *   result. The tool itself is not run: listing an empty folder belongs to agentd's side of the
+ *   ledger. Replies with a small JSON.
  * - POST /floor/stream: one streamed call whose SSE bytes are relayed to the client as they come.
  *
  * Not the floor, a reference between it and agentd: /sdk/tool and /sdk/stream make the same calls
- * through the AI SDK's `streamText` (the library agentd's turn engine is built on), with agentd's
+ * through the AI SDK's `generateText` and `streamText` (what agentd's turn engine is built on), with agentd's
  * own `ls` tool on an empty folder, and nothing else: no auth, store, session folder, events or
  * logging. floor → sdk is what the SDK costs; sdk → agentd is what agentd itself adds.
  *
@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createOpenAI } from '@ai-sdk/openai';
-import { isStepCount, streamText, type ModelMessage } from 'ai';
+import { generateText, isStepCount, streamText, type ModelMessage } from 'ai';
 import Fastify from 'fastify';
 import { lsTool } from '../src/agent/tools/ls.ts';
 import { serveLoopStats, type FloorTemplates, type Ready } from './shared.ts';
@@ -40,27 +40,18 @@ function callModel(body: unknown): Promise<Response> {
   return fetch(responsesUrl, { method: 'POST', headers: modelHeaders, body: JSON.stringify(body) });
 }
 
-/** The function call the model asked for, from a Responses SSE body. */
-function functionCall(sse: string): { call_id: string; name: string; arguments: string } {
-  for (const frame of sse.split('\n\n')) {
-    if (!frame.startsWith('data: ')) continue;
-    const event = JSON.parse(frame.slice(6)) as { type?: string; item?: Item };
-    if (event.type === 'response.output_item.done' && event.item?.type === 'function_call') {
-      return event.item as unknown as { call_id: string; name: string; arguments: string };
-    }
-  }
-  throw new Error('the model answered without a function call');
+type Output = Array<{ type: string; call_id?: string; name?: string; arguments?: string; content?: Array<{ type: string; text?: string }> }>;
+
+/** The function call the model asked for, from a Responses JSON body. */
+function functionCall(output: Output): { call_id: string; name: string; arguments: string } {
+  const call = output.find((item) => item.type === 'function_call');
+  if (!call) throw new Error('the model answered without a function call');
+  return call as { call_id: string; name: string; arguments: string };
 }
 
-/** The final text, from a Responses SSE body. */
-function outputText(sse: string): string {
-  let text = '';
-  for (const frame of sse.split('\n\n')) {
-    if (!frame.startsWith('data: ')) continue;
-    const event = JSON.parse(frame.slice(6)) as { type?: string; delta?: string };
-    if (event.type === 'response.output_text.delta') text += event.delta ?? '';
-  }
-  return text;
+/** The final text, from a Responses JSON body. */
+function outputText(output: Output): string {
+  return output.flatMap((item) => (item.type === 'message' ? (item.content ?? []) : [])).map((part) => part.text ?? '').join('');
 }
 
 const app = Fastify({ logger: false });
@@ -68,12 +59,12 @@ const app = Fastify({ logger: false });
 app.post('/floor/tool', async () => {
   const first = await callModel(templates.tool[0]);
   if (!first.ok) throw new Error(`model answered ${first.status}`);
-  const call = functionCall(await first.text());
+  const call = functionCall(((await first.json()) as { output: Output }).output);
   const second = templates.tool[1] as { input: Item[] };
   const input = second.input.map((item) => (typeof item.call_id === 'string' ? { ...item, call_id: call.call_id } : item));
   const final = await callModel({ ...second, input });
   if (!final.ok) throw new Error(`model answered ${final.status}`);
-  return { text: outputText(await final.text()), tool_call_id: call.call_id };
+  return { text: outputText(((await final.json()) as { output: Output }).output), tool_call_id: call.call_id };
 });
 
 app.post('/floor/stream', async (_request, reply) => {
@@ -98,13 +89,8 @@ const sdkToolPrompt = sdkPrompt(templates.tool[0]);
 const sdkStreamPrompt = sdkPrompt(templates.stream);
 
 app.post('/sdk/tool', async () => {
-  const result = streamText({ model: sdkModel, ...sdkToolPrompt, tools: sdkTools, stopWhen: isStepCount(50), maxRetries: 0 });
-  let text = '';
-  for await (const part of result.stream) {
-    if (part.type === 'text-delta') text += part.text;
-    else if (part.type === 'error') throw part.error;
-  }
-  return { text };
+  const result = await generateText({ model: sdkModel, ...sdkToolPrompt, tools: sdkTools, stopWhen: isStepCount(50), maxRetries: 0 });
+  return { text: result.text };
 });
 
 app.post('/sdk/stream', async (_request, reply) => {

@@ -1,4 +1,5 @@
-import { isStepCount, jsonSchema, streamText, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
+import { generateText, isStepCount, jsonSchema, streamText, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
+import { generatedParts } from './generated-parts.ts';
 import type { Config } from '../config.ts';
 import type { AgentEvent, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
@@ -30,6 +31,11 @@ export interface TurnInput {
   pricing?: Pricing | undefined;
   signal: AbortSignal;
   newInteractionId: () => string;
+  /**
+   * Whether anyone reads the turn as it is written. False (a JSON reply, an evaluation case) makes
+   * one non-streaming model call per step, which costs far less CPU; the events are the same.
+   */
+  streaming: boolean;
 }
 
 function buildTools(input: TurnInput): ToolSet {
@@ -101,7 +107,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   };
 
   const maxSteps = template.runner.max_steps ?? input.config.maxSteps;
-  const result = streamText({
+  const call = {
     model: input.model,
     instructions: instructionsFor(input, system),
     messages,
@@ -110,12 +116,21 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     stopWhen: isStepCount(maxSteps),
     maxRetries: input.config.modelMaxRetries,
     abortSignal: input.signal,
-    timeout: { stepMs: input.config.modelTimeoutMs, chunkMs: input.config.modelTimeoutMs },
-    // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
-    // error reaches the caller through the stream's error part instead.
-    onError: () => {},
     providerOptions: providerOptionsFor(template.llm) as never,
-  });
+  };
+  const parts = async function* () {
+    if (!input.streaming) {
+      yield* generatedParts(await generateText({ ...call, timeout: { stepMs: input.config.modelTimeoutMs } }));
+      return;
+    }
+    yield* streamText({
+      ...call,
+      timeout: { stepMs: input.config.modelTimeoutMs, chunkMs: input.config.modelTimeoutMs },
+      // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
+      // error reaches the caller through the stream's error part instead.
+      onError: () => {},
+    }).stream;
+  };
 
   const textIds = new Map<string, string>();
   let textCount = 0;
@@ -131,7 +146,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   const usage: Usage = { input: 0, output: 0, total: 0 };
 
   try {
-    for await (const part of result.stream) {
+    for await (const part of parts()) {
       switch (part.type) {
         case 'text-start':
           yield { type: 'message_start', data: { id: messageId(part.id, true) } };

@@ -293,6 +293,7 @@ class RunDriver {
         traceparent: undefined,
         record: { evaluation: { run_id: this.run.id, result_id: result.id, testcase_id: result.testcase_id, repeat_idx: result.repeat_idx, attempt: number } },
         force: false,
+        streaming: false,
       });
       this.turns.add(turn);
       if (this.controller.signal.aborted) turn.controller.abort(this.controller.signal.reason);

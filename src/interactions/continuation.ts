@@ -75,6 +75,8 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
         ...(state.revision ? { revision: state.revision } : {}),
       },
       force: false,
+      // Nobody asked for it, but a client following the session usually attaches to it (force).
+      streaming: true,
       outOfBand: new Set(answered.map((r) => r.id)),
     });
   } catch (error) {

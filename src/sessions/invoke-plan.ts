@@ -20,6 +20,8 @@ export interface StartTurn {
   force: boolean;
   /** Resolve `@ag.embed`s in the configuration. */
   resolveEmbeds: boolean;
+  /** Whether the caller reads the turn as it is written (a stream) or only its end. */
+  streaming: boolean;
 }
 
 /** What a turn runs, however it was asked for: an invoke, or the continuation of a paused turn. */
@@ -34,6 +36,8 @@ export interface TurnPlan {
   /** Recorded on the turn: tags, meta, links, references, or what it continues. */
   record: Record<string, unknown>;
   force: boolean;
+  /** Whether anyone reads the turn as it is written; without, the model is called without streaming. */
+  streaming: boolean;
   /** Interactions answered through the API that this turn consumes (`responded` → `resolved`). */
   outOfBand?: ReadonlySet<string>;
 }
@@ -88,6 +92,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
         revision: revision && { id: revision.id, slug: revision.slug, version: revision.version, workflow: revision.artifact.slug, variant: revision.variant.slug },
       },
       force: params.force,
+      streaming: params.streaming,
     },
   };
 }

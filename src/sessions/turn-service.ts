@@ -178,6 +178,7 @@ export class TurnService {
       pricing: this.pricing,
       signal: turn.controller.signal,
       newInteractionId: () => randomUUID(),
+      streaming: plan.streaming,
     });
     void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision }).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);

@@ -124,7 +124,8 @@ describe('a hanging provider', () => {
 
   it('a provider that stalls mid-stream → 504 too', async () => {
     slow.model.script({ text: 'slow words trickle in', chunkDelayMs: 1000 });
-    const res = await slow.invoke(turn());
+    // A streamed turn streams from the provider too (a JSON turn makes non-streaming calls).
+    const res = await slow.invoke(turn(), { headers: { accept: 'text/event-stream' } });
     await expectError(res, 504, 'upstream-timeout');
   });
 

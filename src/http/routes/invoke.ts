@@ -68,6 +68,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       traceparent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
       force: call.force,
       resolveEmbeds: call.resolveEmbeds,
+      streaming: stream,
     });
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     request.run = run;
