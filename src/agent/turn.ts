@@ -66,6 +66,21 @@ function instructionsFor(input: TurnInput, system: string[]): string {
   ].join('\n\n');
 }
 
+/** Model endpoints that answered a non-streaming call with something unreadable: they only stream. */
+const STREAM_ONLY = new Set<string>();
+
+function modelEndpoint(model: LanguageModel): string {
+  return typeof model === 'string' ? model : `${model.provider}:${model.modelId}`;
+}
+
+/** A reply that is not the JSON a non-streaming call expects (e.g. an SSE body). */
+function isUnreadableReply(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (e.name === 'AI_JSONParseError' || e.name === 'AI_TypeValidationError' || e.message === 'Invalid JSON response') return true;
+  }
+  return false;
+}
+
 function errorText(error: unknown): string {
   if (error instanceof Error) return error.message;
   return typeof error === 'string' ? error : JSON.stringify(error);
@@ -119,9 +134,24 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     providerOptions: providerOptionsFor(template.llm) as never,
   };
   const parts = async function* () {
-    if (!input.streaming) {
-      yield* generatedParts(await generateText({ ...call, timeout: { stepMs: input.config.modelTimeoutMs } }));
-      return;
+    const endpoint = modelEndpoint(input.model);
+    if (!input.streaming && !STREAM_ONLY.has(endpoint)) {
+      let started = false;
+      try {
+        const result = await generateText({
+          ...call,
+          timeout: { stepMs: input.config.modelTimeoutMs },
+          onStepFinish: () => void (started = true),
+          onToolExecutionStart: () => void (started = true),
+        });
+        yield* generatedParts(result);
+        return;
+      } catch (error) {
+        // A server that can only stream answers a non-streaming call with SSE: nothing has run yet,
+        // so the turn starts over streaming, and this endpoint is streamed from now on.
+        if (started || !isUnreadableReply(error)) throw error;
+        STREAM_ONLY.add(endpoint);
+      }
     }
     yield* streamText({
       ...call,

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtin, invokeBody, readJson, readFrames, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
@@ -39,5 +40,45 @@ describe('model calls', () => {
     const withoutIds = (turn: typeof viaJson) => JSON.stringify(turn.output).replace(/"tool_call_id":"[^"]+"/g, '');
     expect(withoutIds(viaJson)).toBe(withoutIds(viaStream));
     expect(viaJson.stop_reason).toBe(viaStream.stop_reason);
+  });
+});
+
+/** A model server that can only stream: every call is forwarded to the fake model as a streaming one. */
+async function streamOnlyProxy(target: string): Promise<{ url: string; server: Server }> {
+  const server = createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const upstream = await fetch(`${target}${req.url!.replace(/^\/v1/, '')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+      body: JSON.stringify({ ...JSON.parse(raw), stream: true }),
+    });
+    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'text/event-stream' });
+    res.end(await upstream.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server };
+}
+
+describe('a model server that only streams', () => {
+  it('still answers JSON turns: the turn starts over streaming, and that endpoint is streamed after', async () => {
+    const upstream = await startHarness();
+    const proxy = await streamOnlyProxy(upstream.model.url);
+    // A model name of its own: which endpoints only stream is remembered per provider and model.
+    const onlyStreams = await startHarness({ env: { OPENAI_BASE_URL: proxy.url, AGENTD_DEFAULT_MODEL: 'stream-only-model' } });
+    try {
+      const streamOnlyAgent = { ...template(), llm: { provider: 'openai', model: 'stream-only-model' } };
+      for (const text of ['first answer', 'second answer']) {
+        upstream.model.script({ text });
+        const json = await readJson(await onlyStreams.invoke(invokeBody([{ role: 'user', content: 'hi' }], streamOnlyAgent, { session_id: sid('only') })));
+        expect(json.data.outputs.messages.at(-1)).toEqual({ role: 'assistant', content: text });
+      }
+      // The first turn's non-streaming call failed and was made again streaming; the second went straight to streaming.
+      expect(upstream.model.requests).toHaveLength(3);
+    } finally {
+      await onlyStreams.close();
+      proxy.server.close();
+      await upstream.close();
+    }
   });
 });
