@@ -60,6 +60,8 @@ export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { prov
           data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },
         }
       : {
+          // The built-in workflow has no stored row; its URI names it wherever a revision id goes.
+          ...(config.agent === undefined ? { id: AGENT_WORKFLOW_URI } : {}),
           slug: 'agent',
           version: 'v0',
           name: 'Agent',

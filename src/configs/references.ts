@@ -1,6 +1,5 @@
 import { REFERENCE_FAMILIES, type Reference, type References } from '../contract/invoke.ts';
-import type { WorkflowFamily } from '../contract/configs.ts';
-import type { EnvironmentData } from '../contract/configs.ts';
+import { AGENT_WORKFLOW_URI, type EnvironmentData, type WorkflowFamily } from '../contract/configs.ts';
 import { AppError } from '../errors.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import type { ArtifactKind } from '../store/schema.ts';
@@ -39,6 +38,22 @@ export function parseVersion(version: Reference['version'], where: string): numb
   return Number(match[1]);
 }
 
+/**
+ * The built-in agent workflow as a revision: inspect names it by its URI (it has no stored row),
+ * so a client may hand that id back — to invoke, or as an evaluation's application step — and get
+ * the agent with its default template.
+ */
+export const BUILTIN_AGENT_REVISION: RevisionRecord = {
+  id: AGENT_WORKFLOW_URI,
+  slug: 'agent',
+  version: 0,
+  artifact: { id: AGENT_WORKFLOW_URI, slug: 'agent', kind: 'workflow', family: 'workflow', name: 'Agent', description: null },
+  variant: { id: AGENT_WORKFLOW_URI, slug: 'default' },
+  data: { uri: AGENT_WORKFLOW_URI, parameters: { agent: {} } },
+  message: null,
+  created_at: new Date(0).toISOString(),
+};
+
 const named = (ref: Reference | null | undefined): boolean => ref != null && (ref.id != null || ref.slug != null);
 
 /** A reference given alongside the one that found the revision must name the same thing. */
@@ -65,7 +80,9 @@ async function resolveChain(
 ): Promise<RevisionRecord> {
   const keys = { artifact: label, variant: `${label}_variant`, revision: `${label}_revision` };
   let found: RevisionRecord | undefined;
-  if (refs.revision && named(refs.revision)) {
+  if (kind === 'workflow' && refs.revision?.id === AGENT_WORKFLOW_URI) {
+    found = BUILTIN_AGENT_REVISION;
+  } else if (refs.revision && named(refs.revision)) {
     found = await repo.findRevision(projectId, kind, refs.revision);
     if (!found) throw new AppError('unknown-reference', `references.${keys.revision} ${describe(refs.revision)} names no revision of this project`);
     const version = parseVersion(refs.revision.version, `references.${keys.revision}.version`);

@@ -9,6 +9,7 @@ import {
   type MetricsRecord,
   type ResultsQuery,
 } from '../contract/evaluations.ts';
+import { resolveReferences } from '../configs/references.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
@@ -141,8 +142,13 @@ export class RunService {
     const applicationId = exactlyOne(applicationSteps, 'application_steps', 'application');
     const testsetId = exactlyOne(testsetSteps, 'testset_steps', 'test set');
 
-    const application = await store.configs.findRevision(projectId, 'workflow', { id: applicationId });
-    if (!application) throw new AppError('unknown-reference', `evaluation.data.application_steps names ${applicationId}, which is no workflow revision of this project`);
+    // Through reference resolution, so the built-in agent's id (inspect's revision.id) runs too.
+    const application = (await resolveReferences(store.configs, projectId, { workflow_revision: { id: applicationId } }).catch((error: unknown) => {
+      if (error instanceof AppError && error.type === 'unknown-reference') {
+        throw new AppError('unknown-reference', `evaluation.data.application_steps names ${applicationId}, which is no workflow revision of this project`);
+      }
+      throw error;
+    }))!;
     await this.template(projectId, application.id);
     const rows = await testsets.rows(projectId, testsetId);
     if (!rows) throw new AppError('unknown-reference', `evaluation.data.testset_steps names ${testsetId}, which is no test set revision of this project`);

@@ -2,6 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startHarness, type Harness } from '../support/harness.ts';
 import { createWorkflow } from '../configs/client.ts';
+import { createTestset, runEnded, runResults, startRun } from '../evaluation/client.ts';
 
 /** POST /services/agent/v0/inspect: the workflow that would run, and a request that runs it. */
 
@@ -73,6 +74,23 @@ describe('inspect', () => {
     expect(h.model.requests[0]!.messages.find((m) => m.role === 'system')!.content).toContain('You are the stored bot.');
     await expectError(await inspect({ references: { workflow: { slug: 'nope' } } }), 404, 'unknown-reference', /nope/);
     await expectError(await inspect({ references: { workflow: { slug: 'a' }, evaluator: { slug: 'b' } } }), 400, 'conflicting-references');
+  });
+
+  it("names the built-in agent by an id that invoke and evaluations take back", async () => {
+    const { revision } = await (await inspect({})).json();
+    expect(revision.id).toBe('agenta:builtin:agent:v0');
+    h.model.reset();
+    h.model.script({ text: 'the built-in agent' });
+    const res = await h.invoke({ references: { workflow_revision: { id: revision.id } }, data: { inputs: { messages: [{ role: 'user', content: 'hi' }] } } });
+    expect((await res.json()).data.outputs.messages.at(-1).content).toBe('the built-in agent');
+    // The default template's instructions reached the model.
+    expect(h.model.requests[0]!.messages.find((m) => m.role === 'system')!.content).toContain('helpful agent');
+
+    const testset = await createTestset(h, { data: { testcases: [{ data: { messages: [{ role: 'user', content: 'case' }] } }] } });
+    h.model.script({ text: 'evaluated' });
+    const run = await runEnded(h, (await startRun(h, testset.revision_id, revision.id)).id);
+    expect(run.data).toMatchObject({ status: 'success', progress: { total: 1, success: 1 } });
+    expect((await runResults(h, run.id))[0]).toMatchObject({ step_key: 'application-agent', outputs: { messages: [{ role: 'assistant', content: 'evaluated' }] } });
   });
 
   it('needs a key of the project, like everything else', async () => {
