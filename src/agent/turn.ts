@@ -81,6 +81,13 @@ function isUnreadableReply(error: unknown): boolean {
   return false;
 }
 
+/** Statuses a server that only streams may answer a non-streaming call with. */
+const REFUSALS = new Set([400, 405, 415, 422, 501]);
+
+function isRefusedCall(error: unknown): boolean {
+  return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
+}
+
 function errorText(error: unknown): string {
   if (error instanceof Error) return error.message;
   return typeof error === 'string' ? error : JSON.stringify(error);
@@ -147,10 +154,12 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
         yield* generatedParts(result);
         return;
       } catch (error) {
-        // A server that can only stream answers a non-streaming call with SSE: nothing has run yet,
-        // so the turn starts over streaming, and this endpoint is streamed from now on.
-        if (started || !isUnreadableReply(error)) throw error;
-        STREAM_ONLY.add(endpoint);
+        // A server that can only stream answers a non-streaming call with SSE, or refuses it: nothing
+        // has run yet, so the turn starts over streaming. An unreadable reply is a sure sign, and
+        // that endpoint is streamed from now on; a refusal may have other causes, so it is not.
+        if (started) throw error;
+        if (isUnreadableReply(error)) STREAM_ONLY.add(endpoint);
+        else if (!isRefusedCall(error)) throw error;
       }
     }
     yield* streamText({

@@ -43,11 +43,19 @@ describe('model calls', () => {
   });
 });
 
-/** A model server that can only stream: every call is forwarded to the fake model as a streaming one. */
-async function streamOnlyProxy(target: string): Promise<{ url: string; server: Server }> {
+/**
+ * A model server that can only stream: every call is forwarded to the fake model as a streaming
+ * one, or, with `refuse`, a call that does not ask to stream is answered 400.
+ */
+async function streamOnlyProxy(target: string, refuse = false): Promise<{ url: string; server: Server }> {
   const server = createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
+    if (refuse && JSON.parse(raw).stream !== true) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'only streaming is supported', type: 'invalid_request_error' } }));
+      return;
+    }
     const upstream = await fetch(`${target}${req.url!.replace(/^\/v1/, '')}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
@@ -77,6 +85,22 @@ describe('a model server that only streams', () => {
       expect(upstream.model.requests).toHaveLength(3);
     } finally {
       await onlyStreams.close();
+      proxy.server.close();
+      await upstream.close();
+    }
+  });
+
+  it('still answers JSON turns when the server refuses non-streaming calls', async () => {
+    const upstream = await startHarness();
+    const proxy = await streamOnlyProxy(upstream.model.url, true);
+    const refusing = await startHarness({ env: { OPENAI_BASE_URL: proxy.url } });
+    try {
+      upstream.model.script({ text: 'streamed after all' });
+      const json = await readJson(await refusing.invoke(invokeBody([{ role: 'user', content: 'hi' }], template(), { session_id: sid('refused') })));
+      expect(json.data.outputs.messages.at(-1)).toEqual({ role: 'assistant', content: 'streamed after all' });
+      expect(upstream.model.requests.map((r) => r.stream)).toEqual([true]);
+    } finally {
+      await refusing.close();
       proxy.server.close();
       await upstream.close();
     }
