@@ -1,5 +1,5 @@
-import { generateText, isStepCount, jsonSchema, streamText, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
-import { generatedParts } from './generated-parts.ts';
+import { isStepCount, jsonSchema, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
+import { modelParts } from './model-parts.ts';
 import type { Config } from '../config.ts';
 import type { AgentEvent, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
@@ -66,28 +66,6 @@ function instructionsFor(input: TurnInput, system: string[]): string {
   ].join('\n\n');
 }
 
-/** Model endpoints that answered a non-streaming call with something unreadable: they only stream. */
-const STREAM_ONLY = new Set<string>();
-
-function modelEndpoint(model: LanguageModel): string {
-  return typeof model === 'string' ? model : `${model.provider}:${model.modelId}`;
-}
-
-/** A reply that is not the JSON a non-streaming call expects (e.g. an SSE body). */
-function isUnreadableReply(error: unknown): boolean {
-  for (let e = error; e instanceof Error; e = e.cause) {
-    if (e.name === 'AI_JSONParseError' || e.name === 'AI_TypeValidationError' || e.message === 'Invalid JSON response') return true;
-  }
-  return false;
-}
-
-/** Statuses a server that only streams may answer a non-streaming call with. */
-const REFUSALS = new Set([400, 405, 415, 422, 501]);
-
-function isRefusedCall(error: unknown): boolean {
-  return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
-}
-
 function errorText(error: unknown): string {
   if (error instanceof Error) return error.message;
   return typeof error === 'string' ? error : JSON.stringify(error);
@@ -140,36 +118,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     abortSignal: input.signal,
     providerOptions: providerOptionsFor(template.llm) as never,
   };
-  const parts = async function* () {
-    const endpoint = modelEndpoint(input.model);
-    if (!input.streaming && !STREAM_ONLY.has(endpoint)) {
-      let started = false;
-      try {
-        const result = await generateText({
-          ...call,
-          timeout: { stepMs: input.config.modelTimeoutMs },
-          onStepFinish: () => void (started = true),
-          onToolExecutionStart: () => void (started = true),
-        });
-        yield* generatedParts(result);
-        return;
-      } catch (error) {
-        // A server that can only stream answers a non-streaming call with SSE, or refuses it: nothing
-        // has run yet, so the turn starts over streaming. An unreadable reply is a sure sign, and
-        // that endpoint is streamed from now on; a refusal may have other causes, so it is not.
-        if (started) throw error;
-        if (isUnreadableReply(error)) STREAM_ONLY.add(endpoint);
-        else if (!isRefusedCall(error)) throw error;
-      }
-    }
-    yield* streamText({
-      ...call,
-      timeout: { stepMs: input.config.modelTimeoutMs, chunkMs: input.config.modelTimeoutMs },
-      // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
-      // error reaches the caller through the stream's error part instead.
-      onError: () => {},
-    }).stream;
-  };
+  const parts = () => modelParts(call, { streaming: input.streaming, timeoutMs: input.config.modelTimeoutMs });
 
   const textIds = new Map<string, string>();
   let textCount = 0;

@@ -1,0 +1,63 @@
+import { generateText, streamText, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
+import { generatedParts } from './generated-parts.ts';
+
+/** What a turn asks of the model, whichever way it is called. */
+type ModelCall = Parameters<typeof generateText>[0] & Parameters<typeof streamText>[0] & { model: LanguageModel };
+
+/** Model endpoints that answered a non-streaming call with something unreadable: they only stream. */
+const STREAM_ONLY = new Set<string>();
+
+/** Statuses a server that only streams may answer a non-streaming call with. */
+const REFUSALS = new Set([400, 405, 415, 422, 501]);
+
+function endpointOf(model: LanguageModel): string {
+  return typeof model === 'string' ? model : `${model.provider}:${model.modelId}`;
+}
+
+/** A reply that is not the JSON a non-streaming call expects (e.g. an SSE body). */
+function isUnreadableReply(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (e.name === 'AI_JSONParseError' || e.name === 'AI_TypeValidationError' || e.message === 'Invalid JSON response') return true;
+  }
+  return false;
+}
+
+function isRefusedCall(error: unknown): boolean {
+  return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
+}
+
+/**
+ * The model's side of a turn as the stream's parts. Streamed when somebody reads the turn as it
+ * is written; otherwise one non-streaming call per step (about a third of the CPU), retold as the
+ * same parts by generatedParts.
+ */
+export async function* modelParts(call: ModelCall, options: { streaming: boolean; timeoutMs: number }): AsyncGenerator<TextStreamPart<ToolSet>> {
+  const endpoint = endpointOf(call.model);
+  if (!options.streaming && !STREAM_ONLY.has(endpoint)) {
+    let started = false;
+    try {
+      const result = await generateText({
+        ...call,
+        timeout: { stepMs: options.timeoutMs },
+        onStepFinish: () => void (started = true),
+        onToolExecutionStart: () => void (started = true),
+      });
+      yield* generatedParts(result);
+      return;
+    } catch (error) {
+      // A server that can only stream answers a non-streaming call with SSE, or refuses it: nothing
+      // has run yet, so the turn starts over streaming. An unreadable reply is a sure sign, and
+      // that endpoint is streamed from now on; a refusal may have other causes, so it is not.
+      if (started) throw error;
+      if (isUnreadableReply(error)) STREAM_ONLY.add(endpoint);
+      else if (!isRefusedCall(error)) throw error;
+    }
+  }
+  yield* streamText({
+    ...call,
+    timeout: { stepMs: options.timeoutMs, chunkMs: options.timeoutMs },
+    // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
+    // error reaches the caller through the stream's error part instead.
+    onError: () => {},
+  }).stream;
+}
