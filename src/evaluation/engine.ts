@@ -275,7 +275,9 @@ class RunDriver {
     const number = result.attempts.length + 1;
     const startedAt = new Date().toISOString();
     const started = performance.now();
-    const sessionId = `eval:${result.id}:${number}`;
+    // Unique per try: a case taken over from a dead replica must not meet that replica's session,
+    // whose lease may outlive the case's claim by a moment.
+    const sessionId = `eval:${result.id}:${number}:${randomUUID().slice(0, 8)}`;
     let turn: LiveTurn | undefined;
     let error: AppError | undefined;
     let folded: Awaited<LiveTurn['done']> | undefined;

@@ -77,8 +77,10 @@ describe.runIf(TEST_POSTGRES_URL)('replicas sharing an evaluation run', () => {
         if (!['pending', 'running'].includes(run.data.status)) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      expect(run.data).toMatchObject({ status: 'success', progress: { total: 24, success: 24, failure: 0, running: 0, pending: 0 } });
       const { results } = await call(c.url, 'POST', '/evaluations/results/query', { result: { run_id: evaluation.id }, windowing: { limit: 100 } });
+      // Failures first, with their errors, so a failing run says why.
+      expect(results.filter((r: any) => r.status !== 'success').map((r: any) => ({ status: r.status, error: r.error, attempts: r.attempts }))).toEqual([]);
+      expect(run.data).toMatchObject({ status: 'success', progress: { total: 24, success: 24, failure: 0, running: 0, pending: 0 } });
       expect(results).toHaveLength(24);
       expect(results.map((r: any) => r.outputs.messages.at(-1).content).sort()).toEqual(texts.map((t) => `done ${t}`).sort());
       // batch_size held across the replicas; only cases cut off with replica A ran twice.
