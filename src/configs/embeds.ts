@@ -1,14 +1,13 @@
 import { EMBED_KEY, EmbedSpec } from '../contract/configs.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
+import { isObject } from '../objects.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import { resolveReferences } from './references.ts';
 import { selectPath } from './select-path.ts';
 
 /** How deep embeds may nest and how many one configuration may hold (the reference's limits). */
 export const EMBED_LIMITS = { depth: 10, count: 100 } as const;
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 const child = (base: string, key: string | number) => (typeof key === 'number' ? `${base}[${key}]` : `${base}.${key}`);
 

@@ -1,6 +1,7 @@
 import { AGENT_WORKFLOW_URI } from '../contract/configs.ts';
 import type { References } from '../contract/invoke.ts';
 import { AppError } from '../errors.ts';
+import { isObject } from '../objects.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import { findEmbed, resolveEmbeds } from './embeds.ts';
 import { hasReferences, referencedFamily, resolveReferences, type Selector } from './references.ts';
@@ -24,8 +25,6 @@ export interface RunConfig {
   /** True when embeds were resolved, so a request made from this one must ask for that too. */
   embedded: boolean;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The parameters a stored revision gives a run: its `data.parameters`, or the selector's sub-path. */
 function parametersOf(revision: RevisionRecord, path: string | null | undefined): Record<string, unknown> {

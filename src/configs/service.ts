@@ -15,6 +15,7 @@ import { EvaluatorSpec } from '../contract/evaluations.ts';
 import { REFERENCE_FAMILIES, type References } from '../contract/invoke.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
+import { optional } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord, VariantRecord } from '../store/configs.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
 import { findEmbed, resolveEmbeds } from './embeds.ts';
@@ -27,8 +28,6 @@ export const KNOWN_URIS: readonly string[] = [AGENT_WORKFLOW_URI];
 const ENVIRONMENT_VARIANT = 'default';
 /** How often a deploy re-reads the environment when other deploys keep landing first. */
 const DEPLOY_ATTEMPTS = 10;
-
-const optional = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } => (value === null ? {} : ({ [key]: value } as { [P in K]?: V }));
 
 export function toVariantView(variant: VariantRecord) {
   return { id: variant.id, slug: variant.slug, created_at: variant.created_at, ...optional('latest_version', variant.latest_version) };

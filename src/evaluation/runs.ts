@@ -13,6 +13,7 @@ import { resolveReferences } from '../configs/references.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
+import { optional } from '../objects.ts';
 import { inboundMessages } from '../sessions/inbound.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
 import type { Store } from '../store/db.ts';
@@ -34,8 +35,6 @@ function exactlyOne(steps: Record<string, string>, field: string, what: string):
   }
   return ids[0]!;
 }
-
-const optional = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } => (value === null ? {} : ({ [key]: value } as { [P in K]?: V }));
 
 export function toEvaluationView(run: EvaluationRun, progress: Progress): EvaluationView {
   const { spec } = run;

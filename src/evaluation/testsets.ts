@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Testcase, TestsetView } from '../contract/evaluations.ts';
 import { AppError } from '../errors.ts';
+import { optional } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 
 /**
@@ -53,8 +54,8 @@ export function toTestsetView(artifact: ArtifactRecord, revision: RevisionRecord
   return {
     id: artifact.id,
     slug: artifact.slug,
-    ...(artifact.name !== null ? { name: artifact.name } : {}),
-    ...(artifact.description !== null ? { description: artifact.description } : {}),
+    ...optional('name', artifact.name),
+    ...optional('description', artifact.description),
     ...(data.tags ? { tags: data.tags } : {}),
     ...(data.meta ? { meta: data.meta } : {}),
     ...(data.flags ? { flags: data.flags } : {}),

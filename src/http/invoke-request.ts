@@ -5,6 +5,7 @@ import { describeIssue } from '../contract/zod-errors.ts';
 import { parseTemplate } from '../agent/template.ts';
 import { findEmbed } from '../configs/embeds.ts';
 import { AppError } from '../errors.ts';
+import { isObject } from '../objects.ts';
 
 export interface InvokeCall {
   request: InvokeRequest;
@@ -20,10 +21,6 @@ export interface InvokeCall {
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**
