@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
 import type { Message } from '../contract/messages.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
+import { retryAfterMs } from '../client/errors.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
@@ -55,14 +56,8 @@ const DRAINING = new Error('the server is shutting down; the case will run again
 
 const toResultError = (error: AppError): ResultError => ({ code: error.status, type: error.type, message: error.message });
 
-function retryAfterMs(error: AppError): number {
-  const header = error.headers?.['retry-after'];
-  if (header === undefined) return 0;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? 0 : Math.max(0, at - Date.now());
-}
+/** How long the provider asked to wait (the `retry-after` a 429 passes on), read as the client reads it. */
+const waitAsked = (error: AppError): number => retryAfterMs(error.headers?.['retry-after'] ?? null) ?? 0;
 
 /**
  * Runs evaluation runs: each run's cases go through the same turn engine as invoke, at most
@@ -350,7 +345,7 @@ class RunDriver {
     const failure = error!;
     const failures = attempts.filter((a) => a.status === 'failure' && a.started_at >= this.startedAt).length;
     if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
-      const delay = Math.max(spec.concurrency.retry_delay * 1000, retryAfterMs(failure));
+      const delay = Math.max(spec.concurrency.retry_delay * 1000, waitAsked(failure));
       await this.write(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
       return;
     }
