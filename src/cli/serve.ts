@@ -38,6 +38,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   const first = await bootstrapFirstRun(store);
   const app = await buildApp({ config, store });
   const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
+  const stopAnsweringFollowers = await app.turns.answerFollowers();
   await app.listen({ port, host: values.host ?? config.host });
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
@@ -73,6 +74,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   });
   stopSweeping();
   stopWatching();
+  await stopAnsweringFollowers();
   const closing = app.close();
   // Evaluation cases stop starting; those in flight end with their turns and run again next start.
   const evaluations = app.evaluations.drain();

@@ -18,6 +18,7 @@ import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
 import { LiveTurn } from './live-turn.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
 import { openProjectConnection } from './project-connection.ts';
+import { answerFollowers, followRemoteTurn } from './turn-relay.ts';
 
 export interface TurnServiceDeps {
   store: Store;
@@ -57,15 +58,32 @@ export class TurnService {
     return 'attach' in planned ? this.attach(params.projectId, planned.attach.sessionId) : this.run(planned.plan);
   }
 
-  /** The session's live turn, to follow from its start (force with no input). */
+  /**
+   * The session's live turn, to follow from its start (force with no input): this process's own,
+   * or, on a database shared by replicas, the one another replica runs, relayed from there.
+   */
   private async attach(projectId: string, sessionId: string): Promise<LiveTurn> {
     const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
     if (live) return live;
-    const lease = await this.deps.store.leases.get(projectId, sessionId);
+    const { store, config } = this.deps;
+    const lease = await store.leases.get(projectId, sessionId);
     if (lease && lease.expires_at > new Date().toISOString()) {
+      if (store.notifications) {
+        return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, leaseTtlMs: config.leaseTtlMs });
+      }
       throw new AppError('session-busy', `session "${sessionId}" runs turn "${lease.turn_id}" in another agentd process; attach to it there`);
     }
     throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+  }
+
+  /**
+   * Lets other replicas attach to the turns this process runs (PostgreSQL only). Resolves to the
+   * way to stop taking new followers.
+   */
+  answerFollowers(): Promise<() => Promise<void>> {
+    const { store, log } = this.deps;
+    if (!store.notifications) return Promise.resolve(async () => {});
+    return answerFollowers(store.notifications, (turnId) => this.live.get(turnId), log);
   }
 
   /** Runs a planned turn once the session is ours: the one-live-turn rule is the store's lease. */

@@ -10,6 +10,7 @@ import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { migrateToLatest } from './migrate.ts';
+import { channelPrefix, createPgNotifications, type Notifications } from './notifications.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import type { Database } from './schema.ts';
 import { createSecretBox, loadSecretKey } from './secret-box.ts';
@@ -30,6 +31,8 @@ export interface Store {
   evaluations: EvaluationsRepo;
   /** Which engine holds the data: one SQLite server, or PostgreSQL shared by replicas. */
   engine: 'sqlite' | 'postgres';
+  /** PostgreSQL: messages between the replicas. SQLite has one server and nobody to tell. */
+  notifications: Notifications | undefined;
   close(): Promise<void>;
 }
 
@@ -92,6 +95,7 @@ interface Engine {
   db: Kysely<Database>;
   /** PostgreSQL: the schema the tables live in (the first of the connection's search_path). */
   schema(): Promise<string | undefined>;
+  notifications(schema: string | undefined): Notifications | undefined;
   close(): Promise<void>;
 }
 
@@ -100,10 +104,15 @@ function openPostgres(url: string, poolSize: number | undefined): Engine {
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let notifications: Notifications | undefined;
   return {
     db,
     schema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
-    close: () => db.destroy(),
+    notifications: (schema) => (notifications = createPgNotifications({ connectionString: url, pool, prefix: channelPrefix(schema ?? 'public') })),
+    close: async () => {
+      await notifications?.close();
+      await db.destroy();
+    },
   };
 }
 
@@ -115,6 +124,7 @@ function openSqlite(location: string): Engine {
   return {
     db,
     schema: async () => undefined,
+    notifications: () => undefined,
     close: async () => {
       await stopCheckpoints();
       await db.destroy();
@@ -130,8 +140,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
   const engine = isPostgresUrl(options.databaseUrl) ? openPostgres(options.databaseUrl, options.poolSize) : openSqlite(location);
   const db = engine.db;
+  let schema: string | undefined;
   try {
-    await migrateToLatest(db, await engine.schema());
+    schema = await engine.schema();
+    await migrateToLatest(db, schema);
   } catch (error) {
     await engine.close();
     throw new Error(`cannot open the database at ${location}: ${(error as Error).message}`, { cause: error });
@@ -149,6 +161,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     configs: createConfigsRepo(db),
     evaluations: createEvaluationsRepo(db, isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite'),
     engine: isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite',
+    notifications: engine.notifications(schema),
     close: () => engine.close(),
   };
 }

@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentEvent } from '../contract/events.ts';
+import type { ErrorType } from '../contract/errors.ts';
+import { AppError } from '../errors.ts';
+import type { LeasesRepo } from '../store/leases.ts';
+import type { Notifications } from '../store/notifications.ts';
+import { TurnFolder } from '../stream/fold.ts';
+import { LiveTurn } from './live-turn.ts';
+
+/**
+ * Attach across replicas (design.md §5): a turn's events live in the process that runs it, so a
+ * replica asked to attach sends a follow request naming the turn and a reply channel of its own;
+ * the process running the turn answers on that channel with the turn's ids, every event from the
+ * first (the replay), the live ones as they come, and the end. The follower rebuilds the turn
+ * from them as a LiveTurn, so the HTTP layer serves it like a local one.
+ */
+
+const FOLLOW = 'follow';
+
+type FollowRequest = { turn_id: string; project_id: string; session_id: string; reply: string };
+type Failure = { type: ErrorType; status: number; message: string; headers?: Record<string, string> };
+type RelayMessage =
+  | { t: 'hello'; trace_id: string; span_id: string }
+  | { t: 'events'; events: AgentEvent[] }
+  | { t: 'end'; failure?: Failure };
+
+/**
+ * Answers the follow requests of other replicas for the turns `find` knows (this process's live
+ * ones). Resolves to the way to stop answering new requests; relays under way run to their turn's end.
+ */
+export function answerFollowers(
+  notifications: Notifications,
+  find: (turnId: string) => LiveTurn | undefined,
+  log: { warn(obj: object, msg: string): void },
+): Promise<() => Promise<void>> {
+  return notifications.listen(FOLLOW, (message) => {
+    let request: FollowRequest;
+    try {
+      request = JSON.parse(message) as FollowRequest;
+    } catch {
+      return;
+    }
+    const turn = find(request.turn_id);
+    if (!turn || turn.projectId !== request.project_id || turn.sessionId !== request.session_id) return;
+    relay(notifications, turn, request.reply).catch((error: unknown) => log.warn({ err: error, turn_id: turn.id }, 'could not relay a turn to another replica'));
+  });
+}
+
+/** Sends the turn to one follower; events that pile up while a send is under way go out together. */
+async function relay(notifications: Notifications, turn: LiveTurn, channel: string): Promise<void> {
+  const send = (message: RelayMessage) => notifications.send(channel, JSON.stringify(message));
+  await send({ t: 'hello', trace_id: turn.traceId, span_id: turn.spanId });
+  const queued: AgentEvent[] = [];
+  let sending: Promise<void> | undefined;
+  const flush = async () => {
+    while (queued.length) await send({ t: 'events', events: queued.splice(0) });
+    sending = undefined;
+  };
+  for await (const event of turn.follow()) {
+    queued.push(event);
+    sending ??= flush();
+  }
+  await sending;
+  const failure = turn.failure;
+  await send({
+    t: 'end',
+    ...(failure ? { failure: { type: failure.type, status: failure.status, message: failure.message, ...(failure.headers ? { headers: failure.headers } : {}) } } : {}),
+  });
+}
+
+export interface FollowOptions {
+  projectId: string;
+  sessionId: string;
+  turnId: string;
+  leases: LeasesRepo;
+  /** How long the running process has to answer, and how often the turn's lease is checked. */
+  leaseTtlMs: number;
+}
+
+/**
+ * Follows a turn that runs in another process. Resolves once that process answers, to a LiveTurn
+ * fed by the relay; rejects (409) when nobody answers within the lease's lifetime. When the turn's
+ * lease goes (its process died or finished) and the end never arrives, the turn ends with an error
+ * rather than leave its reader waiting.
+ */
+export async function followRemoteTurn(notifications: Notifications, options: FollowOptions): Promise<LiveTurn> {
+  const { projectId, sessionId, turnId, leases, leaseTtlMs } = options;
+  const reply = `reply_${randomUUID().replaceAll('-', '')}`;
+  const folder = new TurnFolder();
+  let turn: LiveTurn | undefined;
+  let settle!: (outcome: LiveTurn | AppError) => void;
+  const answer = new Promise<LiveTurn | AppError>((resolve) => (settle = resolve));
+
+  const push = (event: AgentEvent) => {
+    folder.push(event);
+    turn!.push(event);
+  };
+  const end = (failure: Failure | undefined) => {
+    if (!turn || turn.isFinished) return;
+    if (failure) turn.failure = new AppError(failure.type, failure.message, { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
+    turn.finish(folder.result());
+  };
+
+  const stopListening = await notifications.listen(reply, (raw) => {
+    let message: RelayMessage;
+    try {
+      message = JSON.parse(raw) as RelayMessage;
+    } catch {
+      return;
+    }
+    if (turn?.isFinished) return;
+    if (message.t === 'hello') {
+      turn ??= new LiveTurn({ id: turnId, projectId, sessionId, traceId: message.trace_id, spanId: message.span_id });
+      settle(turn);
+    } else if (turn && message.t === 'events') {
+      for (const event of message.events) push(event);
+    } else if (message.t === 'end') {
+      end(message.failure);
+    }
+  });
+
+  // The lease says whether the turn still runs somewhere. The end is sent after the lease is
+  // released, so a lease that is gone gets one more check before the turn counts as lost.
+  let goneSince: number | undefined;
+  const checkLease = async () => {
+    const lease = await leases.get(projectId, sessionId).catch(() => 'unknown' as const);
+    if (lease === 'unknown') return;
+    if (lease && lease.turn_id === turnId && lease.expires_at > new Date().toISOString()) {
+      goneSince = undefined;
+      return;
+    }
+    goneSince ??= Date.now();
+    if (Date.now() - goneSince < interval) return;
+    if (!turn) {
+      settle(new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`));
+      return;
+    }
+    const message = `the agentd process running turn "${turnId}" stopped before the turn ended; the session's turn history has what was recorded`;
+    push({ type: 'error', data: { code: 503, type: 'unavailable', message } });
+    push({ type: 'done', data: { stop_reason: 'interrupted' } });
+    end({ type: 'unavailable', status: 503, message });
+  };
+  const interval = Math.min(leaseTtlMs / 3, 1_000);
+  const watch = setInterval(() => void checkLease(), interval);
+  watch.unref();
+  const silence = setTimeout(
+    () => settle(new AppError('session-busy', `session "${sessionId}" runs turn "${turnId}" in another agentd process, which did not answer; try again, or send input with force to take over`)),
+    leaseTtlMs,
+  );
+  const stop = () => {
+    clearInterval(watch);
+    clearTimeout(silence);
+    void stopListening();
+  };
+
+  try {
+    await notifications.send(FOLLOW, JSON.stringify({ turn_id: turnId, project_id: projectId, session_id: sessionId, reply } satisfies FollowRequest));
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  const outcome = await answer;
+  clearTimeout(silence);
+  if (outcome instanceof AppError) {
+    stop();
+    throw outcome;
+  }
+  void outcome.done.finally(stop);
+  return outcome;
+}

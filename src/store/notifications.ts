@@ -1,0 +1,128 @@
+import { createHash, randomUUID } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * Messages between the processes that share one PostgreSQL database (LISTEN/NOTIFY), for what
+ * must reach another replica now rather than at its next poll: a live turn's events. Delivery is
+ * at most once and only to processes listening at the time; a message is never stored.
+ */
+export interface Notifications {
+  /** Calls `onMessage` with every message sent on `channel` from now on; resolves to the way to stop. */
+  listen(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  /** Sends `message` (any length) on `channel`; messages one caller sends in turn arrive in that order. */
+  send(channel: string, message: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL refuses payloads of 8000 bytes or more; a UTF-16 unit is at most 3 UTF-8 bytes. */
+const PART_UNITS = 2_600;
+
+/** Splits a message into parts that each fit one NOTIFY, never between the halves of a surrogate pair. */
+export function splitMessage(message: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  do {
+    let end = Math.min(start + PART_UNITS, message.length);
+    const last = message.charCodeAt(end - 1);
+    if (end < message.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+    parts.push(message.slice(start, end));
+    start = end;
+  } while (start < message.length);
+  return parts;
+}
+
+/**
+ * Channels are global to the PostgreSQL server, so their names carry a digest of the schema: two
+ * deployments (or two test runs) in different schemas of one database never hear each other.
+ */
+export function channelPrefix(schema: string): string {
+  return `agentd_${createHash('sha256').update(schema).digest('hex').slice(0, 12)}_`;
+}
+
+/**
+ * One dedicated connection listens (a pooled one would be handed to other queries); sends go
+ * through the pool. Each part is `<message id> <index> <count> <text>`, reassembled on arrival.
+ */
+export function createPgNotifications(options: { connectionString: string; pool: pg.Pool; prefix: string }): Notifications {
+  const handlers = new Map<string, Set<(message: string) => void>>();
+  const partial = new Map<string, string[]>();
+  let listener: Promise<pg.Client> | undefined;
+  let closed = false;
+
+  const deliver = (channel: string, payload: string) => {
+    const [id, index, count] = payload.split(' ', 3) as [string, string, string];
+    const text = payload.slice(id.length + index.length + count.length + 3);
+    let message = text;
+    if (count !== '1') {
+      const parts = partial.get(id) ?? [];
+      parts[Number(index)] = text;
+      if (parts.filter((p) => p !== undefined).length < Number(count)) {
+        partial.set(id, parts);
+        return;
+      }
+      partial.delete(id);
+      message = parts.join('');
+    }
+    for (const handler of handlers.get(channel) ?? []) handler(message);
+  };
+
+  const connect = (): Promise<pg.Client> => {
+    const client = new pg.Client({ connectionString: options.connectionString });
+    const ready = client.connect().then(async () => {
+      for (const channel of handlers.keys()) await client.query(`LISTEN "${channel}"`);
+      return client;
+    });
+    client.on('notification', (n) => n.payload !== undefined && deliver(n.channel, n.payload));
+    // A dropped connection (a database restart) is opened again on the next listen; what was sent
+    // meanwhile is lost, which every user of these messages tolerates (they watch the lease too).
+    const drop = () => {
+      if (listener === ready) listener = undefined;
+      partial.clear();
+    };
+    client.on('error', drop);
+    client.on('end', drop);
+    ready.catch(drop);
+    return ready;
+  };
+
+  const channelName = (channel: string) => {
+    const name = `${options.prefix}${channel}`;
+    if (!/^[a-z0-9_]{1,63}$/.test(name)) throw new Error(`invalid notification channel "${name}"`);
+    return name;
+  };
+
+  return {
+    async listen(channel, onMessage) {
+      if (closed) throw new Error('notifications are closed');
+      const name = channelName(channel);
+      let set = handlers.get(name);
+      const first = !set;
+      if (!set) handlers.set(name, (set = new Set()));
+      set.add(onMessage);
+      listener ??= connect();
+      const client = await listener;
+      if (first) await client.query(`LISTEN "${name}"`);
+      return async () => {
+        set.delete(onMessage);
+        if (set.size || handlers.get(name) !== set) return;
+        handlers.delete(name);
+        await listener?.then((c) => c.query(`UNLISTEN "${name}"`)).catch(() => {});
+      };
+    },
+    async send(channel, message) {
+      const name = channelName(channel);
+      const id = randomUUID();
+      const parts = splitMessage(message);
+      for (const [index, part] of parts.entries()) {
+        await options.pool.query('select pg_notify($1, $2)', [name, `${id} ${index} ${parts.length} ${part}`]);
+      }
+    },
+    async close() {
+      closed = true;
+      handlers.clear();
+      const client = await listener?.catch(() => undefined);
+      listener = undefined;
+      await client?.end().catch(() => {});
+    },
+  };
+}

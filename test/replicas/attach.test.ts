@@ -1,0 +1,144 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeModel, type FakeModelServer, type FakeReply, type RecordedRequest } from '../../src/testing/fake-model.ts';
+import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
+import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
+import { readFrames, sid } from '../support/harness.ts';
+
+/**
+ * Attach (force, no input) to a turn that runs on another replica (issue 7): the replica asked
+ * relays the turn from the one running it over PostgreSQL's LISTEN/NOTIFY — the replay from the
+ * turn's start, then its live events, then its end — so the reader cannot tell it from a local
+ * attach. Two `agentd serve` processes on one database. Runs only in the `postgres` project:
+ * SQLite serves one process, which attaches to its own turns (test/http/live-turns.test.ts).
+ */
+
+/** Over 8000 bytes as JSON and full of multi-byte characters: a tool call no single NOTIFY can carry. */
+const BIG = 'é😀 relayed across replicas — '.repeat(700);
+
+const replies = new Map<string, FakeReply[]>();
+let model: FakeModelServer;
+let database: TestDatabase;
+let dataDir: string;
+let a: Awaited<ReturnType<typeof startServe>>;
+let b: Awaited<ReturnType<typeof startServe>>;
+let auth: { projectId: string; key: string };
+
+const agent = { llm: { provider: 'openai', model: 'fake-model' }, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'allow' } } };
+const turnOn = (session: string, text: string) => ({ session_id: session, data: { inputs: { messages: [{ role: 'user', content: text }] }, parameters: { agent } } });
+const attach = (url: string, session: string, accept = 'text/event-stream') =>
+  fetch(`${url}/services/agent/v0/invoke?project_id=${auth.projectId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}`, 'x-ag-session-control': 'force', accept },
+    body: JSON.stringify({ session_id: session }),
+  });
+const stream = (url: string, body: unknown) =>
+  fetch(`${url}/services/agent/v0/invoke?project_id=${auth.projectId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}`, accept: 'text/event-stream' },
+    body: JSON.stringify(body),
+  });
+
+async function modelCalledWith(text: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!model.requests.some((r) => r.messages.some((m) => m.role === 'user' && m.content === text))) {
+    if (Date.now() > deadline) throw new Error(`the model never saw "${text}"`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica', () => {
+  beforeAll(async () => {
+    model = await startFakeModel({
+      script: (req: RecordedRequest) => {
+        const text = req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+        return replies.get(text)?.shift() ?? { text: 'unscripted' };
+      },
+    });
+    database = await freshDatabase();
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-attach-'));
+    const env = {
+      DATABASE_URL: database.url!,
+      AGENTD_DATA_DIR: dataDir,
+      AGENTD_LOG_LEVEL: 'info',
+      AGENTD_LEASE_TTL_MS: '1500',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: model.url,
+      AGENTD_DEFAULT_PROVIDER: 'openai',
+      AGENTD_DEFAULT_MODEL: 'fake-model',
+    };
+    a = await startServe(env);
+    auth = firstStartCredentials(a.output());
+    b = await startServe(env);
+  }, 60_000);
+  afterAll(async () => {
+    for (const replica of [a, b]) if (replica && replica.child.exitCode === null && replica.child.signalCode === null) replica.child.kill('SIGTERM');
+    await Promise.all([a?.exited, b?.exited]);
+    await model.close();
+    await database.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('streams the turn from its start, then live, exactly as its own caller sees it', async () => {
+    const session = sid('relay');
+    replies.set('relay me', [
+      { toolCalls: [{ name: 'write', input: { path: 'big.txt', content: BIG } }], latencyMs: 200 },
+      { text: 'the slow part of the answer', chunkDelayMs: 60 },
+    ]);
+    const owner = stream(a.url, turnOn(session, 'relay me'));
+    await modelCalledWith('relay me');
+    const attached = await attach(b.url, session);
+    expect(attached.status).toBe(200);
+    const [mine, relayed] = await Promise.all([owner.then(readFrames), readFrames(attached)]);
+
+    expect(relayed.frames).toEqual(mine.frames);
+    expect(relayed.frames[0]).toMatchObject({ type: 'turn_start', data: { session_id: session } });
+    expect(relayed.frames.find((f) => f.type === 'tool_call')).toMatchObject({ data: { name: 'write', input: { content: BIG } } });
+    expect(relayed.frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(attached.headers.get('x-ag-trace-id')).toBe((mine.frames[0]!.data as { trace_id: string }).trace_id);
+  });
+
+  it('as JSON waits for the turn on the other replica and returns its output', async () => {
+    const session = sid('relay-json');
+    replies.set('wait for me', [{ text: 'answered on A', latencyMs: 600 }]);
+    const owner = postJson(a.url, '/services/agent/v0/invoke', auth, turnOn(session, 'wait for me'));
+    await modelCalledWith('wait for me');
+    const res = await attach(b.url, session, 'application/json');
+    expect(res.status).toBe(200);
+    const [ownerBody, body] = await Promise.all([owner.then((r) => r.json()), res.json()]);
+    expect(body.turn_id).toBe(ownerBody.turn_id);
+    expect(body.data.outputs).toEqual(ownerBody.data.outputs);
+    expect(body.data.outputs.messages.at(-1).content).toBe('answered on A');
+  });
+
+  it('is a 404 once the turn has ended, on either replica', async () => {
+    const session = sid('ended');
+    replies.set('quick', [{ text: 'done already' }]);
+    expect((await postJson(a.url, '/services/agent/v0/invoke', auth, turnOn(session, 'quick'))).status).toBe(200);
+    for (const url of [a.url, b.url]) {
+      const res = await attach(url, session, 'application/json');
+      expect(res.status).toBe(404);
+      expect((await res.json()).status.message).toContain('no live turn');
+    }
+  });
+
+  it('ends with an error frame, not a hang, when the replica running the turn dies', async () => {
+    const session = sid('orphan');
+    // A first step, so the attached reply has begun (headers sent) before the second one hangs.
+    replies.set('never finishes', [{ toolCalls: [{ name: 'write', input: { path: 'first.txt', content: 'step one' } }] }, { hang: true }]);
+    const owner = stream(a.url, turnOn(session, 'never finishes'));
+    await modelCalledWith('never finishes');
+    const attached = await attach(b.url, session);
+    expect(attached.status).toBe(200);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    await owner.catch(() => undefined);
+    const { frames } = await readFrames(attached);
+    expect(frames[0]).toMatchObject({ type: 'turn_start' });
+    expect(frames.find((f) => f.type === 'tool_result')).toBeDefined();
+    expect(frames.at(-2)).toMatchObject({ type: 'error', data: { code: 503, type: 'unavailable' } });
+    expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'interrupted' } });
+  }, 20_000);
+});

@@ -1,0 +1,103 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/db.ts';
+import { splitMessage } from '../../src/store/notifications.ts';
+import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
+
+describe('splitMessage', () => {
+  it('cuts long text into parts that each fit one NOTIFY and join back to the original', () => {
+    const text = '😀é-'.repeat(5_000);
+    const parts = splitMessage(text);
+    expect(parts.length).toBeGreaterThan(1);
+    expect(parts.join('')).toBe(text);
+    for (const part of parts) {
+      expect(Buffer.byteLength(part, 'utf8')).toBeLessThan(8_000 - 64);
+      // No part ends in the first half of a surrogate pair (it would reach PostgreSQL as U+FFFD).
+      expect(part).toBe(Buffer.from(part, 'utf8').toString('utf8'));
+    }
+  });
+
+  it('keeps a short or empty message whole', () => {
+    expect(splitMessage('hi')).toEqual(['hi']);
+    expect(splitMessage('')).toEqual(['']);
+  });
+});
+
+/** SQLite serves one process, so it has no notifications; these need a PostgreSQL server. */
+describe.runIf(TEST_POSTGRES_URL)('notifications between processes on PostgreSQL', () => {
+  let first: TestDatabase;
+  let second: TestDatabase;
+  const stores: Store[] = [];
+  const open = async (database: TestDatabase) => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-notify-'));
+    const store = await openStore({ dataDir, databaseUrl: database.url });
+    stores.push(store);
+    await rm(dataDir, { recursive: true, force: true });
+    return store.notifications!;
+  };
+  const received = (into: string[], count: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`received ${into.length} of ${count}`)), 5_000);
+      const poll = setInterval(() => {
+        if (into.length < count) return;
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve();
+      }, 10);
+    });
+
+  beforeAll(async () => {
+    first = await freshDatabase();
+    second = await freshDatabase();
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    await first.drop();
+    await second.drop();
+  });
+
+  it('delivers messages of any size, in the order one sender sent them, to every listener of the channel', async () => {
+    const [sender, listenerA, listenerB] = [await open(first), await open(first), await open(first)];
+    const gotA: string[] = [];
+    const gotB: string[] = [];
+    await listenerA.listen('ordered', (m) => gotA.push(m));
+    await listenerB.listen('ordered', (m) => gotB.push(m));
+    const messages = ['one', 'ü😀'.repeat(9_000), 'three', ''];
+    for (const message of messages) await sender.send('ordered', message);
+    await received(gotA, messages.length);
+    await received(gotB, messages.length);
+    expect(gotA).toEqual(messages);
+    expect(gotB).toEqual(messages);
+  });
+
+  it('stops delivering once the listener stops', async () => {
+    const [sender, listener] = [await open(first), await open(first)];
+    const got: string[] = [];
+    const stop = await listener.listen('stoppable', (m) => got.push(m));
+    await sender.send('stoppable', 'before');
+    await received(got, 1);
+    await stop();
+    await sender.send('stoppable', 'after');
+    await sender.send('other', 'marker');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got).toEqual(['before']);
+  });
+
+  it('keeps deployments in different schemas of one database apart', async () => {
+    const [here, there] = [await open(first), await open(second)];
+    const got: string[] = [];
+    await there.listen('shared_name', (m) => got.push(m));
+    await here.send('shared_name', 'not for you');
+    await there.send('shared_name', 'for you');
+    await received(got, 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got).toEqual(['for you']);
+  });
+
+  it('refuses a channel name PostgreSQL could not take', async () => {
+    const notifications = await open(first);
+    await expect(notifications.send('Bad Name!', 'x')).rejects.toThrow(/invalid notification channel/);
+  });
+});
