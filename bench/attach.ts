@@ -35,9 +35,10 @@ async function deltaTimes(res: Response): Promise<number[]> {
   const times: number[] = [];
   const decoder = new TextDecoder();
   let buffer = '';
-  for await (const chunk of res.body!) {
+  const reader = res.body!.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
     const now = performance.now();
-    buffer += decoder.decode(chunk, { stream: true });
+    buffer += decoder.decode(chunk.value, { stream: true });
     const blocks = buffer.split('\n\n');
     buffer = blocks.pop()!;
     for (const block of blocks) if (block.startsWith('data: ')) times.push(now);

@@ -21,8 +21,8 @@ type FollowRequest = { turn_id: string; project_id: string; session_id: string; 
 type Failure = { type: ErrorType; status: number; message: string; headers?: Record<string, string> };
 type RelayMessage =
   | { t: 'hello'; trace_id: string; span_id: string }
-  | { t: 'events'; events: AgentEvent[] }
-  | { t: 'end'; failure?: Failure };
+  | { t: 'events'; from: number; events: AgentEvent[] }
+  | { t: 'end'; events: number; failure?: Failure };
 
 /**
  * Answers the follow requests of other replicas for the turns `find` knows (this process's live
@@ -51,9 +51,14 @@ async function relay(notifications: Notifications, turn: LiveTurn, channel: stri
   const send = (message: RelayMessage) => notifications.send(channel, JSON.stringify(message));
   await send({ t: 'hello', trace_id: turn.traceId, span_id: turn.spanId });
   const queued: AgentEvent[] = [];
+  let sent = 0;
   let sending: Promise<void> | undefined;
   const flush = async () => {
-    while (queued.length) await send({ t: 'events', events: queued.splice(0) });
+    while (queued.length) {
+      const events = queued.splice(0);
+      await send({ t: 'events', from: sent, events });
+      sent += events.length;
+    }
     sending = undefined;
   };
   for await (const event of turn.follow()) {
@@ -64,6 +69,7 @@ async function relay(notifications: Notifications, turn: LiveTurn, channel: stri
   const failure = turn.failure;
   await send({
     t: 'end',
+    events: sent,
     ...(failure ? { failure: { type: failure.type, status: failure.status, message: failure.message, ...(failure.headers ? { headers: failure.headers } : {}) } } : {}),
   });
 }
@@ -91,6 +97,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
   let settle!: (outcome: LiveTurn | AppError) => void;
   const answer = new Promise<LiveTurn | AppError>((resolve) => (settle = resolve));
 
+  let received = 0;
   const push = (event: AgentEvent) => {
     folder.push(event);
     turn!.push(event);
@@ -99,6 +106,13 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     if (!turn || turn.isFinished) return;
     if (failure) turn.failure = new AppError(failure.type, failure.message, { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
     turn.finish(folder.result());
+  };
+  /** Ends the followed turn with an error frame, as a turn that failed here would end. */
+  const lose = (why: string) => {
+    const message = `${why}; the session's turn history has what was recorded for turn "${turnId}"`;
+    push({ type: 'error', data: { code: 503, type: 'unavailable', message } });
+    push({ type: 'done', data: { stop_reason: 'interrupted' } });
+    end({ type: 'unavailable', status: 503, message });
   };
 
   const stopListening = await notifications.listen(reply, (raw) => {
@@ -113,8 +127,12 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
       turn ??= new LiveTurn({ id: turnId, projectId, sessionId, traceId: message.trace_id, spanId: message.span_id });
       settle(turn);
     } else if (turn && message.t === 'events') {
+      // A listening connection that dropped and came back missed what was sent meanwhile.
+      if (message.from !== received) return lose('part of the relayed turn was lost on the way');
       for (const event of message.events) push(event);
+      received += message.events.length;
     } else if (message.t === 'end') {
+      if (message.events !== received) return lose('the end of the relayed turn was lost on the way');
       end(message.failure);
     }
   });
@@ -135,10 +153,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
       settle(new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`));
       return;
     }
-    const message = `the agentd process running turn "${turnId}" stopped before the turn ended; the session's turn history has what was recorded`;
-    push({ type: 'error', data: { code: 503, type: 'unavailable', message } });
-    push({ type: 'done', data: { stop_reason: 'interrupted' } });
-    end({ type: 'unavailable', status: 503, message });
+    lose('the agentd process running the turn stopped before the turn ended');
   };
   const interval = Math.min(leaseTtlMs / 3, 1_000);
   const watch = setInterval(() => void checkLease(), interval);
