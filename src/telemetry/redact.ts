@@ -25,13 +25,17 @@ export function makeRedactor(values: Iterable<string | undefined>): Redactor {
   const secrets = secretList(values);
   if (secrets.length === 0) return identity;
   const redactString = (text: string) => maskIn(secrets, text);
+  // Copy on write: a value with no secret in it comes back as it is, which is nearly every event
+  // of a turn, so a turn does not rebuild each of its events.
   const walk = (value: unknown): unknown => {
     if (typeof value === 'string') return redactString(value);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
+    if (!value || typeof value !== 'object') return value;
+    let copy: Record<string, unknown> | undefined;
+    for (const [key, item] of Object.entries(value)) {
+      const redacted = walk(item);
+      if (redacted !== item) (copy ??= (Array.isArray(value) ? [...value] : { ...value }) as Record<string, unknown>)[key] = redacted;
     }
-    return value;
+    return copy ?? value;
   };
   return <T>(value: T) => walk(value) as T;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/events.ts';
-import { makeEventRedactor } from '../../src/telemetry/redact.ts';
+import { makeEventRedactor, makeRedactor } from '../../src/telemetry/redact.ts';
 
 const SECRET = 'sk-secret-value-123';
 
@@ -48,5 +48,25 @@ describe('makeEventRedactor', () => {
   it('passes events through untouched when there is no secret', () => {
     const event: AgentEvent = { type: 'message_delta', data: { id: 'm', delta: 'sk-' } };
     expect(makeEventRedactor([undefined])(event)).toEqual([event]);
+  });
+});
+
+describe('makeRedactor', () => {
+  const redact = makeRedactor([SECRET]);
+
+  it('masks secrets at any depth of objects and arrays, leaving the input untouched', () => {
+    const input = { a: [1, `x ${SECRET}`, { b: SECRET, c: 'fine' }], d: { e: null, f: true }, g: 'plain' };
+    const out = redact(input);
+    expect(out).toEqual({ a: [1, 'x [redacted]', { b: '[redacted]', c: 'fine' }], d: { e: null, f: true }, g: 'plain' });
+    expect(Array.isArray(out.a)).toBe(true);
+    expect(input.a[1]).toBe(`x ${SECRET}`);
+    expect((input.a[2] as { b: string }).b).toBe(SECRET);
+  });
+
+  it('returns a value with no secret in it as it is, not a copy', () => {
+    const clean = { type: 'tool_result', data: { id: 'c1', output: ['a', { b: 'c' }] } };
+    expect(redact(clean)).toBe(clean);
+    const partly = { keep: { deep: ['same'] }, change: SECRET };
+    expect(redact(partly).keep).toBe(partly.keep);
   });
 });
