@@ -89,10 +89,11 @@ export function createTurnsRepo(db: Kysely<Database>) {
   /**
    * Records how a running turn ended. Only a `running` turn changes, so the first ending wins: a
    * late finish from a loop that was cancelled or interrupted does not rewrite what happened.
-   * Undefined when the turn does not exist or had already ended.
+   * False when the turn does not exist or had already ended. Nothing is read back: every turn
+   * ends here, and its caller already holds what it wrote.
    */
-  async function finish(id: string, end: TurnEnd): Promise<TurnRecord | undefined> {
-    const row = await db
+  async function finish(id: string, end: TurnEnd): Promise<boolean> {
+    const result = await db
       .updateTable('turns')
       .set({
         status: end.status,
@@ -104,9 +105,8 @@ export function createTurnsRepo(db: Kysely<Database>) {
       })
       .where('id', '=', id)
       .where('status', '=', 'running')
-      .returningAll()
       .executeTakeFirst();
-    return row && toTurn(row);
+    return Number(result.numUpdatedRows) > 0;
   }
 
   async function get(projectId: string, id: string): Promise<TurnRecord | undefined> {

@@ -28,15 +28,15 @@ describe('turns', () => {
 
     const output = { messages: [{ role: 'assistant', content: 'hi' }] };
     const usage = { input: 10, output: 5, total: 15 };
-    const finished = await store.turns.finish(started.id, { status: 'completed', stop_reason: 'end_turn', output, usage });
+    expect(await store.turns.finish(started.id, { status: 'completed', stop_reason: 'end_turn', output, usage })).toBe(true);
+    const finished = await store.turns.get('p1', started.id);
     expect(finished).toMatchObject({ status: 'completed', stop_reason: 'end_turn', output, usage, error: null, request });
     expect(finished?.ended_at).toEqual(expect.any(String));
-    expect(await store.turns.get('p1', started.id)).toEqual(finished);
 
     // The first ending stands: a late finish does not rewrite it.
-    expect(await store.turns.finish(started.id, { status: 'failed', error: { message: 'late' } })).toBeUndefined();
-    expect((await store.turns.get('p1', started.id))?.status).toBe('completed');
-    expect(await store.turns.finish('missing', { status: 'completed' })).toBeUndefined();
+    expect(await store.turns.finish(started.id, { status: 'failed', error: { message: 'late' } })).toBe(false);
+    expect(await store.turns.get('p1', started.id)).toEqual(finished);
+    expect(await store.turns.finish('missing', { status: 'completed' })).toBe(false);
     await store.close();
   });
 

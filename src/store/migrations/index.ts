@@ -6,6 +6,7 @@ import { connections } from './0004_connections.ts';
 import { configs } from './0005_configs.ts';
 import { evaluations } from './0006_evaluations.ts';
 import { evaluationClaims } from './0007_evaluation_claims.ts';
+import { claimExpiryIndex } from './0008_claim_expiry_index.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '0005_configs': configs,
   '0006_evaluations': evaluations,
   '0007_evaluation_claims': evaluationClaims,
+  '0008_claim_expiry_index': claimExpiryIndex,
 };
