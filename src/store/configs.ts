@@ -270,17 +270,26 @@ export function createConfigsRepo(db: Kysely<Database>) {
     return row && toRevision(row);
   }
 
-  /** Newest first, across the artifact's variants or within one. */
+  /**
+   * Newest first, across the artifact's variants or within one. Revisions committed in the same
+   * millisecond are ordered by version (then id), so a variant's list always reads v3, v2, v1.
+   */
   async function listRevisions(artifactId: string, page: PageRequest, variantId?: string): Promise<Page<RevisionRecord>> {
     const limit = pageSize(page.limit);
     let query = revisions().where('r.artifact_id', '=', artifactId);
     if (variantId) query = query.where('r.variant_id', '=', variantId);
     if (page.cursor) {
       const after = decodeCursor(page.cursor);
-      query = query.where((eb) => eb.or([eb('r.created_at', '<', after.at), eb.and([eb('r.created_at', '=', after.at), eb('r.id', '<', after.id)])]));
+      const rank = after.rank ?? Number.MAX_SAFE_INTEGER;
+      query = query.where((eb) =>
+        eb.or([
+          eb('r.created_at', '<', after.at),
+          eb.and([eb('r.created_at', '=', after.at), eb.or([eb('r.version', '<', rank), eb.and([eb('r.version', '=', rank), eb('r.id', '<', after.id)])])]),
+        ]),
+      );
     }
-    const rows = await query.orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(limit + 1).execute();
-    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toRevision);
+    const rows = await query.orderBy('r.created_at', 'desc').orderBy('r.version', 'desc').orderBy('r.id', 'desc').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id, rank: row.version }), toRevision);
   }
 
   return { createArtifact, findArtifact, artifactByIdOrSlug, describeArtifact, listArtifacts, variantsOf, findVariants, ensureVariant, commit, findRevision, revisionOf, listRevisions };

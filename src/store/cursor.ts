@@ -3,11 +3,13 @@ import { AppError } from '../errors.ts';
 /**
  * Keyset paging. A cursor names the last item a page returned by its sort timestamp and id (the
  * id breaks ties between items stamped in the same millisecond), so a page never skips or repeats
- * an item when rows are added meanwhile. Callers treat it as opaque: base64url of a JSON pair.
+ * an item when rows are added meanwhile. Callers treat it as opaque: base64url of a JSON array.
  */
 export interface CursorKey {
   at: string;
   id: string;
+  /** Where items of one millisecond have an order of their own (a revision's version), it comes before the id. */
+  rank?: number;
 }
 
 export interface Page<T> {
@@ -22,7 +24,7 @@ export interface PageRequest {
 }
 
 export function encodeCursor(key: CursorKey): string {
-  return Buffer.from(JSON.stringify([key.at, key.id]), 'utf8').toString('base64url');
+  return Buffer.from(JSON.stringify(key.rank === undefined ? [key.at, key.id] : [key.at, key.id, key.rank]), 'utf8').toString('base64url');
 }
 
 export function decodeCursor(cursor: string): CursorKey {
@@ -34,13 +36,13 @@ export function decodeCursor(cursor: string): CursorKey {
   }
   if (
     Array.isArray(pair) &&
-    pair.length === 2 &&
+    (pair.length === 2 || (pair.length === 3 && Number.isSafeInteger(pair[2]))) &&
     typeof pair[0] === 'string' &&
     typeof pair[1] === 'string' &&
     pair[1] !== '' &&
     !Number.isNaN(Date.parse(pair[0]))
   ) {
-    return { at: pair[0], id: pair[1] };
+    return { at: pair[0], id: pair[1], ...(pair.length === 3 ? { rank: pair[2] as number } : {}) };
   }
   const shown = cursor.length > 80 ? `${cursor.slice(0, 80)}…` : cursor;
   throw new AppError('invalid-request', `cursor "${shown}" is not valid; pass the "next" value of the previous page`);
