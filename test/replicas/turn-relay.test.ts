@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/events.ts';
+import type { LiveTurn } from '../../src/sessions/live-turn.ts';
 import { followRemoteTurn } from '../../src/sessions/turn-relay.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
@@ -38,6 +39,15 @@ async function runningElsewhere(): Promise<{ sessionId: string; turnId: string; 
 
 const follow = (sessionId: string, turnId: string) => followRemoteTurn(follower.notifications!, { projectId: project, sessionId, turnId, leases: follower.leases, leaseTtlMs: TTL_MS });
 
+/** A follower that got its answer: the relayed turn, and the sender's side of the channel. */
+async function followed(): Promise<{ sessionId: string; turnId: string; send: (message: object) => Promise<void>; turn: LiveTurn }> {
+  const { sessionId, turnId, reply } = await runningElsewhere();
+  const following = follow(sessionId, turnId);
+  const send = await reply;
+  await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
+  return { sessionId, turnId, send, turn: await following };
+}
+
 async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
   const all: AgentEvent[] = [];
   for await (const event of events) all.push(event);
@@ -63,11 +73,7 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
   });
 
   it('rebuilds the turn from hello, event batches and the end, failure included', async () => {
-    const { sessionId, turnId, reply } = await runningElsewhere();
-    const following = follow(sessionId, turnId);
-    const send = await reply;
-    await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
-    const turn = await following;
+    const { sessionId, turnId, send, turn } = await followed();
     expect(turn.traceId).toBe('a'.repeat(32));
     await send({ t: 'events', from: 0, events: [start(turnId, sessionId), { type: 'message_start', data: { id: 'm1' } }] });
     await send({ t: 'events', from: 2, events: [delta('partial'), { type: 'error', data: { code: 429, type: 'rate-limited', message: 'slow down' } }, { type: 'done', data: { stop_reason: 'error' } }] });
@@ -79,11 +85,7 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
   });
 
   it('ends with an error when a batch of events went missing, rather than stream a turn with a hole', async () => {
-    const { sessionId, turnId, reply } = await runningElsewhere();
-    const following = follow(sessionId, turnId);
-    const send = await reply;
-    await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
-    const turn = await following;
+    const { sessionId, turnId, send, turn } = await followed();
     await send({ t: 'events', from: 0, events: [start(turnId, sessionId)] });
     await send({ t: 'events', from: 3, events: [delta('after the hole')] });
     const events = await collect(turn.follow());
@@ -95,11 +97,7 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
   });
 
   it('ends with an error when the end arrives without the events before it', async () => {
-    const { sessionId, turnId, reply } = await runningElsewhere();
-    const following = follow(sessionId, turnId);
-    const send = await reply;
-    await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
-    const turn = await following;
+    const { sessionId, turnId, send, turn } = await followed();
     await send({ t: 'events', from: 0, events: [start(turnId, sessionId)] });
     await send({ t: 'end', events: 4 });
     const events = await collect(turn.follow());
@@ -108,11 +106,7 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
   });
 
   it('ends the turn once its lease is gone and no end came', async () => {
-    const { sessionId, turnId, reply } = await runningElsewhere();
-    const following = follow(sessionId, turnId);
-    const send = await reply;
-    await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
-    const turn = await following;
+    const { sessionId, turnId, send, turn } = await followed();
     await send({ t: 'events', from: 0, events: [start(turnId, sessionId)] });
     await sender.leases.release(project, sessionId, turnId);
     const events = await collect(turn.follow());
