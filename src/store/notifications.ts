@@ -14,6 +14,8 @@ export interface Notifications {
   close(): Promise<void>;
 }
 
+const RECONNECT_MS = 1_000;
+
 /** PostgreSQL refuses payloads of 8000 bytes or more; a UTF-16 unit is at most 3 UTF-8 bytes. */
 const PART_UNITS = 2_600;
 
@@ -66,18 +68,28 @@ export function createPgNotifications(options: { connectionString: string; pool:
     for (const handler of handlers.get(channel) ?? []) handler(message);
   };
 
+  let retry: NodeJS.Timeout | undefined;
   const connect = (): Promise<pg.Client> => {
-    const client = new pg.Client({ connectionString: options.connectionString });
+    // Named, so an operator can tell it apart in pg_stat_activity.
+    const client = new pg.Client({ connectionString: options.connectionString, application_name: 'agentd-listener' });
     const ready = client.connect().then(async () => {
       for (const channel of handlers.keys()) await client.query(`LISTEN "${channel}"`);
       return client;
     });
     client.on('notification', (n) => n.payload !== undefined && deliver(n.channel, n.payload));
-    // A dropped connection (a database restart) is opened again on the next listen; what was sent
-    // meanwhile is lost, which every user of these messages tolerates (they watch the lease too).
+    // A dropped connection (a database restart) is opened again, with its channels, a moment
+    // later; what was sent meanwhile is lost, which every user of these messages tolerates (they
+    // watch the lease too).
     const drop = () => {
-      if (listener === ready) listener = undefined;
+      if (listener !== ready) return;
+      listener = undefined;
       partial.clear();
+      if (closed || retry) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        if (!closed && !listener && handlers.size) listener = connect();
+      }, RECONNECT_MS);
+      retry.unref();
     };
     client.on('error', drop);
     client.on('end', drop);
@@ -119,6 +131,7 @@ export function createPgNotifications(options: { connectionString: string; pool:
     },
     async close() {
       closed = true;
+      clearTimeout(retry);
       handlers.clear();
       const client = await listener?.catch(() => undefined);
       listener = undefined;

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { splitMessage } from '../../src/store/notifications.ts';
@@ -94,6 +95,27 @@ describe.runIf(TEST_POSTGRES_URL)('notifications between processes on PostgreSQL
     await received(got, 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(got).toEqual(['for you']);
+  });
+
+  it('listens again after its connection is cut (a database restart), on the same channels', async () => {
+    const [sender, listener] = [await open(first), await open(first)];
+    const channel = `reconnect_${Date.now()}`;
+    const got: string[] = [];
+    await listener.listen(channel, (m) => got.push(m));
+    const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await admin.connect();
+    try {
+      const cut = await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'agentd-listener' and query like $1`, [`%${channel}%`]);
+      expect(cut.rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    // Sent until one arrives: the listener comes back about a second after the cut.
+    for (let i = 0; got.length === 0 && i < 50; i++) {
+      await sender.send(channel, `after the cut ${i}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(got[0]).toMatch(/^after the cut/);
   });
 
   it('refuses a channel name PostgreSQL could not take', async () => {
