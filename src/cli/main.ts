@@ -1,11 +1,28 @@
 import { loadConfig } from '../config.ts';
-import { keysCommand } from './keys.ts';
-import { serveCommand } from './serve.ts';
-import { demoModelCommand } from './demo-model.ts';
-import { runManyCommand } from './run-many.ts';
-import { evalCommand } from './eval.ts';
-import { testsetsCommand } from './testsets.ts';
-import { invokeCommand } from './invoke.ts';
+
+/**
+ * Each command is loaded when it runs: the server's dependencies (Fastify, the AI SDK, the
+ * database drivers) would otherwise load for `agentd run-many` too, which only needs the client.
+ */
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  serve: async (argv) => (await import('./serve.ts')).serveCommand(argv, serverConfig()),
+  keys: async (argv) => (await import('./keys.ts')).keysCommand(argv, serverConfig()),
+  'demo-model': async (argv) => (await import('./demo-model.ts')).demoModelCommand(argv),
+  'run-many': async (argv) => (await import('./run-many.ts')).runManyCommand(argv),
+  invoke: async (argv) => (await import('./invoke.ts')).invokeCommand(argv),
+  testsets: async (argv) => (await import('./testsets.ts')).testsetsCommand(argv),
+  eval: async (argv) => (await import('./eval.ts')).evalCommand(argv),
+};
+
+class ConfigError extends Error {}
+
+function serverConfig(): ReturnType<typeof loadConfig> {
+  try {
+    return loadConfig();
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+}
 
 const USAGE = `agentd — a self-hosted agent invocation service
 
@@ -32,31 +49,17 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command ? 0 : 2;
   }
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    process.stderr.write(`agentd: ${(error as Error).message}\n`);
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (!run) {
+    process.stderr.write(`agentd: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
-  switch (command) {
-    case 'serve':
-      return serveCommand(rest, config);
-    case 'keys':
-      return keysCommand(rest, config);
-    case 'demo-model':
-      return demoModelCommand(rest);
-    case 'run-many':
-      return runManyCommand(rest);
-    case 'invoke':
-      return invokeCommand(rest);
-    case 'testsets':
-      return testsetsCommand(rest);
-    case 'eval':
-      return evalCommand(rest);
-    default:
-      process.stderr.write(`agentd: unknown command "${command}"\n\n${USAGE}`);
-      return 2;
+  try {
+    return await run(rest);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`agentd: ${error.message}\n`);
+    return 2;
   }
 }
 
