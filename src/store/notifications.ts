@@ -111,15 +111,22 @@ export function createPgNotifications(options: { connectionString: string; pool:
       const first = !set;
       if (!set) handlers.set(name, (set = new Set()));
       set.add(onMessage);
-      listener ??= connect();
-      const client = await listener;
-      if (first) await client.query(`LISTEN "${name}"`);
-      return async () => {
+      const stop = async () => {
         set.delete(onMessage);
         if (set.size || handlers.get(name) !== set) return;
         handlers.delete(name);
         await listener?.then((c) => c.query(`UNLISTEN "${name}"`)).catch(() => {});
       };
+      try {
+        listener ??= connect();
+        const client = await listener;
+        if (first) await client.query(`LISTEN "${name}"`);
+      } catch (error) {
+        // Not listening after all: nothing is left behind for a reconnect to listen for.
+        await stop();
+        throw error;
+      }
+      return stop;
     },
     async send(channel, message) {
       const name = channelName(channel);

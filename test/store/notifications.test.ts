@@ -1,10 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.ts';
-import { splitMessage } from '../../src/store/notifications.ts';
+import { createPgNotifications, splitMessage } from '../../src/store/notifications.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
 
 describe('splitMessage', () => {
@@ -23,6 +24,32 @@ describe('splitMessage', () => {
   it('keeps a short or empty message whole', () => {
     expect(splitMessage('hi')).toEqual(['hi']);
     expect(splitMessage('')).toEqual(['']);
+  });
+});
+
+describe('a listener that cannot connect', () => {
+  it('rejects the listen with the connection error and does not keep trying for it', async () => {
+    // A server that hangs up on every connection, counting them: the database is unreachable.
+    let attempts = 0;
+    const server = net.createServer((socket) => {
+      attempts++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connectionString = `postgres://nobody@127.0.0.1:${(server.address() as net.AddressInfo).port}/none`;
+    const pool = new pg.Pool({ connectionString });
+    const notifications = createPgNotifications({ connectionString, pool, prefix: 'agentd_test_' });
+    try {
+      await expect(notifications.listen('nowhere', () => {})).rejects.toThrow();
+      // Nobody listens any more, so there is nothing to reconnect for: no second attempt a
+      // reconnect delay later.
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(attempts).toBe(1);
+    } finally {
+      await notifications.close();
+      await pool.end();
+      server.close();
+    }
   });
 });
 
