@@ -139,6 +139,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
 
   // The lease says whether the turn still runs somewhere. The end is sent after the lease is
   // released, so a lease that is gone gets one more check before the turn counts as lost.
+  const interval = Math.min(leaseTtlMs / 3, 1_000);
   let goneSince: number | undefined;
   const checkLease = async () => {
     const lease = await leases.get(projectId, sessionId).catch(() => 'unknown' as const);
@@ -155,7 +156,6 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     }
     lose('the agentd process running the turn stopped before the turn ended');
   };
-  const interval = Math.min(leaseTtlMs / 3, 1_000);
   const watch = setInterval(() => void checkLease(), interval);
   watch.unref();
   const silence = setTimeout(
