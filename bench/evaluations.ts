@@ -4,7 +4,10 @@
  * same N model calls made straight to the fake model, B at a time, in the same run. The model is
  * its own process (bench/model-server.ts), as a provider is; agentd runs in this one. A run of
  * 200 cases before the measured ones warms the process up.
- * Run with `npm run bench:evaluations` (BENCH_EVAL_LATENCY_MS changes the latency).
+ * CPU per case is the bench process's (agentd and its turn threads) and, of that, the server
+ * thread's own, which is what one event loop must keep up with.
+ * Run with `npm run bench:evaluations` (BENCH_EVAL_LATENCY_MS changes the latency;
+ * AGENTD_TURN_WORKERS=0 runs turns on the server thread).
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -60,22 +63,27 @@ const rows: string[] = [];
 for (const { cases, batch } of SCENARIOS) {
   const floorMs = await modelFloor(model.url, cases, batch);
   await ask({ type: 'reset' });
+  const cpuBefore = process.cpuUsage();
+  const threadBefore = process.threadCpuUsage();
   const { wallMs, run } = await evaluate(cases, batch);
+  const cpu = process.cpuUsage(cpuBefore);
+  const thread = process.threadCpuUsage(threadBefore);
+  const perCase = (usage: NodeJS.CpuUsage) => ((usage.user + usage.system) / 1000 / cases).toFixed(2);
   const { peakInFlight } = await ask<{ peakInFlight: number }>({ type: 'peak' });
   const idealMs = (cases * LATENCY_MS) / batch;
   const metrics = await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id } });
   const duration = metrics.metrics[0].data['application-bench-target'].duration_ms;
   rows.push(
-    `| ${cases} | ${batch} | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(wallMs / 1000).toFixed(2)} s | ${(wallMs / idealMs).toFixed(2)} | ${(wallMs / floorMs).toFixed(2)} | ${peakInFlight} | ${duration.p50.toFixed(0)} / ${duration.p99.toFixed(0)} ms |`,
+    `| ${cases} | ${batch} | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(wallMs / 1000).toFixed(2)} s | ${(wallMs / idealMs).toFixed(2)} | ${(wallMs / floorMs).toFixed(2)} | ${peakInFlight} | ${duration.p50.toFixed(0)} / ${duration.p99.toFixed(0)} ms | ${perCase(cpu)} / ${perCase(thread)} ms |`,
   );
 }
 
 process.stdout.write(
   [
-    `Evaluation runs, fake model latency ${LATENCY_MS} ms (node ${process.version}, ${os.cpus().length} cores)`,
+    `Evaluation runs, fake model latency ${LATENCY_MS} ms, ${agentd.turnWorkers} turn worker threads (node ${process.version}, ${os.cpus().length} cores)`,
     '',
-    '| cases | batch_size | ideal (N × latency / B) | floor (plain model calls) | agentd run | run / ideal | run / floor | peak in flight | case p50 / p99 |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| cases | batch_size | ideal (N × latency / B) | floor (plain model calls) | agentd run | run / ideal | run / floor | peak in flight | case p50 / p99 | CPU per case: process / server thread |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'),

@@ -51,12 +51,16 @@ export interface LocalAgentd {
   url: string;
   key: string;
   projectId: string;
+  /** The turn worker threads it runs turns on (0: its own thread). */
+  turnWorkers: number;
   close(): Promise<void>;
 }
 
 export async function startLocalAgentd(modelUrl: string, env: Record<string, string> = {}): Promise<LocalAgentd> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-'));
-  const config = loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: modelUrl, ...env });
+  // AGENTD_TURN_WORKERS from the bench's environment, so both ways of running turns can be measured.
+  const workers = process.env.AGENTD_TURN_WORKERS ? { AGENTD_TURN_WORKERS: process.env.AGENTD_TURN_WORKERS } : {};
+  const config = loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: modelUrl, ...workers, ...env });
   const store = await openStore({ dataDir });
   const project = await store.projects.ensure('bench');
   const key = (await store.apiKeys.create(project.id, 'editor')).key;
@@ -66,6 +70,7 @@ export async function startLocalAgentd(modelUrl: string, env: Record<string, str
     url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
     key,
     projectId: project.id,
+    turnWorkers: config.turnWorkers,
     close: async () => {
       await app.close();
       await store.close();

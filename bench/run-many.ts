@@ -43,7 +43,7 @@ const idealMs = (INPUTS * LATENCY_MS) / CONCURRENCY;
 
 process.stdout.write(
   [
-    `agentd run-many, ${INPUTS} inputs, concurrency ${CONCURRENCY}, model latency ${LATENCY_MS} ms (node ${process.version}, ${os.cpus().length} cores)`,
+    `agentd run-many, ${INPUTS} inputs, concurrency ${CONCURRENCY}, model latency ${LATENCY_MS} ms, ${agentd.turnWorkers} turn worker threads (node ${process.version}, ${os.cpus().length} cores)`,
     '',
     '| ideal (N × latency / C) | floor (plain model calls) | run-many | run-many / ideal | run-many / floor | peak in flight | succeeded |',
     '|---|---|---|---|---|---|---|',

@@ -574,6 +574,7 @@ async function main(): Promise<void> {
   const out = [
     '',
     `machine: ${machine.nproc} cores (${machine.cpu}), Node ${machine.node}, ${machine.platform}; agentd at ${source}`,
+    `agentd turn worker threads: ${process.env.AGENTD_TURN_WORKERS ?? 'the default (cores - 1, at most 4)'}`,
     `load: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s measured per run, ${settings.rounds} round(s) (medians)`,
     `model call bodies (bytes): tool ${bodyBytes[0]} + ${bodyBytes[1]}, stream ${bodyBytes[2]}`,
     '',

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
 import { parseSecretKey } from './store/secret-box.ts';
@@ -26,6 +27,8 @@ export interface Config {
   /** How long a session's lease lives without renewal: a crashed process frees its sessions after this. */
   leaseTtlMs: number;
   maxSteps: number;
+  /** Worker threads that run turns beside the server's own (0: turns run on the server's thread). */
+  turnWorkers: number;
   modelTimeoutMs: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
@@ -81,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
     leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
     maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
+    turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {

@@ -106,7 +106,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   runs.attach(evaluations);
   app.decorate('evaluations', evaluations);
   // A closed app runs no more cases; those in flight go back to pending for the next start.
-  app.addHook('onClose', async () => evaluations.drain());
+  app.addHook('onClose', async () => {
+    await evaluations.drain();
+    turns.close();
+  });
   app.decorateRequest('run', null as never);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};

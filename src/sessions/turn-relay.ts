@@ -140,16 +140,17 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
   // The lease says whether the turn still runs somewhere. The end is sent after the lease is
   // released, so a lease that is gone gets one more check before the turn counts as lost.
   const interval = Math.min(leaseTtlMs / 3, 1_000);
-  let goneSince: number | undefined;
+  // Counted in checks, not time: timers drift, and a check that came a moment early must not
+  // leave the question to the silence timeout.
+  let goneChecks = 0;
   const checkLease = async () => {
     const lease = await leases.get(projectId, sessionId).catch(() => 'unknown' as const);
     if (lease === 'unknown') return;
     if (lease && lease.turn_id === turnId && lease.expires_at > new Date().toISOString()) {
-      goneSince = undefined;
+      goneChecks = 0;
       return;
     }
-    goneSince ??= Date.now();
-    if (Date.now() - goneSince < interval) return;
+    if (++goneChecks < 2) return;
     if (!turn) {
       settle(new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`));
       return;

@@ -5,13 +5,14 @@ import { collectCalls } from '../agent/history.ts';
 import { resolveModel, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
+import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
-import { ensureSessionFolder } from './folders.ts';
+import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers } from '../agent/mcp.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
@@ -39,11 +40,13 @@ export class TurnService {
   private readonly pricing: Pricing | undefined;
   /** The server's own provider keys: an upstream error or a model may echo them too. */
   private readonly serverSecrets: Array<string | undefined>;
+  private readonly pool: TurnPool | undefined;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
     this.pricing = pricingFrom(deps.config.prices);
-    const { env, openaiCompatible } = deps.config;
+    const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = deps.config;
+    this.pool = turnWorkers > 0 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
     this.serverSecrets = [
       env.OPENAI_API_KEY,
       env.ANTHROPIC_API_KEY,
@@ -138,11 +141,14 @@ export class TurnService {
     // below like any secret of the run.
     const connection = await openProjectConnection(store, projectId, plan.template.llm);
     const template: RunnableTemplate = { ...plan.template, llm: settleLlm(plan.template.llm, connection) };
+    // Resolved here even for a turn a worker thread runs (which resolves it again there): a missing
+    // key or an unknown provider fails the request before the turn starts.
     const model = resolveModel(template.llm, config, secrets, connection);
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
 
-    const workdir = await ensureSessionFolder(config.dataDir, projectId, sessionId);
+    // Made here only for what needs it before the turn; tools make it when they first run.
+    const workdir = template.skills.length || template.mcps.length ? await ensureSessionFolder(config.dataDir, projectId, sessionId) : sessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills);
     // Connected before any answer is claimed: an unreachable server fails the request (424)
     // without consuming the caller's decisions.
@@ -182,7 +188,7 @@ export class TurnService {
     this.bySession.set(key, turn);
     const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
-    const events = runTurn({
+    const input = {
       turnId,
       sessionId,
       traceId: trace.traceId,
@@ -190,14 +196,13 @@ export class TurnService {
       history: answers.history,
       workdir,
       ...(skills ? { notes: [skills] } : {}),
-      mcp,
-      model,
-      config,
-      pricing: this.pricing,
-      signal: turn.controller.signal,
-      newInteractionId: () => randomUUID(),
       streaming: plan.streaming,
-    });
+    };
+    // MCP tools hold their connections here, so a turn that has them runs on this thread.
+    const events =
+      this.pool && !mcp
+        ? this.pool.run({ ...input, secrets, connection }, turn.controller.signal)
+        : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
     void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision }).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
@@ -309,6 +314,16 @@ export class TurnService {
     const timer = setInterval(run, intervalMs);
     timer.unref();
     return () => clearInterval(timer);
+  }
+
+  /** Starts the turn worker threads now rather than at the first turns. */
+  warm(): void {
+    this.pool?.warm();
+  }
+
+  /** Turn worker threads end once their turns have; no turn starts after this. */
+  close(): void {
+    this.pool?.close();
   }
 
   /**

@@ -4,14 +4,14 @@ import { startHarness, userTurn, type Harness } from '../support/harness.ts';
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({
-    env: {
+    env: (modelUrl) => ({
       ANTHROPIC_API_KEY: 'sk-ant-test',
+      ANTHROPIC_BASE_URL: modelUrl,
+      AGENTD_OPENAI_COMPATIBLE: JSON.stringify({ vllm: { base_url: modelUrl, api_key_env: 'VLLM_KEY' } }),
+      VLLM_KEY: 'sk-vllm-test',
       AGENTD_PRICES: JSON.stringify({ 'openai/priced-model': { input: 1, output: 2 } }),
-    },
+    }),
   });
-  h.config.openaiCompatible = { vllm: { base_url: h.model.url, api_key_env: 'VLLM_KEY' } };
-  h.config.env.VLLM_KEY = 'sk-vllm-test';
-  h.config.env.ANTHROPIC_BASE_URL = h.model.url;
 });
 afterAll(async () => h.close());
 

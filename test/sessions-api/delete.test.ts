@@ -90,6 +90,7 @@ describe('deleting a session', () => {
 
   it('is refused with 409 while a turn runs, naming the turn; allowed once it ends', async () => {
     const session = sid('busy');
+    await okJson(await putFile(h, session, 'kept.txt', 'k'), 201);
     h.model.script({ text: 'slow', latencyMs: 800 });
     const running = h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent, { session_id: session }));
     await waitFor(async () => h.model.requests.length >= 1, 'model call');
@@ -97,7 +98,7 @@ describe('deleting a session', () => {
     expect(live).toBeDefined();
 
     await expectError(await deleteSession(h, session), 409, 'session-busy', new RegExp(live.id));
-    expect(existsSync(h.sessionDir(session))).toBe(true);
+    expect(existsSync(`${h.sessionDir(session)}/kept.txt`)).toBe(true);
     expect((await records(h.projectId, session)).turns).toHaveLength(1);
 
     const reply = await readJson(await running);

@@ -89,6 +89,21 @@ describe('listing and downloading', () => {
     await expectError(await getFiles(h, session, '.', { as: stranger }), 404, 'not-found');
   });
 
+  it('makes the folder only when a tool first runs; a session without one lists as empty', async () => {
+    const session = sid('no-tools-yet');
+    h.model.script({ text: 'hello' });
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent, { session_id: session })));
+    expect(existsSync(h.sessionDir(session))).toBe(false);
+    expect(FileListing.parse(await okJson(await getFiles(h, session)))).toEqual({ path: '.', entries: [] });
+    await expectError(await getFiles(h, session, 'a.txt'), 404, 'not-found', /a\.txt/);
+
+    const other = sid('read-first');
+    h.model.script([{ toolCalls: [{ name: 'read', input: { path: 'nothing.txt' } }] }, write('w.txt', 'w'), { text: 'done' }]);
+    const reply = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent, { session_id: other })));
+    expect(reply.data.outputs.messages).toContainEqual(expect.objectContaining({ role: 'tool', content: 'path "nothing.txt" does not exist', is_error: true }));
+    expect(await readFile(`${h.sessionDir(other)}/w.txt`, 'utf8')).toBe('w');
+  });
+
   it('keeps a session id made of dots inside the project’s sessions', async () => {
     // Unescaped, the session ".." would be the folder holding every session of the project.
     const session = await agentSession();

@@ -31,7 +31,8 @@ export interface Harness {
 }
 
 export interface HarnessOptions {
-  env?: Record<string, string>;
+  /** Settings from the environment; a function gets the fake model's URL, for settings that name it. */
+  env?: Record<string, string> | ((modelUrl: string) => Record<string, string>);
   script?: FakeScript;
   /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
   logs?: boolean;
@@ -53,7 +54,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     OLLAMA_BASE_URL: model.url,
     AGENTD_DEFAULT_PROVIDER: 'openai',
     AGENTD_DEFAULT_MODEL: 'fake-model',
-    ...options.env,
+    ...(typeof options.env === 'function' ? options.env(model.url) : options.env),
   });
   const database = options.dataDir ? { url: options.databaseUrl, drop: async () => {} } : await freshDatabase();
   const store = await openStore({ dataDir, databaseUrl: database.url, secretKey: config.secretKey });

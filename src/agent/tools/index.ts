@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import type { Tool } from 'ai';
 import type { BuiltinToolName } from '../../contract/template.ts';
 import { type BashContext, bashTool } from './bash.ts';
@@ -15,7 +16,7 @@ export type BuiltinToolContext = BashContext;
 
 /** The built-in tools, every one confined to the session folder `ctx.root`. */
 export function builtinTools(ctx: BuiltinToolContext): Record<BuiltinToolName, Tool> {
-  return {
+  return inFolder(ctx.root, {
     read: readTool(ctx.root),
     write: writeTool(ctx.root),
     edit: editTool(ctx.root),
@@ -23,7 +24,28 @@ export function builtinTools(ctx: BuiltinToolContext): Record<BuiltinToolName, T
     find: findTool(ctx.root),
     grep: grepTool(ctx.root),
     bash: bashTool(ctx),
-  };
+  });
+}
+
+/**
+ * The session folder is made when the turn's first tool runs, not for every turn: most turns run
+ * none, and under load a `mkdir` per turn was the longest wait of an evaluation case
+ * (BENCHMARKS.md).
+ */
+function inFolder(root: string, tools: Record<BuiltinToolName, Tool>): Record<BuiltinToolName, Tool> {
+  let made: Promise<unknown> | undefined;
+  const wrapped = {} as Record<BuiltinToolName, Tool>;
+  for (const [name, tool] of Object.entries(tools) as [BuiltinToolName, Tool][]) {
+    const execute = tool.execute!;
+    wrapped[name] = {
+      ...tool,
+      execute: async (input: unknown, options: never) => {
+        await (made ??= mkdir(root, { recursive: true }));
+        return execute(input, options);
+      },
+    } as Tool;
+  }
+  return wrapped;
 }
 
 /** Tools that only read, for the `allow_reads` permission mode (design.md §4). */

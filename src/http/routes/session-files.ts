@@ -27,11 +27,13 @@ export function attachment(name: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${exact}`;
 }
 
-async function existingFolder(config: Config, projectId: string, sessionId: string): Promise<string> {
+/** A session's folder; one whose turns never ran a tool has none yet, and gets it, empty. */
+async function existingFolder(store: Store, config: Config, projectId: string, sessionId: string): Promise<string> {
   const folder = sessionFolder(config.dataDir, projectId, sessionId);
   const found = await stat(folder).catch(() => undefined);
-  if (!found?.isDirectory()) throw sessionNotFound(sessionId);
-  return folder;
+  if (found?.isDirectory()) return folder;
+  if (!(await store.sessions.get(projectId, sessionId))) throw sessionNotFound(sessionId);
+  return ensureSessionFolder(config.dataDir, projectId, sessionId);
 }
 
 /**
@@ -60,7 +62,7 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
     const { projectId } = await authorize(store, request, 'viewer');
     const sessionId = sessionIdParam(request);
     const userPath = filePathQuery(request, '.');
-    const folder = await existingFolder(config, projectId, sessionId);
+    const folder = await existingFolder(store, config, projectId, sessionId);
     const found = await locate(folder, userPath);
     reply.headers(runHeaders({ sessionId }));
     if (found.type === 'directory') {

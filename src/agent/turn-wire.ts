@@ -1,0 +1,41 @@
+import type { Config } from '../config.ts';
+import type { AgentEvent } from '../contract/events.ts';
+import type { ErrorType } from '../contract/errors.ts';
+import { AppError } from '../errors.ts';
+import type { ProjectConnection } from './model.ts';
+import type { TurnInput } from './turn.ts';
+
+/** What a pool thread is given once, at its start: the parts of the server's config a turn reads. */
+export type WorkerSettings = Pick<Config, 'env' | 'openaiCompatible' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
+
+/**
+ * A turn as it crosses to a pool thread: everything but what cannot be copied there. The thread
+ * builds the model from the template's `llm`, the run's secrets and the connection itself.
+ */
+export type PooledTurnInput = Omit<TurnInput, 'model' | 'mcp' | 'config' | 'pricing' | 'signal' | 'newInteractionId'> & {
+  secrets: Record<string, string>;
+  connection: ProjectConnection | undefined;
+};
+
+export type FromPool = { type: 'run'; id: number; input: PooledTurnInput } | { type: 'abort'; id: number; reason: string };
+
+export type ToPool = { type: 'event'; id: number; event: AgentEvent } | { type: 'end'; id: number } | { type: 'error'; id: number; error: WireError };
+
+/** An error as structured cloning keeps it: an AppError keeps its type, status and headers. */
+export type WireError =
+  | { app: true; type: ErrorType; message: string; status: number; headers?: Record<string, string> }
+  | { app: false; name: string; message: string; stack?: string };
+
+export function toWire(error: unknown): WireError {
+  if (error instanceof AppError) return { app: true, type: error.type, message: error.message, status: error.status, ...(error.headers ? { headers: error.headers } : {}) };
+  if (error instanceof Error) return { app: false, name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+  return { app: false, name: 'Error', message: String(error) };
+}
+
+export function fromWire(error: WireError): Error {
+  if (error.app) return new AppError(error.type, error.message, { status: error.status, ...(error.headers ? { headers: error.headers } : {}) });
+  const rebuilt = new Error(error.message);
+  rebuilt.name = error.name;
+  if (error.stack) rebuilt.stack = error.stack;
+  return rebuilt;
+}

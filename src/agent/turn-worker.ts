@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import { resolveModel } from './model.ts';
+import { pricingFrom } from './pricing.ts';
+import { runTurn } from './turn.ts';
+import { toWire, type FromPool, type ToPool, type WorkerSettings } from './turn-wire.ts';
+
+/**
+ * A thread of the turn pool (turn-pool.ts): runs turns as the server's own thread would — the
+ * model's HTTP client, the AI SDK's parsing and the tools all cost CPU here instead — and posts
+ * each turn's events back as they come.
+ */
+const settings = workerData as WorkerSettings;
+const pricing = pricingFrom(settings.prices);
+const port = parentPort!;
+const running = new Map<number, AbortController>();
+const post = (message: ToPool) => port.postMessage(message);
+
+port.on('message', (message: FromPool) => {
+  if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
+  else void run(message);
+});
+
+async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<void> {
+  const controller = new AbortController();
+  running.set(id, controller);
+  try {
+    const { secrets, connection, ...turn } = input;
+    const model = resolveModel(turn.template.llm, settings, secrets, connection);
+    for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: randomUUID })) {
+      post({ type: 'event', id, event });
+    }
+    post({ type: 'end', id });
+  } catch (error) {
+    post({ type: 'error', id, error: toWire(error) });
+  } finally {
+    running.delete(id);
+  }
+}

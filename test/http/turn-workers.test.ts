@@ -1,0 +1,117 @@
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TurnPool } from '../../src/agent/turn-pool.ts';
+import type { PooledTurnInput, WorkerSettings } from '../../src/agent/turn-wire.ts';
+import type { AgentEvent } from '../../src/contract/events.ts';
+import { AppError } from '../../src/errors.ts';
+import { builtin, expectError, invokeBody, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * AGENTD_TURN_WORKERS: turns on worker threads give what turns on the server's thread give. Each
+ * case runs on both, one server of each kind, and compares.
+ */
+
+let inline: Harness;
+let pooled: Harness;
+beforeAll(async () => {
+  [inline, pooled] = await Promise.all([startHarness({ env: { AGENTD_TURN_WORKERS: '0' } }), startHarness({ env: { AGENTD_TURN_WORKERS: '2' } })]);
+});
+afterAll(async () => Promise.all([inline.close(), pooled.close()]));
+
+const both = () => [inline, pooled] as const;
+/** Ids that differ between runs (turn, call and message ids) left out. */
+const shape = (messages: Array<Record<string, unknown>>) => messages.map(({ tool_call_id: _c, id: _i, ...rest }) => rest);
+const waitFor = async (check: () => boolean) => {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(check()).toBe(true);
+};
+
+describe('turns on worker threads', () => {
+  it('run tools in the session folder and answer with the same messages', async () => {
+    const agent = template({ tools: [builtin('write'), builtin('ls')], mode: 'allow' });
+    const outputs = [];
+    for (const h of both()) {
+      const session = sid('pool-tools');
+      h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'from the turn' } }] }, { toolCalls: [{ name: 'ls', input: {} }] }, { text: 'done' }]);
+      const json = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent, { session_id: session })));
+      expect(await readFile(`${h.sessionDir(session)}/a.txt`, 'utf8')).toBe('from the turn');
+      outputs.push({ stop_reason: json.data.outputs.stop_reason, messages: shape(json.data.outputs.messages), usage: json.data.outputs.usage });
+    }
+    expect(outputs[1]).toEqual(outputs[0]);
+    expect(outputs[0]!.messages.at(-1)).toEqual({ role: 'assistant', content: 'done' });
+  });
+
+  it('stream the same frames', async () => {
+    const agent = template({ tools: [builtin('ls')], mode: 'allow' });
+    const streams = [];
+    for (const h of both()) {
+      h.model.script([{ toolCalls: [{ name: 'ls', input: {} }] }, { text: 'one two three' }]);
+      const res = await h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent), { headers: { accept: 'text/event-stream' } });
+      const { frames } = await readFrames(res);
+      streams.push(frames.map((f) => ({ type: f.type, ...(f.type === 'message_delta' ? { delta: (f.data as { delta: string }).delta } : {}) })));
+    }
+    expect(streams[1]).toEqual(streams[0]);
+    expect(streams[0]!.filter((f) => f.type === 'message_delta').length).toBeGreaterThan(1);
+  });
+
+  it('pause for approval, and the continuation runs the approved tool', async () => {
+    const agent = template({ tools: [builtin('write')], mode: 'ask' });
+    const first = [{ role: 'user', content: 'write it' }];
+    const h = pooled;
+    const session = sid('pool-approval');
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'b.txt', content: 'approved' } }] }, { text: 'written' }]);
+    const pausedTurn = await readJson(await h.invoke(invokeBody(first, agent, { session_id: session })));
+    expect(pausedTurn.data.outputs.stop_reason).toBe('paused');
+    expect(await h.store.interactions.get(h.projectId, pausedTurn.data.outputs.pending_interaction.id)).toMatchObject({ status: 'pending' });
+    const decided = pausedTurn.data.outputs.messages.map((m: Record<string, any>) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
+    const json = await readJson(await h.invoke(invokeBody([...first, ...decided], agent, { session_id: session })));
+    expect(json.data.outputs.messages.at(-1)).toEqual({ role: 'assistant', content: 'written' });
+    expect(await readFile(`${h.sessionDir(session)}/b.txt`, 'utf8')).toBe('approved');
+  });
+
+  it('pass a provider failure on with its status, type and headers', async () => {
+    for (const h of both()) {
+      h.model.script({ error: { status: 429, headers: { 'retry-after': '7' } } });
+      const res = await h.invoke(invokeBody([{ role: 'user', content: 'go' }], template()));
+      await expectError(res, 429, 'upstream-rate-limited', /7/);
+      expect(res.headers.get('retry-after')).toBe('7');
+    }
+  });
+
+  it('stop the model call when the turn is taken over', async () => {
+    const h = pooled;
+    const session = sid('pool-force');
+    h.model.script([{ hang: true }, { text: 'the new turn' }]);
+    const old = h.invoke(invokeBody([{ role: 'user', content: 'hang' }], template(), { session_id: session }));
+    await waitFor(() => h.model.inFlight === 1);
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'again' }], template(), { session_id: session }), { headers: { 'x-ag-session-control': 'force' } });
+    expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
+    await expectError(await old, 409, 'turn-cancelled');
+    await waitFor(() => h.model.inFlight === 0);
+  });
+});
+
+describe('the pool', () => {
+  const settings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: pooled?.config.bash } as unknown as WorkerSettings;
+  const input = (turnId: string) => ({ turnId, sessionId: 's', traceId: 't' }) as PooledTurnInput;
+
+  it('fails the turns of a thread that dies, and starts a new thread for the next turn', async () => {
+    const pool = new TurnPool(1, settings, new URL('../support/crashing-turn-worker.ts', import.meta.url));
+    for (const turnId of ['first', 'second']) {
+      const seen: AgentEvent[] = [];
+      const failure = await (async () => {
+        for await (const event of pool.run(input(turnId), new AbortController().signal)) seen.push(event);
+      })().catch((error: unknown) => error);
+      expect(seen).toEqual([{ type: 'turn_start', data: { turn_id: turnId, session_id: 's', trace_id: 't' } }]);
+      expect(failure).toBeInstanceOf(AppError);
+      expect(failure).toMatchObject({ type: 'unavailable', status: 503, message: expect.stringMatching(/exit code 3.*send the turn again/) });
+    }
+    pool.close();
+  });
+
+  it('takes no turns once closed', async () => {
+    const pool = new TurnPool(1, settings);
+    pool.close();
+    await expect(pool.run(input('late'), new AbortController().signal).next()).rejects.toMatchObject({ type: 'unavailable' });
+  });
+});
