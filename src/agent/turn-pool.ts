@@ -72,6 +72,7 @@ class PoolThread {
     worker.ref();
     try {
       post({ type: 'run', id, input });
+      if (signal.aborted) abort();
       let next = 0;
       for (;;) {
         while (next < channel.events.length) yield channel.events[next++]!;
