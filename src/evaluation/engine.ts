@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
 import type { Message } from '../contract/messages.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
@@ -139,6 +138,21 @@ export class EvaluationEngine {
   }
 }
 
+/** Resolves after `ms`, when the run is stopped, or when the function handed to `onWake` is called. */
+function pause(ms: number, signal: AbortSignal, onWake: (wake: () => void) => void): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+    onWake(done);
+  });
+}
+
 async function finishCancelled(store: Store, runId: string): Promise<void> {
   await store.evaluations.moveResults(runId, 'pending', 'cancelled');
   await store.evaluations.updateRun(runId, { status: 'cancelled', ended_at: new Date().toISOString() }, 'running');
@@ -204,12 +218,21 @@ class RunDriver {
     const signal = this.controller.signal;
     const renewal = setInterval(() => void this.renew([...inFlight.keys()]), Math.max(50, claimTtlMs / 3));
     renewal.unref();
+    // Whether a case ended since the last claim, and the wait to cut short when one does.
+    let ended = false;
+    let wake: (() => void) | undefined;
     try {
       while (!signal.aborted) {
+        ended = false;
         const room = batch_size - inFlight.size;
         const claimed = room > 0 ? await store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs) : [];
         for (const result of claimed) {
-          inFlight.set(result.id, this.runCase(result, prepared).finally(() => inFlight.delete(result.id)));
+          const run = this.runCase(result, prepared).finally(() => {
+            inFlight.delete(result.id);
+            ended = true;
+            wake?.();
+          });
+          inFlight.set(result.id, run);
         }
         if (claimed.length > 0 && inFlight.size < batch_size) continue;
         if (claimed.length === 0 && inFlight.size === 0) {
@@ -219,10 +242,8 @@ class RunDriver {
         // Wait for a case here to end, a retry to come due, or the next look around.
         const due = claimed.length === 0 ? await store.evaluations.nextDue(this.run.id) : undefined;
         const waitMs = due === undefined ? pollMs : Math.min(pollMs, Math.max(0, Date.parse(due) - Date.now()));
-        await Promise.race([
-          ...inFlight.values(),
-          sleep(waitMs, undefined, { signal }).catch(() => undefined),
-        ]);
+        if (!ended) await pause(waitMs, signal, (resolve) => (wake = resolve));
+        wake = undefined;
       }
     } finally {
       clearInterval(renewal);
