@@ -1,7 +1,7 @@
 /**
  * Where a server's CPU went, from a `--cpu-prof` profile (BENCH_PROFILE=1 npm run bench):
  *
- *   node bench/profile-summary.ts bench/results/profiles/<file>.cpuprofile [fromS toS]
+ *   node bench/profile-summary.ts bench/results/profiles/<run>-<server>/<file>.cpuprofile [fromS toS]
  *
  * Each busy sample is charged to the innermost frame that belongs to a package or to agentd's
  * src/ (or bench/), so Node internals count for whoever called them (undici for fetch, the AI SDK for its web

@@ -366,7 +366,10 @@ const stamp = new Date().toISOString().replaceAll(':', '-');
 function profileArgs(name: string): string[] {
   if (!settings.profile) return [];
   const interval = process.env.BENCH_PROFILE_INTERVAL_US ? [`--cpu-prof-interval=${Number(process.env.BENCH_PROFILE_INTERVAL_US)}`] : [];
-  return ['--cpu-prof', ...interval, `--cpu-prof-dir=${path.join(here, 'results', 'profiles')}`, `--cpu-prof-name=${stamp}-${name}.cpuprofile`];
+  // A folder per server, with Node's own file names: they carry the thread id (agentd's turn
+  // threads each write one; the server's thread is 0), where a fixed name had every thread
+  // overwrite the same file.
+  return ['--cpu-prof', ...interval, `--cpu-prof-dir=${path.join(here, 'results', 'profiles', `${stamp}-${name}`)}`];
 }
 
 async function main(): Promise<void> {
