@@ -92,7 +92,7 @@ describe('turns on worker threads', () => {
 });
 
 describe('the pool', () => {
-  const settings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: pooled?.config.bash } as unknown as WorkerSettings;
+  const settings: WorkerSettings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false } };
   const input = (turnId: string) => ({ turnId, sessionId: 's', traceId: 't' }) as PooledTurnInput;
 
   it('fails the turns of a thread that dies, and starts a new thread for the next turn', async () => {
