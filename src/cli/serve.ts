@@ -56,7 +56,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
       ].join('\n') + '\n',
     );
   }
-  app.log.info({ url, data_dir: config.dataDir }, 'agentd is listening');
+  app.log.info({ url, data_dir: config.dataDir, turn_threads: config.turnWorkers }, 'agentd is listening');
   void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
   void app.evaluations
     .resume()
