@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModel, type FakeModelServer, type FakeReply, type RecordedRequest } from '../../src/testing/fake-model.ts';
 import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
-import { readFrames, sid } from '../support/harness.ts';
+import { readFrames, sid, type Frame } from '../support/harness.ts';
 
 /**
  * Attach (force, no input) to a turn that runs on another replica (issue 7): the replica asked
@@ -40,6 +40,24 @@ const stream = (url: string, body: unknown) =>
     headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}`, accept: 'text/event-stream' },
     body: JSON.stringify(body),
   });
+
+/** An SSE reply read as it comes: `then` runs once `marker` has arrived, and the whole reply's frames are returned. */
+async function readAcross(res: Response, marker: string, then: () => Promise<void>): Promise<Frame[]> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let raw = '';
+  let fired = false;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    raw += decoder.decode(value, { stream: true });
+    if (!fired && raw.includes(marker)) {
+      fired = true;
+      await then();
+    }
+  }
+  return (await readFrames(new Response(raw, { headers: { 'content-type': 'text/event-stream' } }))).frames;
+}
 
 async function modelCalledWith(text: string): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -132,10 +150,12 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
     await modelCalledWith('never finishes');
     const attached = await attach(b.url, session);
     expect(attached.status).toBe(200);
-    a.child.kill('SIGKILL');
-    await a.exited;
+    // Killed once the first step's result has reached B, so the relayed stream is cut mid-turn.
+    const frames = await readAcross(attached, '"type":"tool_result"', async () => {
+      a.child.kill('SIGKILL');
+      await a.exited;
+    });
     await owner.catch(() => undefined);
-    const { frames } = await readFrames(attached);
     expect(frames[0]).toMatchObject({ type: 'turn_start' });
     expect(frames.find((f) => f.type === 'tool_result')).toBeDefined();
     expect(frames.at(-2)).toMatchObject({ type: 'error', data: { code: 503, type: 'unavailable' } });
