@@ -4,12 +4,16 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
+import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
 const WHERE = 'data.parameters.agent.llm';
+
+/** Every provider's HTTP client: a cheaper fetch, measured in BENCHMARKS.md. */
+const HTTP = { fetch: keepAliveFetch };
 
 /** A project connection as a turn uses it, its API key decrypted. Lives only as long as the turn. */
 export interface ProjectConnection {
@@ -57,11 +61,12 @@ export function resolveModel(
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
     case 'openai':
-      return createOpenAI({ apiKey: requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY'), baseURL: env.OPENAI_BASE_URL || undefined }).responses(llm.model);
+      return createOpenAI({ ...HTTP, apiKey: requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY'), baseURL: env.OPENAI_BASE_URL || undefined }).responses(llm.model);
     case 'anthropic':
-      return createAnthropic({ apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY'), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
+      return createAnthropic({ ...HTTP, apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY'), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
     case 'ollama':
       return createOpenAICompatible({
+        ...HTTP,
         name: 'ollama',
         baseURL: env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1',
         apiKey: key('OLLAMA_API_KEY'),
@@ -79,6 +84,7 @@ export function resolveModel(
         );
       }
       return createOpenAICompatible({
+        ...HTTP,
         name: slug,
         baseURL: endpoint.base_url,
         apiKey: endpoint.api_key_env ? key(endpoint.api_key_env) : undefined,
@@ -99,15 +105,15 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
   const apiKey = connection.api_key;
   switch (connection.provider) {
     case 'openai':
-      return createOpenAI({ apiKey, baseURL: connection.base_url ?? 'https://api.openai.com/v1' }).responses(model);
+      return createOpenAI({ ...HTTP, apiKey, baseURL: connection.base_url ?? 'https://api.openai.com/v1' }).responses(model);
     case 'anthropic':
-      return createAnthropic({ apiKey, baseURL: connection.base_url ?? 'https://api.anthropic.com/v1' })(model);
+      return createAnthropic({ ...HTTP, apiKey, baseURL: connection.base_url ?? 'https://api.anthropic.com/v1' })(model);
     case 'ollama':
       // Ollama has no public endpoint: unset means the one this server uses.
-      return createOpenAICompatible({ name: 'ollama', baseURL: connection.base_url ?? (env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1'), apiKey, includeUsage: true })(model);
+      return createOpenAICompatible({ ...HTTP, name: 'ollama', baseURL: connection.base_url ?? (env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1'), apiKey, includeUsage: true })(model);
     case 'openai-compatible':
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
-      return createOpenAICompatible({ name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
+      return createOpenAICompatible({ ...HTTP, name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
   }
 }
 

@@ -1,5 +1,6 @@
 import { createClient, type AgentdClient } from '../client/index.ts';
 import { AgentdError } from '../client/errors.ts';
+import { keepAliveFetch } from '../keep-alive-fetch.ts';
 
 /**
  * Where the client commands (`invoke`, `run-many`, `testsets`, `eval`) find the server: flags, else
@@ -29,7 +30,7 @@ export function remoteClient(values: { url?: string | undefined; 'api-key'?: str
         '(the first `agentd serve` prints both; `agentd keys create --project NAME --json` makes more)',
     );
   }
-  return createClient({ baseUrl: values.url ?? env.AGENTD_URL ?? 'http://127.0.0.1:8787', apiKey, projectId });
+  return createClient({ baseUrl: values.url ?? env.AGENTD_URL ?? 'http://127.0.0.1:8787', apiKey, projectId, fetch: keepAliveFetch });
 }
 
 /** Reports a client command's failure; the exit status says whose it was (2: the command line). */

@@ -1,0 +1,150 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keepAliveFetch } from '../../src/keep-alive-fetch.ts';
+
+/**
+ * keepAliveFetch must keep fetch's contract wherever the AI SDK and the client rely on it, since it
+ * stands in for fetch on every model call and every CLI request. Checked against a real server.
+ */
+let server: http.Server;
+let base: string;
+const sockets = new Set<number>();
+/** Release for the /hang route's responses, so they end when a test is done with them. */
+const hanging = new Set<http.ServerResponse>();
+
+beforeAll(async () => {
+  server = http.createServer(async (req, res) => {
+    sockets.add(req.socket.remotePort!);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    switch (req.url) {
+      case '/echo':
+        res.setHeader('content-type', 'application/json');
+        res.setHeader('x-multi', ['a', 'b']);
+        res.end(JSON.stringify({ method: req.method, body, headers: req.headers }));
+        break;
+      case '/gzip':
+        res.setHeader('content-encoding', 'gzip');
+        res.end(zlib.gzipSync('packed text'));
+        break;
+      case '/redirect':
+        res.statusCode = 307;
+        res.setHeader('location', '/echo');
+        res.end();
+        break;
+      case '/empty':
+        res.statusCode = 204;
+        res.end();
+        break;
+      case '/stream':
+        res.setHeader('content-type', 'text/event-stream');
+        res.write('data: one\n\n');
+        setTimeout(() => res.end('data: two\n\n'), 20);
+        break;
+      case '/hang':
+        res.write('data: first\n\n');
+        hanging.add(res);
+        break;
+      default:
+        res.statusCode = 429;
+        res.setHeader('retry-after', '3');
+        res.end('slow down');
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  for (const res of hanging) res.end();
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe('keepAliveFetch', () => {
+  it('sends the method, headers and body, and reads status, headers and JSON back', async () => {
+    const res = await keepAliveFetch(`${base}/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json', authorization: 'Bearer k' }, body: '{"a":"é"}' });
+    expect(res.status).toBe(200);
+    expect(res.ok).toBe(true);
+    expect(res.headers.get('x-multi')).toBe('a, b');
+    const echo = (await res.json()) as { method: string; body: string; headers: Record<string, string> };
+    expect(echo).toMatchObject({ method: 'POST', body: '{"a":"é"}' });
+    expect(echo.headers).toMatchObject({ 'content-type': 'application/json', authorization: 'Bearer k', 'content-length': String(Buffer.byteLength('{"a":"é"}')) });
+  });
+
+  it('takes headers as a Headers object or pairs, and URL objects', async () => {
+    const fromHeaders = await keepAliveFetch(new URL(`${base}/echo`), { headers: new Headers({ 'x-one': '1' }) });
+    expect(((await fromHeaders.json()) as { headers: Record<string, string> }).headers['x-one']).toBe('1');
+    const fromPairs = await keepAliveFetch(`${base}/echo`, { headers: [['x-two', '2']] });
+    expect(((await fromPairs.json()) as { headers: Record<string, string> }).headers['x-two']).toBe('2');
+  });
+
+  it('reuses its connection for the next request', async () => {
+    sockets.clear();
+    for (let i = 0; i < 3; i++) await (await keepAliveFetch(`${base}/echo`)).text();
+    expect(sockets.size).toBe(1);
+  });
+
+  it('reports error statuses as responses, with their headers', async () => {
+    const res = await keepAliveFetch(`${base}/nope`, { method: 'POST', body: 'x' });
+    expect(res.status).toBe(429);
+    expect(res.ok).toBe(false);
+    expect(res.headers.get('retry-after')).toBe('3');
+    expect(await res.text()).toBe('slow down');
+  });
+
+  it('streams a body as it arrives', async () => {
+    const res = await keepAliveFetch(`${base}/stream`);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    expect((await reader.read()).value).toBe('data: one\n\n');
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += r.value;
+    expect(rest).toBe('data: two\n\n');
+  });
+
+  it('undoes a gzip encoding, follows redirects and gives a 204 no body', async () => {
+    expect(await (await keepAliveFetch(`${base}/gzip`)).text()).toBe('packed text');
+    const redirected = await keepAliveFetch(`${base}/redirect`, { method: 'POST', body: 'again' });
+    expect(redirected.status).toBe(200);
+    expect(((await redirected.json()) as { body: string }).body).toBe('again');
+    const empty = await keepAliveFetch(`${base}/empty`);
+    expect(empty.status).toBe(204);
+    expect(empty.body).toBeNull();
+  });
+
+  it('fails as fetch does when nobody listens: a TypeError with the cause', async () => {
+    const closed = http.createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const error = await keepAliveFetch(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe('fetch failed');
+    expect(((error as TypeError).cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
+  });
+
+  it('rejects with the signal reason when aborted before or while the body streams', async () => {
+    const before = AbortSignal.abort(new Error('too late'));
+    await expect(keepAliveFetch(`${base}/echo`, { signal: before })).rejects.toThrow('too late');
+
+    const controller = new AbortController();
+    const res = await keepAliveFetch(`${base}/hang`, { signal: controller.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort(new DOMException('stopped', 'AbortError'));
+    await expect(reader.read()).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('hands what it does not handle to the global fetch', async () => {
+    const res = await keepAliveFetch(new Request(`${base}/echo`, { method: 'PUT', body: 'from a Request' }));
+    expect(((await res.json()) as { method: string; body: string })).toMatchObject({ method: 'PUT', body: 'from a Request' });
+    const streamed = await keepAliveFetch(`${base}/echo`, { method: 'POST', body: new Blob(['a blob']) });
+    expect(((await streamed.json()) as { body: string }).body).toBe('a blob');
+  });
+});
