@@ -8,4 +8,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
+// Keeps compiled, type-stripped sources between runs (in the system's temp folder): a client
+// command starts in 0.06 s instead of 0.13 s (BENCHMARKS.md).
+(await import('node:module')).enableCompileCache?.();
 await import('../src/cli/main.ts');
