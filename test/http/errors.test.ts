@@ -170,6 +170,17 @@ describe('the body itself', () => {
     await expectError(await h.invoke(raw), 400);
   });
 
+  // Built as text: JSON.stringify itself runs out of stack on values this deep.
+  const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+  const agent = JSON.stringify(template()).slice(0, -1);
+  it.each([
+    ['meta', `{"meta": ${deep}, "data": {"inputs": {"messages": [{"role": "user", "content": "hi"}]}}}`, 'meta.a.a'],
+    ['the template', `{"data": {"inputs": {"messages": [{"role": "user", "content": "hi"}]}, "parameters": {"agent": ${agent}, "sandbox": {"extras": ${deep}}}}}}`, 'data.parameters.agent.sandbox.extras.a'],
+    ['a message', `{"data": {"inputs": {"messages": [{"role": "user", "content": "hi", "extra": ${deep}}]}}}`, 'data.inputs.messages[0].extra.a'],
+  ])('JSON nested thousands of levels deep in %s → 400 naming where, not a 500', async (_where, raw, path) => {
+    await expectError(await h.invoke(raw), 400, 'invalid-request', path);
+  });
+
   it('a body that is not JSON → 415 unsupported-media-type', async () => {
     const res = await h.invoke('hello', { headers: { 'content-type': 'text/plain' } });
     await expectError(res, 415, 'unsupported-media-type', /application\/json/);
