@@ -73,6 +73,11 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
     if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
     return { attach: { sessionId } };
   }
+  // System messages join the instructions, so without any other there is nothing to answer; the
+  // provider would refuse the empty prompt and the caller's mistake would read as a 502.
+  if (messages.every((m) => m.role === 'system')) {
+    throw new AppError('invalid-messages', 'data.inputs.messages holds only system messages; add at least one user message');
+  }
   return {
     plan: {
       projectId,

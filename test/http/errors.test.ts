@@ -143,6 +143,13 @@ describe('request fields', () => {
     await expectError(await h.invoke(invokeBody([], template())), 400, 'invalid-messages', 'data.inputs.messages');
   });
 
+  it('only system messages → 400 invalid-messages, and the model is not called', async () => {
+    const before = h.model.requests.length;
+    const res = await h.invoke(invokeBody([{ role: 'system', content: 'be brief' }], template()));
+    await expectError(res, 400, 'invalid-messages', 'data.inputs.messages');
+    expect(h.model.requests.length).toBe(before);
+  });
+
   it('an empty object → 400 invalid-messages', async () => {
     await expectError(await h.invoke({}), 400, 'invalid-messages');
   });
