@@ -39,6 +39,14 @@ describe('inspect', () => {
     expect(validate({ agent: { agents_md: 'old layout' } })).toBe(false);
   });
 
+  it('answers in the contract version: x-ag-version on the reply, and an unsupported version is a 400 like invoke', async () => {
+    const res = await inspect({ version: '2025.07.14' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+    expect((await res.json()).version).toBe('2025.07.14');
+    await expectError(await inspect({ version: '1999.01.01' }), 400, 'unsupported-version', '2025.07.14');
+  });
+
   it('gives a request that invoke runs as it is', async () => {
     const { request } = await (await inspect({ session_id: 'inspected' })).json();
     h.model.script({ text: 'ran from inspect' });
