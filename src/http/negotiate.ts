@@ -1,6 +1,7 @@
 import { AppError } from '../errors.ts';
 
-export type Wire = 'json' | 'sse' | 'ndjson';
+/** `jsonl` is NDJSON under the other name a client may ask for; it is answered under that name. */
+export type Wire = 'json' | 'sse' | 'ndjson' | 'jsonl';
 
 interface Range {
   wires: Wire[];
@@ -11,7 +12,7 @@ const RANGES: Record<string, Wire[]> = {
   'application/json': ['json'],
   'text/event-stream': ['sse'],
   'application/x-ndjson': ['ndjson'],
-  'application/jsonl': ['ndjson'],
+  'application/jsonl': ['jsonl'],
   'application/*': ['json', 'ndjson'],
   'text/*': ['sse'],
   '*/*': ['json', 'sse', 'ndjson'],
@@ -49,7 +50,7 @@ export function negotiate(accept: string | undefined, streamFlag: boolean | unde
     throw new AppError(
       'not-acceptable',
       stream
-        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream or application/x-ndjson, or drop flags.stream`
+        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream, application/x-ndjson or application/jsonl, or drop flags.stream`
         : `the request asks for a single JSON reply but Accept "${accept}" only allows a stream; accept application/json, or set flags.stream to true`,
     );
   }
