@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, findNull, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { expectError, findNull, invokeBody, rawPost, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** Spec §7: every bad input is a 4xx in the error envelope whose message says where the problem is. */
 
@@ -171,6 +171,12 @@ describe('the body itself', () => {
 
   it('an empty body → 400 invalid-json', async () => {
     await expectError(await h.invoke(''), 400, 'invalid-json');
+  });
+
+  it('no body and no Content-Type → 400 invalid-json', async () => {
+    const res = await rawPost(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, '', { authorization: `ApiKey ${h.apiKey}` });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text).status).toMatchObject({ code: 400, type: 'invalid-json', message: expect.stringMatching(/empty/) });
   });
 
   it.each(['[]', '"text"', '42', 'null', 'true'])('a JSON body that is not an object (%s) → 400', async (raw) => {
