@@ -23,9 +23,11 @@ function parseAccept(accept: string): Range[] {
   for (const item of accept.split(',')) {
     const [type, ...params] = item.trim().toLowerCase().split(';');
     const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
+    const given = qParam ? Number(qParam.slice(2)) : 1;
+    // An unreadable weight is ignored rather than read as 0, which would refuse a type the client named.
+    const q = Number.isNaN(given) ? 1 : given;
     const wires = type ? RANGES[type.trim()] : undefined;
-    if (wires && q > 0) ranges.push({ wires, q: Number.isFinite(q) ? q : 1 });
+    if (wires && q > 0) ranges.push({ wires, q });
   }
   // Stable sort keeps the caller's order among equal weights.
   return ranges.sort((a, b) => b.q - a.q);

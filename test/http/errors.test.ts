@@ -325,7 +325,7 @@ describe('garbage in is never a 5xx', () => {
 
   it.each([
     ['accept', 'garbage/;;;q=x'],
-    ['accept', 'text/event-stream;q=abc'],
+    ['accept', 'application/json;q=abc'],
     ['x-ag-messages-format', 'klingon'],
     ['x-ag-session-control', 'steal'],
     ['traceparent', 'zz-not-a-trace'],

@@ -71,6 +71,13 @@ describe('stream replies', () => {
     expect(text).toBe('Hello there, streaming world.');
   });
 
+  it('a type with an unreadable q value is still accepted', async () => {
+    const res = await h.invoke(body(), { headers: { accept: 'text/event-stream;q=high' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expectNativeStream((await readFrames(res)).frames);
+  });
+
   it('SSE and NDJSON carry the same frame sequence', async () => {
     const kinds = async (accept: string) => (await readFrames(await h.invoke(body(), { headers: { accept } }))).frames.map((f) => f.type);
     expect(await kinds('text/event-stream')).toEqual(await kinds('application/x-ndjson'));
