@@ -21,6 +21,7 @@ import { RunService } from '../evaluation/runs.ts';
 import { TestsetService } from '../evaluation/testsets.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
+import { checkBodyDepth } from './validate.ts';
 import { docsPage, openApiDocument } from './openapi.ts';
 import { VERSION } from '../version.ts';
 
@@ -115,6 +116,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     request.run = {};
     reply.header('x-request-id', request.id);
   });
+
+  app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const appError = isAppError(error) ? error : fromFastifyError(error);

@@ -27,6 +27,9 @@ export async function authorize(store: Store, request: FastifyRequest, need: Rol
   const key = await store.apiKeys.verify(match[1]!);
   if (!key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
   const projectId = (request.query as Record<string, unknown> | undefined)?.project_id;
+  if (Array.isArray(projectId)) {
+    throw new AppError('invalid-request', 'the query parameter project_id is given more than once; give it once');
+  }
   if (typeof projectId !== 'string' || projectId === '') {
     throw new AppError('missing-project-id', 'the query parameter project_id is required, e.g. ?project_id=<your project id>');
   }

@@ -64,6 +64,8 @@ function parseBody(raw: Record<string, unknown>): InvokeRequest {
 
 /** Reads the invoke body and headers into one call description; every mistake is a 400 naming where. */
 export function readInvokeCall(request: FastifyRequest): InvokeCall {
+  // With no Content-Type there is no parser to notice the body is missing, so say it here.
+  if (request.body === undefined) throw new AppError('invalid-json', 'the body is empty; send a JSON object with "Content-Type: application/json"');
   if (!isObject(request.body)) throw new AppError('invalid-request', 'the request body must be a JSON object');
   const chat = fromChatTransport(request.body);
   const body = parseBody(chat ?? request.body);

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.ts';
 
-export type Wire = 'json' | 'sse' | 'ndjson';
+/** `jsonl` is NDJSON under the other name a client may ask for; it is answered under that name. */
+export type Wire = 'json' | 'sse' | 'ndjson' | 'jsonl';
 
 interface Range {
   wires: Wire[];
@@ -11,7 +12,7 @@ const RANGES: Record<string, Wire[]> = {
   'application/json': ['json'],
   'text/event-stream': ['sse'],
   'application/x-ndjson': ['ndjson'],
-  'application/jsonl': ['ndjson'],
+  'application/jsonl': ['jsonl'],
   'application/*': ['json', 'ndjson'],
   'text/*': ['sse'],
   '*/*': ['json', 'sse', 'ndjson'],
@@ -22,9 +23,11 @@ function parseAccept(accept: string): Range[] {
   for (const item of accept.split(',')) {
     const [type, ...params] = item.trim().toLowerCase().split(';');
     const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
+    const given = qParam ? Number(qParam.slice(2)) : 1;
+    // An unreadable weight is ignored rather than read as 0, which would refuse a type the client named.
+    const q = Number.isNaN(given) ? 1 : given;
     const wires = type ? RANGES[type.trim()] : undefined;
-    if (wires && q > 0) ranges.push({ wires, q: Number.isFinite(q) ? q : 1 });
+    if (wires && q > 0) ranges.push({ wires, q });
   }
   // Stable sort keeps the caller's order among equal weights.
   return ranges.sort((a, b) => b.q - a.q);
@@ -49,7 +52,7 @@ export function negotiate(accept: string | undefined, streamFlag: boolean | unde
     throw new AppError(
       'not-acceptable',
       stream
-        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream or application/x-ndjson, or drop flags.stream`
+        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream, application/x-ndjson or application/jsonl, or drop flags.stream`
         : `the request asks for a single JSON reply but Accept "${accept}" only allows a stream; accept application/json, or set flags.stream to true`,
     );
   }

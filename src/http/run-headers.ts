@@ -9,7 +9,9 @@ export function runHeaders(run: { sessionId?: string | undefined; traceId?: stri
   if (run.traceId && run.spanId) headers.traceparent = traceparentOf({ traceId: run.traceId, spanId: run.spanId, sampled: true });
   if (run.sessionId) {
     headers['x-ag-session-id'] = run.sessionId;
-    headers.baggage = `ag.session.id=${encodeURIComponent(run.sessionId)}`;
+    // Every character a session id may hold is a legal baggage value octet (W3C Baggage), so the
+    // id goes in as it is: `ag.session.id=<session_id>`, as spec §4.1 writes it.
+    headers.baggage = `ag.session.id=${run.sessionId}`;
   }
   return headers;
 }

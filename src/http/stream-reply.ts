@@ -7,6 +7,7 @@ import type { Wire } from './negotiate.ts';
 const CONTENT_TYPE: Record<Exclude<Wire, 'json'>, string> = {
   sse: 'text/event-stream; charset=utf-8',
   ndjson: 'application/x-ndjson; charset=utf-8',
+  jsonl: 'application/jsonl; charset=utf-8',
 };
 
 /** Idle streams get an SSE comment now and then so proxies do not cut them. */

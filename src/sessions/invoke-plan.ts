@@ -47,6 +47,13 @@ export interface PlanDeps {
   configs: ConfigsRepo;
 }
 
+/** A request's `version`: absent, or one this server speaks (design.md §4 "Versions"). */
+export function checkVersion(version: string | null | undefined): void {
+  if (version != null && !(CONTRACT_VERSIONS as readonly string[]).includes(version)) {
+    throw new AppError('unsupported-version', `version "${version}" is not supported; supported: ${CONTRACT_VERSIONS.join(', ')}`);
+  }
+}
+
 /**
  * Reads an invoke into the turn it asks for, resolving the configuration it names and checking
  * everything else that can be checked before the session is taken, so a bad request is refused
@@ -54,9 +61,7 @@ export interface PlanDeps {
  */
 export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ plan: TurnPlan } | { attach: { sessionId: string } }> {
   const { request, projectId } = params;
-  if (request.version != null && !(CONTRACT_VERSIONS as readonly string[]).includes(request.version)) {
-    throw new AppError('unsupported-version', `version "${request.version}" is not supported; supported: ${CONTRACT_VERSIONS.join(', ')}`);
-  }
+  checkVersion(request.version);
   const inlineRevision = request.data?.revision?.data as { parameters?: Record<string, unknown> } | undefined;
   const configuration = await resolveRunConfig(deps.configs, projectId, {
     references: request.references,
@@ -72,6 +77,11 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   if (!messages?.length) {
     if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
     return { attach: { sessionId } };
+  }
+  // System messages join the instructions, so without any other there is nothing to answer; the
+  // provider would refuse the empty prompt and the caller's mistake would read as a 502.
+  if (messages.every((m) => m.role === 'system')) {
+    throw new AppError('invalid-messages', 'data.inputs.messages holds only system messages; add at least one user message');
   }
   return {
     plan: {

@@ -74,6 +74,10 @@ describe('authorization', () => {
     await expectError(await post({ authorization: `ApiKey ${h.apiKey}` }, 'project_id='), 400, 'missing-project-id');
   });
 
+  it('project_id given twice → 400 saying so, not that it is missing', async () => {
+    await expectError(await post({ authorization: `ApiKey ${h.apiKey}` }, `project_id=${h.projectId}&project_id=${h.projectId}`), 400, 'invalid-request', /project_id.*more than once/);
+  });
+
   it('the project is never read from the body', async () => {
     const res = await fetch(`${h.url}/services/agent/v0/invoke`, {
       method: 'POST',

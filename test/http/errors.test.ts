@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, findNull, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { expectError, findNull, invokeBody, rawPost, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** Spec §7: every bad input is a 4xx in the error envelope whose message says where the problem is. */
 
@@ -143,6 +143,13 @@ describe('request fields', () => {
     await expectError(await h.invoke(invokeBody([], template())), 400, 'invalid-messages', 'data.inputs.messages');
   });
 
+  it('only system messages → 400 invalid-messages, and the model is not called', async () => {
+    const before = h.model.requests.length;
+    const res = await h.invoke(invokeBody([{ role: 'system', content: 'be brief' }], template()));
+    await expectError(res, 400, 'invalid-messages', 'data.inputs.messages');
+    expect(h.model.requests.length).toBe(before);
+  });
+
   it('an empty object → 400 invalid-messages', async () => {
     await expectError(await h.invoke({}), 400, 'invalid-messages');
   });
@@ -166,8 +173,25 @@ describe('the body itself', () => {
     await expectError(await h.invoke(''), 400, 'invalid-json');
   });
 
+  it('no body and no Content-Type → 400 invalid-json', async () => {
+    const res = await rawPost(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, '', { authorization: `ApiKey ${h.apiKey}` });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text).status).toMatchObject({ code: 400, type: 'invalid-json', message: expect.stringMatching(/empty/) });
+  });
+
   it.each(['[]', '"text"', '42', 'null', 'true'])('a JSON body that is not an object (%s) → 400', async (raw) => {
     await expectError(await h.invoke(raw), 400);
+  });
+
+  // Built as text: JSON.stringify itself runs out of stack on values this deep.
+  const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+  const agent = JSON.stringify(template()).slice(0, -1);
+  it.each([
+    ['meta', `{"meta": ${deep}, "data": {"inputs": {"messages": [{"role": "user", "content": "hi"}]}}}`, 'meta.a.a'],
+    ['the template', `{"data": {"inputs": {"messages": [{"role": "user", "content": "hi"}]}, "parameters": {"agent": ${agent}, "sandbox": {"extras": ${deep}}}}}}`, 'data.parameters.agent.sandbox.extras.a'],
+    ['a message', `{"data": {"inputs": {"messages": [{"role": "user", "content": "hi", "extra": ${deep}}]}}}`, 'data.inputs.messages[0].extra.a'],
+  ])('JSON nested thousands of levels deep in %s → 400 naming where, not a 500', async (_where, raw, path) => {
+    await expectError(await h.invoke(raw), 400, 'invalid-request', path);
   });
 
   it('a body that is not JSON → 415 unsupported-media-type', async () => {
@@ -301,7 +325,7 @@ describe('garbage in is never a 5xx', () => {
 
   it.each([
     ['accept', 'garbage/;;;q=x'],
-    ['accept', 'text/event-stream;q=abc'],
+    ['accept', 'application/json;q=abc'],
     ['x-ag-messages-format', 'klingon'],
     ['x-ag-session-control', 'steal'],
     ['traceparent', 'zz-not-a-trace'],

@@ -39,6 +39,23 @@ describe('inspect', () => {
     expect(validate({ agent: { agents_md: 'old layout' } })).toBe(false);
   });
 
+  it('answers in the contract version: x-ag-version on the reply, and an unsupported version is a 400 like invoke', async () => {
+    const res = await inspect({ version: '2025.07.14' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+    expect((await res.json()).version).toBe('2025.07.14');
+    await expectError(await inspect({ version: '1999.01.01' }), 400, 'unsupported-version', '2025.07.14');
+  });
+
+  it('an empty body asks for the defaults, with or without a JSON Content-Type', async () => {
+    for (const headers of [{}, { 'content-type': 'application/json' }] as Record<string, string>[]) {
+      const res = await fetch(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${h.apiKey}`, ...headers } });
+      expect(res.status).toBe(200);
+      expect((await res.json()).revision.data.uri).toBe('agenta:builtin:agent:v0');
+    }
+    await expectError(await fetch(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${h.apiKey}`, 'content-type': 'application/json' }, body: '{"a":' }), 400, 'invalid-json');
+  });
+
   it('gives a request that invoke runs as it is', async () => {
     const { request } = await (await inspect({ session_id: 'inspected' })).json();
     h.model.script({ text: 'ran from inspect' });

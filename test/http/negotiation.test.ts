@@ -59,16 +59,23 @@ describe('stream replies', () => {
     expect(frames.at(-1)!.data).toEqual({ stop_reason: 'end_turn' });
   });
 
-  it.each(['application/x-ndjson', 'application/jsonl'])('Accept: %s → the same frames as NDJSON lines', async (accept) => {
+  it.each(['application/x-ndjson', 'application/jsonl'])('Accept: %s → the same frames as NDJSON lines, under the type asked for', async (accept) => {
     const res = await h.invoke(body(), { headers: { accept } });
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    expect(res.headers.get('content-type')).toBe(`${accept}; charset=utf-8`);
     const { frames, raw } = await readFrames(res);
     expect(raw.endsWith('\n')).toBe(true);
     expect(raw).not.toContain('data:');
     expectNativeStream(frames);
     const text = frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('');
     expect(text).toBe('Hello there, streaming world.');
+  });
+
+  it('a type with an unreadable q value is still accepted', async () => {
+    const res = await h.invoke(body(), { headers: { accept: 'text/event-stream;q=high' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expectNativeStream((await readFrames(res)).frames);
   });
 
   it('SSE and NDJSON carry the same frame sequence', async () => {

@@ -193,7 +193,7 @@ export async function readFrames(res: Response): Promise<{ frames: Frame[]; raw:
         .map((line) => line.slice(5).replace(/^ /, ''));
       if (data.length) payloads.push(data.join('\n'));
     }
-  } else if (type.startsWith('application/x-ndjson')) {
+  } else if (type.startsWith('application/x-ndjson') || type.startsWith('application/jsonl')) {
     payloads = raw.split('\n').filter((line) => line !== '');
   } else {
     throw new Error(`not a stream: ${type}\n${raw}`);

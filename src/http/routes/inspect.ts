@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import { InspectRequest } from '../../contract/inspect.ts';
+import { CONTRACT_VERSION } from '../../contract/invoke.ts';
+import { checkVersion } from '../../sessions/invoke-plan.ts';
 import { inspectAgentWorkflow } from '../../agent/workflow.ts';
 import { resolveRunConfig } from '../../configs/run-config.ts';
 import type { Store } from '../../store/db.ts';
@@ -10,9 +12,16 @@ import { parseWith } from '../validate.ts';
 
 /** `POST /services/agent/v0/inspect` (spec §4.3). */
 export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; config: Config }): Promise<void> {
-  app.post('/services/agent/v0/inspect', async (request) => {
+  // Every inspect field is optional, so a bodiless POST that still says JSON asks for the defaults,
+  // as one with no Content-Type does. Only this plugin's routes get this parser.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
+
+  app.post('/services/agent/v0/inspect', async (request, reply) => {
     const { projectId } = await authorize(deps.store, request, 'viewer');
     const body = parseWith(InspectRequest, request.body);
+    checkVersion(body.version);
     const inline = body.revision?.data as { parameters?: Record<string, unknown> } | undefined;
     const config = await resolveRunConfig(deps.store.configs, projectId, {
       references: body.references,
@@ -20,6 +29,7 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
       parameters: inline?.parameters,
       resolveEmbeds: body.flags?.resolve ?? embedsHeader(request) === 'resolve',
     });
+    reply.header('x-ag-version', CONTRACT_VERSION);
     return inspectAgentWorkflow(body, deps.config.defaultLlm, config);
   });
 }
