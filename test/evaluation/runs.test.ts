@@ -153,7 +153,9 @@ describe('evaluation runs', () => {
       if (body.evaluation.data.progress.running === 2) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const { body } = await okJsonText(await api('POST', `/simple/evaluations/${created.id}/stop`));
+    // As clients that declare JSON on every request send it: the content type, and no body.
+    const stopped = await configsApi(h, 'POST', `/simple/evaluations/${created.id}/stop`, undefined, undefined, { 'content-type': 'application/json' });
+    const { body } = await okJsonText(stopped);
     expect(body.evaluation.data).toMatchObject({ status: 'cancelled', progress: { total: 4, cancelled: 4 } });
     const all = await results(created.id);
     expect(all.map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled'], ['cancelled'], [], []]);
