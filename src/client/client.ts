@@ -103,9 +103,9 @@ export function createClient(options: ClientOptions) {
 
     interactions: {
       query: (query: In<typeof Interactions.InteractionQuery> = {}) => json<Out<typeof Interactions.InteractionList>>('POST', 'api/sessions/interactions/query', query),
-      get: (id: string) => json<Out<typeof Interactions.InteractionRecord>>('GET', `api/sessions/interactions/${seg(id)}`),
-      respond: (id: string, answer: Record<string, unknown>) => json<Out<typeof Interactions.InteractionRecord>>('POST', `api/sessions/interactions/${seg(id)}/respond`, { answer }),
-      transition: (body: In<typeof Interactions.TransitionBody>) => json<Out<typeof Interactions.InteractionRecord>>('POST', 'api/sessions/interactions/transition', body),
+      get: (id: string) => json<Out<typeof Interactions.InteractionReply>>('GET', `api/sessions/interactions/${seg(id)}`),
+      respond: (id: string, answer: Record<string, unknown>) => json<Out<typeof Interactions.InteractionReply>>('POST', `api/sessions/interactions/${seg(id)}/respond`, { answer }),
+      transition: (body: In<typeof Interactions.TransitionBody>) => json<Out<typeof Interactions.InteractionReply>>('POST', 'api/sessions/interactions/transition', body),
     },
 
     connections: {

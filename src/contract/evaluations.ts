@@ -221,18 +221,29 @@ export type EvaluationResult = z.infer<typeof EvaluationResult>;
 
 const oneOrMany = <T extends z.ZodType>(schema: T) => z.union([schema, z.array(schema).min(1)]);
 
+/** The reference's windowing: `next` is our cursor. */
+const Windowing = z.strictObject({ ...Paging, next: Paging.cursor });
+
+/** Each filter in the singular or, as the reference also names them, the plural (`statuses`, `scenario_ids`, …). */
 export const ResultsQuery = z.strictObject({
   result: z
     .strictObject({
       run_id: z.string().optional(),
       run_ids: z.array(z.string()).min(1).optional(),
+      ids: z.array(z.string()).min(1).optional(),
       testcase_id: oneOrMany(z.string()).optional(),
+      testcase_ids: z.array(z.string()).min(1).optional(),
       scenario_id: oneOrMany(z.string()).optional(),
+      scenario_ids: z.array(z.string()).min(1).optional(),
+      step_key: oneOrMany(z.string()).optional(),
+      step_keys: z.array(z.string()).min(1).optional(),
       repeat_idx: oneOrMany(z.number().int().min(0)).optional(),
+      repeat_idxs: z.array(z.number().int().min(0)).min(1).optional(),
       status: oneOrMany(ResultStatus).optional(),
+      statuses: z.array(ResultStatus).min(1).optional(),
     })
     .default({}),
-  windowing: z.strictObject({ ...Paging }).optional(),
+  windowing: Windowing.optional(),
 });
 export type ResultsQuery = z.infer<typeof ResultsQuery>;
 
@@ -256,9 +267,12 @@ export const MetricsQuery = z.strictObject({
   metrics: z.strictObject({
     run_id: z.string().optional(),
     run_ids: z.array(z.string()).min(1).optional(),
+    /** One test case's record (besides the run's). */
+    scenario_id: z.string().optional(),
     /** true: one record per test case too (across its repeats); or the test cases wanted. */
     scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
   }),
+  windowing: z.strictObject({ limit: Paging.limit }).optional(),
 });
 
 export const MetricsRecord = z.object({

@@ -24,19 +24,47 @@ export const InteractionRecord = z.object({
 });
 export type InteractionRecord = z.infer<typeof InteractionRecord>;
 
+/** One record as a reply: its fields, and the reference's `{count, interaction}` wrapping of it, so clients written for either read it. */
+export const InteractionReply = InteractionRecord.extend({ count: z.literal(1), interaction: InteractionRecord });
+export type InteractionReply = z.infer<typeof InteractionReply>;
+
 export const Paging = {
   limit: z.number().int().min(1).max(200).optional(),
   cursor: z.string().min(1).optional(),
 };
 
-export const InteractionQuery = z.strictObject({
+const InteractionFilters = {
   session_id: SessionId.optional(),
   turn_id: z.string().min(1).optional(),
   kind: InteractionKind.optional(),
   status: z.union([InteractionStatus, z.array(InteractionStatus).min(1)]).optional(),
-  ...Paging,
-});
+};
+
+export const InteractionQuery = z.strictObject({ ...InteractionFilters, ...Paging });
 export type InteractionQuery = z.infer<typeof InteractionQuery>;
+
+/**
+ * The reference's form of the same query: the filters under `query`, paging under `windowing`
+ * (whose `next` is our cursor). `actionable_only` keeps the records still waiting for an answer.
+ */
+export const WindowedInteractionQuery = z
+  .strictObject({
+    query: z.strictObject({ ...InteractionFilters, actionable_only: z.boolean().optional() }).optional(),
+    windowing: z.strictObject({ limit: Paging.limit, next: Paging.cursor }).optional(),
+  })
+  .transform(({ query = {}, windowing = {} }): InteractionQuery => {
+    const { actionable_only, ...filters } = query;
+    const statuses = typeof filters.status === 'string' ? [filters.status] : (filters.status ?? InteractionStatus.options);
+    return {
+      ...filters,
+      ...(actionable_only ? { status: statuses.filter((s) => s === 'pending') } : {}),
+      ...(windowing.limit !== undefined ? { limit: windowing.limit } : {}),
+      ...(windowing.next !== undefined ? { cursor: windowing.next } : {}),
+    };
+  });
+
+/** Which of the two query forms a body is written in. */
+export const isWindowedQuery = (body: unknown): boolean => typeof body === 'object' && body !== null && ('query' in body || 'windowing' in body);
 
 export const InteractionList = z.object({
   count: z.number().int(),
@@ -44,8 +72,17 @@ export const InteractionList = z.object({
   next: z.string().optional(),
 });
 
-/** An approval's answer (`user_approval`). */
-export const ApprovalAnswer = z.strictObject({ approved: z.boolean(), reason: z.string().max(4096).optional() });
+/**
+ * An approval's answer (`user_approval`). The reference's clients send `{approved, tool_call_id?,
+ * message?}`: `message` is taken as the reason, and `tool_call_id` must name the gated call.
+ */
+export const ApprovalAnswer = z.strictObject({
+  approved: z.boolean(),
+  reason: z.string().max(4096).optional(),
+  message: z.string().max(4096).optional(),
+  tool_call_id: z.string().min(1).optional(),
+});
+export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
 /** A client tool's answer (`client_tool`): its output, or the error it failed with. */
 export const ClientToolAnswer = z.union([z.strictObject({ output: z.unknown() }), z.strictObject({ error: z.string() })]);
 /** `user_input` answers are free-form objects. */
@@ -53,8 +90,18 @@ export const InputAnswer = record;
 
 export const RespondBody = z.strictObject({ answer: record });
 
-export const TransitionBody = z.strictObject({
-  interaction_id: z.string().min(1),
-  status: InteractionStatus,
-  resolution: record.optional(),
-});
+/**
+ * The interaction is named by `interaction_id`, or as the reference's clients name it: `token` (the
+ * paused turn's `pending_interaction.id`, which is the interaction's id) with its `session_id`.
+ */
+export const TransitionBody = z
+  .strictObject({
+    interaction_id: z.string().min(1).optional(),
+    session_id: SessionId.optional(),
+    token: z.string().min(1).optional(),
+    status: InteractionStatus,
+    resolution: record.optional(),
+  })
+  .refine((b) => (b.interaction_id ?? b.token) !== undefined, { message: 'name the interaction with interaction_id (or token)', path: ['interaction_id'] })
+  .refine((b) => b.interaction_id === undefined || b.token === undefined || b.interaction_id === b.token, { message: 'interaction_id and token name different interactions', path: ['token'] });
+export type TransitionBody = z.infer<typeof TransitionBody>;

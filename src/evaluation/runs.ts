@@ -248,21 +248,30 @@ export class RunService {
   async results(projectId: string, query: ResultsQuery): Promise<Page<EvaluationResult>> {
     const { store } = this.deps;
     const filter = query.result;
-    const runIds = filter.run_ids ?? list(filter.run_id);
+    const both = <T>(one: T | T[] | undefined, many: T[] | undefined) => (one === undefined && many === undefined ? undefined : [...(list(one) ?? []), ...(many ?? [])]);
+    const runIds = both(filter.run_id, filter.run_ids);
+    const testcaseIds = both(filter.testcase_id, filter.testcase_ids) ?? [];
+    const scenarioIds = both(filter.scenario_id, filter.scenario_ids) ?? [];
+    const repeatIdxs = both(filter.repeat_idx, filter.repeat_idxs);
+    const statuses = both(filter.status, filter.statuses);
+    const stepKeys = both(filter.step_key, filter.step_keys);
     const page = await store.evaluations.queryResults(
       projectId,
       {
         ...(runIds ? { run_ids: runIds } : {}),
-        ...(filter.testcase_id || filter.scenario_id ? { testcase_ids: [...(list(filter.testcase_id) ?? []), ...(list(filter.scenario_id) ?? [])] } : {}),
-        ...(filter.repeat_idx !== undefined ? { repeat_idxs: list(filter.repeat_idx)! } : {}),
-        ...(filter.status ? { statuses: list(filter.status)! } : {}),
+        ...(filter.ids ? { ids: filter.ids } : {}),
+        ...(testcaseIds.length + scenarioIds.length > 0 ? { testcase_ids: [...testcaseIds, ...scenarioIds] } : {}),
+        ...(repeatIdxs ? { repeat_idxs: repeatIdxs } : {}),
+        ...(statuses ? { statuses } : {}),
       },
-      { limit: query.windowing?.limit ?? 100, cursor: query.windowing?.cursor },
+      { limit: query.windowing?.limit ?? 100, cursor: query.windowing?.cursor ?? query.windowing?.next },
     );
     // Each result names its run's application step; runs are read once per page.
     const steps = new Map<string, string>();
     for (const runId of new Set(page.items.map((r) => r.run_id))) steps.set(runId, (await this.run(projectId, runId)).spec.application.step_key);
-    return { items: page.items.map((r) => toResultView(r, steps.get(r.run_id)!)), ...(page.next ? { next: page.next } : {}) };
+    // A run has one step key, so this filter is applied to the page (which may then come out short).
+    const items = page.items.filter((r) => !stepKeys || stepKeys.includes(steps.get(r.run_id)!));
+    return { items: items.map((r) => toResultView(r, steps.get(r.run_id)!)), ...(page.next ? { next: page.next } : {}) };
   }
 
   /** Stored metrics for an ended run; computed from its results while it runs, or per test case. */

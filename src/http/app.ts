@@ -35,6 +35,10 @@ declare module 'fastify' {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
     run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined };
   }
+  interface FastifyContextConfig {
+    /** The route takes no body, so an empty one is accepted whatever its content type says. */
+    bodyless?: boolean;
+  }
 }
 
 export interface AppDeps {
@@ -88,6 +92,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify parses text/plain into a string by default; every body here is JSON, so that type
   // gets the same 415 as any other non-JSON type instead of a confusing "must be an object" 400.
   app.removeContentTypeParser('text/plain');
+  // Many clients send `Content-Type: application/json` on every request; on a route that takes no
+  // body (stop, delete) an empty body is then no body, not a 400.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '' && request.routeOptions.config.bodyless) return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
 
   const turns = new TurnService({ store: deps.store, config, log: app.log });
   app.decorate('turns', turns);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AgentEvent } from '../contract/events.ts';
 import { ErrorEnvelope, ERROR_TYPES } from '../contract/errors.ts';
 import { ConnectionCreate, ConnectionList, ConnectionView } from '../contract/connections.ts';
-import { InteractionList, InteractionQuery, InteractionRecord, RespondBody, TransitionBody } from '../contract/interactions.ts';
+import { InteractionList, InteractionQuery, InteractionReply, RespondBody, TransitionBody, WindowedInteractionQuery } from '../contract/interactions.ts';
 import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
 import { FileListing, FileUploaded, SessionView } from '../contract/sessions.ts';
@@ -80,7 +80,7 @@ const ROUTES: Route[] = [
     path: '/api/sessions/interactions/query',
     summary: 'List interactions',
     role: 'viewer',
-    body: InteractionQuery,
+    body: z.union([InteractionQuery, WindowedInteractionQuery]),
     ok: { status: 200, schema: InteractionList, description: 'One page of interactions, oldest first' },
   },
   {
@@ -89,7 +89,7 @@ const ROUTES: Route[] = [
     summary: 'Read one interaction',
     role: 'viewer',
     params: ['interaction_id'],
-    ok: { status: 200, schema: InteractionRecord, description: 'The interaction' },
+    ok: { status: 200, schema: InteractionReply, description: 'The interaction' },
   },
   {
     method: 'post',
@@ -98,7 +98,7 @@ const ROUTES: Route[] = [
     role: 'editor',
     params: ['interaction_id'],
     body: RespondBody,
-    ok: { status: 200, schema: InteractionRecord, description: 'The interaction, now responded' },
+    ok: { status: 200, schema: InteractionReply, description: 'The interaction, now responded' },
   },
   {
     method: 'post',
@@ -106,7 +106,7 @@ const ROUTES: Route[] = [
     summary: 'Move an interaction to resolved or cancelled',
     role: 'editor',
     body: TransitionBody,
-    ok: { status: 200, schema: InteractionRecord, description: 'The interaction after the move' },
+    ok: { status: 200, schema: InteractionReply, description: 'The interaction after the move' },
   },
   {
     method: 'get',

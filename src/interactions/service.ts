@@ -1,4 +1,4 @@
-import { ApprovalAnswer, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus } from '../contract/interactions.ts';
+import { ApprovalAnswer, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus, type TransitionBody } from '../contract/interactions.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
@@ -34,6 +34,16 @@ const MOVES: Record<InteractionStatus, readonly InteractionStatus[]> = {
   resolved: ['pending', 'responded'],
   cancelled: ['pending', 'responded'],
 };
+
+/** The answer as stored: an approval's `message` is its reason; its `tool_call_id` only has to match. */
+function normalizeAnswer(record: StoredInteraction, answer: Record<string, unknown>): Record<string, unknown> {
+  if (record.kind !== 'user_approval') return answer;
+  const { message, tool_call_id, ...approval } = answer as ApprovalAnswer;
+  if (tool_call_id !== undefined && tool_call_id !== record.tool_call_id) {
+    throw new AppError('invalid-request', `interaction "${record.id}" gates tool call "${record.tool_call_id}", not "${tool_call_id}" (answer.tool_call_id)`);
+  }
+  return approval.reason === undefined && message !== undefined ? { ...approval, reason: message } : approval;
+}
 
 export class InteractionService {
   private readonly deps: ContinuationDeps;
@@ -72,7 +82,7 @@ export class InteractionService {
       const shape = record.kind === 'user_approval' ? '{"approved": true|false, "reason"?: "…"}' : record.kind === 'client_tool' ? '{"output": …} or {"error": "…"}' : 'an object';
       throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
     }
-    const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: parsed.data as Record<string, unknown> });
+    const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalizeAnswer(record, parsed.data) });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
       throw new AppError('interaction-not-pending', `interaction "${id}" is ${now?.status ?? 'gone'}, not pending; it cannot be answered`);
@@ -81,9 +91,12 @@ export class InteractionService {
     return interactionView(answered);
   }
 
-  async transition(projectId: string, change: { interaction_id: string; status: InteractionStatus; resolution?: Record<string, unknown> | undefined }): Promise<InteractionRecord> {
-    const record = await this.store.interactions.get(projectId, change.interaction_id);
-    if (!record) throw new AppError('not-found', `no interaction "${change.interaction_id}" in this project`);
+  async transition(projectId: string, change: TransitionBody): Promise<InteractionRecord> {
+    const id = (change.interaction_id ?? change.token)!;
+    const record = await this.store.interactions.get(projectId, id);
+    if (!record || (change.session_id !== undefined && record.session_id !== change.session_id)) {
+      throw new AppError('not-found', `no interaction "${id}" in ${change.session_id === undefined ? 'this project' : `session "${change.session_id}"`}`);
+    }
     const from = MOVES[change.status];
     if (!from.includes(record.status)) {
       const hint = change.status === 'responded' ? '; answer it with POST /api/sessions/interactions/{id}/respond' : '';

@@ -70,6 +70,7 @@ export interface ResultUpdate {
 
 export interface ResultFilter {
   run_ids?: string[];
+  ids?: string[];
   testcase_ids?: string[];
   repeat_idxs?: number[];
   statuses?: ResultStatus[];
@@ -352,6 +353,7 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
     const limit = pageSize(page.limit);
     let query = db.selectFrom('evaluation_results').selectAll().where('project_id', '=', projectId);
     if (filter.run_ids) query = query.where('run_id', 'in', filter.run_ids);
+    if (filter.ids) query = query.where('id', 'in', filter.ids);
     if (filter.testcase_ids) query = query.where('testcase_id', 'in', filter.testcase_ids);
     if (filter.repeat_idxs) query = query.where('repeat_idx', 'in', filter.repeat_idxs);
     if (filter.statuses) query = query.where('status', 'in', filter.statuses);

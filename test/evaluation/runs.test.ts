@@ -106,6 +106,29 @@ describe('evaluation runs', () => {
     expect(body.metrics.slice(1).map((m: any) => [m.scenario_id, m.data['application-eval-target'].tokens.count])).toEqual(all.slice(0, 3).map((r) => [r.testcase_id, 2]));
   });
 
+  it("reads results and metrics with the reference's query bodies", async () => {
+    const run = await ended((await evaluate(await testset([row('ok-x'), row('ok-y')]), { repeats: 2 })).id);
+    const query = async (body: unknown) => (await okJsonText(await api('POST', '/evaluations/results/query', body))).body;
+    const all = (await query({ result: { run_ids: [run.id] }, windowing: { limit: 10 } })).results;
+    expect(all).toHaveLength(4);
+    const [first, second] = all;
+    const stepKey = first.step_key;
+    expect((await query({ result: { run_ids: [run.id], scenario_ids: [first.scenario_id], repeat_idxs: [1], statuses: ['success'] } })).results.map((r: any) => r.id)).toEqual([
+      all.find((r: any) => r.scenario_id === first.scenario_id && r.repeat_idx === 1).id,
+    ]);
+    expect((await query({ result: { ids: [second.id] } })).results.map((r: any) => r.id)).toEqual([second.id]);
+    expect((await query({ result: { run_id: run.id, step_keys: [stepKey] } })).count).toBe(4);
+    expect((await query({ result: { run_id: run.id, step_key: 'application-elsewhere' } })).count).toBe(0);
+    const paged = await query({ result: { run_id: run.id }, windowing: { limit: 3 } });
+    expect((await query({ result: { run_id: run.id }, windowing: { limit: 3, next: paged.next } })).results.map((r: any) => r.id)).toEqual([all[3].id]);
+
+    const metrics = async (body: unknown) => (await okJsonText(await api('POST', '/evaluations/metrics/query', body))).body;
+    expect((await metrics({ metrics: { run_ids: [run.id] }, windowing: { limit: 10 } })).count).toBe(1);
+    const one = await metrics({ metrics: { run_id: run.id, scenario_id: first.scenario_id } });
+    expect(one.metrics.map((m: any) => m.scenario_id)).toEqual([undefined, first.scenario_id]);
+    expect(one.metrics[1].data[stepKey].tokens.count).toBe(2);
+  });
+
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
     healed = false;
     const run = await ended((await evaluate(await testset([row('ok-r'), row('broken-r')]), { concurrency: { batch_size: 2, max_retries: 1 } })).id);
@@ -131,7 +154,9 @@ describe('evaluation runs', () => {
       if (body.evaluation.data.progress.running === 2) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const { body } = await okJsonText(await api('POST', `/simple/evaluations/${created.id}/stop`));
+    // As clients that declare JSON on every request send it: the content type, and no body.
+    const stopped = await configsApi(h, 'POST', `/simple/evaluations/${created.id}/stop`, undefined, undefined, { 'content-type': 'application/json' });
+    const { body } = await okJsonText(stopped);
     expect(body.evaluation.data).toMatchObject({ status: 'cancelled', progress: { total: 4, cancelled: 4 } });
     const all = await results(created.id);
     expect(all.map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled'], ['cancelled'], [], []]);

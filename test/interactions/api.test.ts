@@ -148,6 +148,33 @@ describe('interactions API', () => {
     await expectError(await api('POST', '/api/sessions/interactions/query', { colour: 'red' }), 400, 'invalid-request', /colour/);
   });
 
+  it("accepts the reference's request shapes and carries its {count, interaction} reply", async () => {
+    const a = await pauseOnWrite();
+    const listed = await (await api('POST', '/api/sessions/interactions/query', { query: { session_id: a.session, status: 'pending' }, windowing: { limit: 10 } })).json();
+    expect(listed.interactions.map((r: { id: string }) => r.id)).toEqual([a.id]);
+    const actionable = await (await api('POST', '/api/sessions/interactions/query', { query: { session_id: a.session, actionable_only: true } })).json();
+    expect(actionable.count).toBe(1);
+    await expectError(await api('POST', '/api/sessions/interactions/query', { query: { colour: 'red' } }), 400, 'invalid-request', /query\.colour|colour/);
+
+    const read = await (await api('GET', `/api/sessions/interactions/${a.id}`)).json();
+    expect(read).toMatchObject({ id: a.id, status: 'pending', count: 1, interaction: { id: a.id, status: 'pending' } });
+
+    await expectError(await respond(a.id, { approved: true, tool_call_id: 'call_other' }), 400, 'invalid-request', /tool_call_id/);
+    const answered = await (await respond(a.id, { approved: false, tool_call_id: read.request.tool_call_id, message: 'not that file' })).json();
+    expect(answered.interaction).toMatchObject({ status: 'responded', answer: { approved: false, reason: 'not that file' } });
+    expect(answered.interaction.answer).not.toHaveProperty('tool_call_id');
+    await settled(a.session);
+    expect(JSON.stringify(h.model.requests.at(-1)!.messages)).toContain('not that file');
+    const after = await (await api('POST', '/api/sessions/interactions/query', { query: { session_id: a.session, actionable_only: true } })).json();
+    expect(after.count).toBe(0);
+
+    const b = await pauseOnWrite();
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { session_id: 'elsewhere', token: b.id, status: 'cancelled' }), 404, 'not-found');
+    const moved = await (await api('POST', '/api/sessions/interactions/transition', { session_id: b.session, token: b.id, status: 'cancelled' })).json();
+    expect(moved).toMatchObject({ count: 1, interaction: { id: b.id, status: 'cancelled' } });
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { status: 'cancelled' }), 400, 'invalid-request', /interaction_id/);
+  });
+
   it('keeps every project to itself and every role to its rights', async () => {
     const { id } = await pauseOnWrite();
     await expectError(await api('GET', `/api/sessions/interactions/${id}`, undefined, { key: otherKey, project: otherProject }), 404, 'not-found');

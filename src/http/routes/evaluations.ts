@@ -100,12 +100,12 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
   });
 
-  app.post('/api/simple/evaluations/:evaluation_id/stop', async (request) => {
+  app.post('/api/simple/evaluations/:evaluation_id/stop', { config: { bodyless: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
   });
 
-  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', async (request) => {
+  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', { config: { bodyless: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
   });
@@ -118,10 +118,11 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
 
   app.post('/api/evaluations/metrics/query', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
-    const { metrics: query } = parseWith(MetricsQuery, request.body);
-    const runIds = query.run_ids ?? (query.run_id ? [query.run_id] : []);
+    const { metrics: query, windowing } = parseWith(MetricsQuery, request.body);
+    const runIds = [...(query.run_id ? [query.run_id] : []), ...(query.run_ids ?? [])];
     if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
-    const metrics = await runs.metrics(projectId, runIds, query.scenario_ids ?? false);
+    const perCase = query.scenario_id === undefined ? (query.scenario_ids ?? false) : [query.scenario_id, ...(Array.isArray(query.scenario_ids) ? query.scenario_ids : [])];
+    const metrics = (await runs.metrics(projectId, runIds, perCase)).slice(0, windowing?.limit);
     return { count: metrics.length, metrics };
   });
 }

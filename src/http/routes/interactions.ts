@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { InteractionQuery, RespondBody, TransitionBody } from '../../contract/interactions.ts';
+import { InteractionQuery, isWindowedQuery, RespondBody, TransitionBody, WindowedInteractionQuery, type InteractionRecord, type InteractionReply } from '../../contract/interactions.ts';
 import type { InteractionService } from '../../interactions/service.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
@@ -10,28 +10,31 @@ export interface InteractionRoutesDeps {
   interactions: InteractionService;
 }
 
+const reply = (record: InteractionRecord): InteractionReply => ({ ...record, count: 1, interaction: record });
+
 /** The interactions API (spec §4.4), on the `/api` surface with the same auth as invoke. */
 export async function interactionRoutes(app: FastifyInstance, deps: InteractionRoutesDeps): Promise<void> {
   const { store, interactions } = deps;
 
   app.post('/api/sessions/interactions/query', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
-    return interactions.query(projectId, parseWith(InteractionQuery, request.body));
+    const query = isWindowedQuery(request.body) ? parseWith(WindowedInteractionQuery, request.body) : parseWith(InteractionQuery, request.body);
+    return interactions.query(projectId, query);
   });
 
   app.get<{ Params: { id: string } }>('/api/sessions/interactions/:id', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
-    return interactions.get(projectId, request.params.id);
+    return reply(await interactions.get(projectId, request.params.id));
   });
 
   app.post<{ Params: { id: string } }>('/api/sessions/interactions/:id/respond', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { answer } = parseWith(RespondBody, request.body);
-    return interactions.respond(projectId, request.params.id, answer);
+    return reply(await interactions.respond(projectId, request.params.id, answer));
   });
 
   app.post('/api/sessions/interactions/transition', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
-    return interactions.transition(projectId, parseWith(TransitionBody, request.body));
+    return reply(await interactions.transition(projectId, parseWith(TransitionBody, request.body)));
   });
 }
