@@ -36,8 +36,8 @@ declare module 'fastify' {
     run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined };
   }
   interface FastifyContextConfig {
-    /** The route takes no body, so an empty one is accepted whatever its content type says. */
-    bodyless?: boolean;
+    /** The route needs no body, so an empty one is no body whatever its content type says. */
+    optionalBody?: boolean;
   }
 }
 
@@ -92,11 +92,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify parses text/plain into a string by default; every body here is JSON, so that type
   // gets the same 415 as any other non-JSON type instead of a confusing "must be an object" 400.
   app.removeContentTypeParser('text/plain');
-  // Many clients send `Content-Type: application/json` on every request; on a route that takes no
-  // body (stop, delete) an empty body is then no body, not a 400.
+  // Many clients send `Content-Type: application/json` on every request; on a route that needs no
+  // body (stop, delete, inspect) an empty body is then no body, not a 400.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '' && request.routeOptions.config.bodyless) return done(null, undefined);
+    if (body === '' && request.routeOptions.config.optionalBody) return done(null, undefined);
     parseJson(request, body as string, done);
   });
 

@@ -14,22 +14,40 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where 
 /** Far deeper than any real request needs (a tool's JSON Schema nests a dozen levels). */
 export const MAX_BODY_DEPTH = 100;
 
+/** A node of the walk below: its depth, and the way back to the root for the error's path. */
+interface Frame {
+  value: object;
+  depth: number;
+  key?: PropertyKey;
+  parent?: Frame;
+}
+
+/** Parsed JSON only: an upload's Buffer body is bytes, not nesting. */
+const isJsonNode = (value: unknown): value is object =>
+  Array.isArray(value) || (typeof value === 'object' && value !== null && [Object.prototype, null].includes(Object.getPrototypeOf(value)));
+
 /**
  * Refuses a body nested deeper than MAX_BODY_DEPTH. The JSON parser copes with any depth, but the
  * recursive walks after it (schemas, JSON.stringify when the turn is stored) run out of stack,
- * which would turn bad input into a 500. Iterative, so the check itself cannot overflow.
+ * which would turn bad input into a 500. Iterative, so the check itself cannot overflow; every
+ * request passes through it, so the path is only spelled out for the error.
  */
 export function checkBodyDepth(body: unknown): void {
-  // Parsed JSON only: an upload's Buffer body is bytes, not nesting.
-  const isNode = (value: unknown): value is object =>
-    Array.isArray(value) || (typeof value === 'object' && value !== null && [Object.prototype, null].includes(Object.getPrototypeOf(value)));
-  const pending: Array<{ value: object; path: PropertyKey[] }> = isNode(body) ? [{ value: body, path: [] }] : [];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const { value, path } = next;
-    if (path.length >= MAX_BODY_DEPTH) {
+  const pending: Frame[] = isJsonNode(body) ? [{ value: body, depth: 0 }] : [];
+  for (let frame = pending.pop(); frame; frame = pending.pop()) {
+    if (frame.depth >= MAX_BODY_DEPTH) {
+      const path: PropertyKey[] = [];
+      for (let at: Frame | undefined = frame; at?.parent; at = at.parent) path.unshift(at.key!);
       throw new AppError('invalid-request', `the body nests objects and arrays deeper than ${MAX_BODY_DEPTH} levels at ${jsonPath('', path)}`);
     }
-    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    for (const [key, child] of entries) if (isNode(child)) pending.push({ value: child, path: [...path, key] });
+    const { value } = frame;
+    if (Array.isArray(value)) {
+      value.forEach((child, key) => isJsonNode(child) && pending.push({ value: child, depth: frame.depth + 1, key, parent: frame }));
+    } else {
+      for (const key in value) {
+        const child = (value as Record<string, unknown>)[key];
+        if (isJsonNode(child)) pending.push({ value: child, depth: frame.depth + 1, key, parent: frame });
+      }
+    }
   }
 }

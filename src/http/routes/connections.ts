@@ -51,7 +51,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
     return connection;
   });
 
-  app.delete('/api/connections/:slug', { config: { bodyless: true } }, async (request, reply) => {
+  app.delete('/api/connections/:slug', { config: { optionalBody: true } }, async (request, reply) => {
     const { projectId } = await authorize(store, request, 'admin');
     const slug = slugParam(request);
     if (!(await store.connections.remove(projectId, slug))) throw connectionNotFound(slug);

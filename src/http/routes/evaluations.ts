@@ -100,12 +100,12 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
   });
 
-  app.post('/api/simple/evaluations/:evaluation_id/stop', { config: { bodyless: true } }, async (request) => {
+  app.post('/api/simple/evaluations/:evaluation_id/stop', { config: { optionalBody: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
   });
 
-  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', { config: { bodyless: true } }, async (request) => {
+  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', { config: { optionalBody: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
   });

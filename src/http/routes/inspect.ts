@@ -13,12 +13,8 @@ import { parseWith } from '../validate.ts';
 /** `POST /services/agent/v0/inspect` (spec §4.3). */
 export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; config: Config }): Promise<void> {
   // Every inspect field is optional, so a bodiless POST that still says JSON asks for the defaults,
-  // as one with no Content-Type does. Only this plugin's routes get this parser.
-  const json = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
-
-  app.post('/services/agent/v0/inspect', async (request, reply) => {
+  // as one with no Content-Type does.
+  app.post('/services/agent/v0/inspect', { config: { optionalBody: true } }, async (request, reply) => {
     const { projectId } = await authorize(deps.store, request, 'viewer');
     const body = parseWith(InspectRequest, request.body);
     checkVersion(body.version);

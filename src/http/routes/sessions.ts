@@ -37,7 +37,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     return toSessionView(session, lease, turns.items, turns.next);
   });
 
-  app.delete('/api/sessions/:session_id', { config: { bodyless: true } }, async (request, reply) => {
+  app.delete('/api/sessions/:session_id', { config: { optionalBody: true } }, async (request, reply) => {
     const { projectId } = await authorize(store, request, 'editor');
     const sessionId = sessionIdParam(request);
     if (!(await store.sessions.get(projectId, sessionId))) throw sessionNotFound(sessionId);
