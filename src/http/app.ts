@@ -125,7 +125,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('run', null as never);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};
-    reply.header('x-request-id', request.id);
+    // Every reply says which contract it speaks, on the /api surface too.
+    reply.header('x-request-id', request.id).header('x-ag-version', CONTRACT_VERSION);
   });
 
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
@@ -146,7 +147,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler(async (request, reply) => {
     return reply
       .code(404)
-      .header('x-ag-version', CONTRACT_VERSION)
       .send(errorEnvelope(new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), {}, false));
   });
 

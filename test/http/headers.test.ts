@@ -51,7 +51,7 @@ describe('response headers', () => {
     expect(frames[0]!.data).toMatchObject({ session_id: 'streamed-1', trace_id: hd.trace });
   });
 
-  it('x-ag-version is on errors too, before and after auth', async () => {
+  it('x-ag-version is on errors too, before and after auth, and on the /api surface', async () => {
     const unauth = await fetch(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(unauth.headers.get('x-ag-version')).toBe('2025.07.14');
     await expectError(unauth, 401);
@@ -59,6 +59,13 @@ describe('response headers', () => {
     expect(bad.headers.get('x-ag-version')).toBe('2025.07.14');
     const notFound = await fetch(`${h.url}/nope`);
     expect(notFound.headers.get('x-ag-version')).toBe('2025.07.14');
+    const api = await fetch(`${h.url}/api/sessions/interactions/query?project_id=${h.projectId}`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json', authorization: `ApiKey ${h.apiKey}` },
+    });
+    expect(api.status).toBe(200);
+    expect(api.headers.get('x-ag-version')).toBe('2025.07.14');
   });
 
   it('an error once the session is known still names it', async () => {

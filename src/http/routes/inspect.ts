@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import { InspectRequest } from '../../contract/inspect.ts';
-import { CONTRACT_VERSION } from '../../contract/invoke.ts';
 import { checkVersion } from '../../sessions/invoke-plan.ts';
 import { inspectAgentWorkflow } from '../../agent/workflow.ts';
 import { resolveRunConfig } from '../../configs/run-config.ts';
@@ -14,7 +13,7 @@ import { parseWith } from '../validate.ts';
 export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; config: Config }): Promise<void> {
   // Every inspect field is optional, so a bodiless POST that still says JSON asks for the defaults,
   // as one with no Content-Type does.
-  app.post('/services/agent/v0/inspect', { config: { optionalBody: true } }, async (request, reply) => {
+  app.post('/services/agent/v0/inspect', { config: { optionalBody: true } }, async (request) => {
     const { projectId } = await authorize(deps.store, request, 'viewer');
     const body = parseWith(InspectRequest, request.body);
     checkVersion(body.version);
@@ -25,7 +24,6 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
       parameters: inline?.parameters,
       resolveEmbeds: body.flags?.resolve ?? embedsHeader(request) === 'resolve',
     });
-    reply.header('x-ag-version', CONTRACT_VERSION);
     return inspectAgentWorkflow(body, deps.config.defaultLlm, config);
   });
 }
