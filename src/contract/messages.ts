@@ -40,7 +40,8 @@ export type MessageInput = z.input<typeof Message>;
  */
 export const UIMessagePart = z.looseObject({ type: z.string().min(1) });
 export const UIMessage = z.looseObject({
-  id: z.string(),
+  /** The SDK always sets one; a hand-written conversation may leave it out. */
+  id: z.string().optional(),
   role: z.enum(['system', 'user', 'assistant']),
   metadata: z.unknown().optional(),
   parts: z.array(UIMessagePart),

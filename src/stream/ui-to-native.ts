@@ -52,7 +52,7 @@ export function uiToNative(messages: unknown, opts: UiToNativeOptions = {}): Mes
   const out: Message[] = [];
   messages.forEach((raw, i) => {
     const at = `${base}[${i}]`;
-    const parsed = UIMessage.safeParse(raw);
+    const parsed = UIMessage.safeParse(withTextParts(raw));
     if (!parsed.success) throw fromZod(parsed.error, at);
     const message = parsed.data;
     if (message.role === 'assistant') {
@@ -63,6 +63,13 @@ export function uiToNative(messages: unknown, opts: UiToNativeOptions = {}): Mes
     }
   });
   return out;
+}
+
+/** `{role, content: "text"}` written where a UIMessage belongs: its text as the one part. */
+function withTextParts(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || 'parts' in raw || !('content' in raw) || typeof raw.content !== 'string') return raw;
+  const { content, ...rest } = raw;
+  return { ...rest, parts: [{ type: 'text', text: content }] };
 }
 
 function textOf(parts: readonly { type: string }[], at: string, role: string): string {

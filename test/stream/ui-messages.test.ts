@@ -103,7 +103,7 @@ describe('uiToNative', () => {
     expect(invalidMessages([ok, 'nope'])).toMatch(/expected object, received string at data\.inputs\.messages\[1\]$/);
     expect(invalidMessages([{ id: 'u', role: 'user', parts: 'hi' }])).toMatch(/expected array.* at data\.inputs\.messages\[0\]\.parts$/);
     expect(invalidMessages([{ id: 'u', role: 'robot', parts: [] }])).toMatch(/ at data\.inputs\.messages\[0\]\.role$/);
-    expect(invalidMessages([{ role: 'user', parts: [] }])).toMatch(/ at data\.inputs\.messages\[0\]\.id$/);
+    expect(invalidMessages([{ id: 7, role: 'user', parts: [] }])).toMatch(/ at data\.inputs\.messages\[0\]\.id$/);
     expect(invalidMessages([ok, ok, ok, { id: 'a', role: 'assistant', parts: [{ type: 'text', text: 'x' }, { text: 'y' }] }])).toMatch(
       / at data\.inputs\.messages\[3\]\.parts\[1\]\.type$/,
     );

@@ -85,6 +85,20 @@ describe('JSON replies in the Vercel format', () => {
   });
 });
 
+describe('hand-written Vercel input', () => {
+  it('takes messages without ids, and {role, content} text as a text part', async () => {
+    h.model.script([{ text: 'Hi there.' }]);
+    const messages = [{ role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] }, { role: 'user', content: 'hello' }];
+    const { res, messages: out } = await invokeJson('vercel-no-ids', messages, template());
+    expect(res.status).toBe(200);
+    expect(out.at(-1)).toMatchObject({ role: 'assistant', parts: expect.arrayContaining([expect.objectContaining({ type: 'text', text: 'Hi there.' })]) });
+    expect(h.model.requests.at(-1)!.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', expect.stringContaining('Be brief.')],
+      ['user', 'hello'],
+    ]);
+  });
+});
+
 describe('invalid Vercel input', () => {
   const agent = template();
 
