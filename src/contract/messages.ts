@@ -22,7 +22,12 @@ export const Message = z.looseObject({
   id: z.string().optional(),
   role: z.enum(['system', 'user', 'assistant', 'tool']),
   content: z
-    .union([z.string(), z.array(TextPart)])
+    .union([z.string(), z.array(TextPart)], {
+      // Other content blocks (a tool call, a decision) are other messages or fields here; say which.
+      error:
+        'content must be text or an array of {"type": "text", "text": …} parts; a tool call is a message of its own ' +
+        '(tool_call_id, tool_name, input), and an approval decision goes on it as approval: {id, approved, reason?}',
+    })
     .nullish()
     .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
   tool_call_id: z.string().min(1).optional(),

@@ -110,6 +110,12 @@ describe('request fields', () => {
     expect((await h.invoke(withAgent(template(), { version: '2025.07.14' }))).status).toBe(200);
   });
 
+  it('content blocks other than text are refused with a message that says where tool calls and decisions go', async () => {
+    const decided = { role: 'assistant', content: [{ type: 'tool_call', toolCallId: 'c1', toolName: 'ls', input: {} }, { type: 'tool_result', toolCallId: 'c1', output: { approved: true } }] };
+    const res = await h.invoke({ data: { inputs: { messages: [...user, decided] }, parameters: { agent: template() } } });
+    await expectError(res, 400, 'invalid-messages', /approval: \{id, approved, reason\?\} at data\.inputs\.messages\[1\]\.content$/);
+  });
+
   it.each([
     ['flags.stream', { ...withAgent(template()), flags: { stream: 'yes' } }],
     ['flags.trim', { ...withAgent(template()), flags: { trim: 1 } }],
