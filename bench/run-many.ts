@@ -3,7 +3,8 @@
  * (its own process, bench/model-server.ts) answers after a fixed latency. The ideal wall time is
  * N × latency / C; the floor is the same N model calls made straight to the model, C at a time.
  * The CLI runs as a child process, as a user runs it, after a warm-up run of BENCH_RUN_MANY_WARMUP
- * inputs. `npm run bench:run-many`.
+ * inputs; then once more against a bare server (below), to tell the CLI's share from agentd's.
+ * `npm run bench:run-many`.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import Fastify from 'fastify';
 import { modelFloor, startLocalAgentd, startModelProcess } from './local.ts';
 
 const INPUTS = Number(process.env.BENCH_RUN_MANY_INPUTS ?? 1000);
@@ -22,8 +24,6 @@ const WARMUP = Number(process.env.BENCH_RUN_MANY_WARMUP ?? 200);
 const model = await startModelProcess(LATENCY_MS);
 const ask = model.ask;
 const agentd = await startLocalAgentd(model.url);
-const { url, key } = agentd;
-const project = { id: agentd.projectId };
 const dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-run-many-'));
 
 const inputs = path.join(dir, 'inputs.jsonl');
@@ -39,40 +39,88 @@ function childCpuSeconds(): number {
   return (Number(fields[13]) + Number(fields[14])) / 100;
 }
 
-const runMany = (file: string) =>
+interface Target {
+  url: string;
+  key: string;
+  projectId: string;
+}
+
+const runMany = (target: Target, file: string) =>
   promisify(execFile)(process.execPath, [path.join(import.meta.dirname, '../bin/agentd.js'), 'run-many', '--input', file, '--out', out, '--template', template, '--concurrency', String(CONCURRENCY)], {
-    env: { ...process.env, AGENTD_URL: url, AGENTD_API_KEY: key, AGENTD_PROJECT_ID: project.id },
+    env: { ...process.env, AGENTD_URL: target.url, AGENTD_API_KEY: target.key, AGENTD_PROJECT_ID: target.projectId },
   });
 
+/** One measured run-many over INPUTS: wall time, CPU per input of this process (the server) and of the CLI. */
+async function measure(target: Target) {
+  await ask({ type: 'reset' });
+  const cliBefore = childCpuSeconds();
+  const serverBefore = process.cpuUsage();
+  const started = performance.now();
+  await runMany(target, inputs);
+  const wallMs = performance.now() - started;
+  const server = process.cpuUsage(serverBefore);
+  const perInput = (seconds: number) => ((seconds * 1000) / INPUTS).toFixed(2);
+  const { peakInFlight } = await ask<{ peakInFlight: number }>({ type: 'peak' });
+  const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { status: string });
+  return {
+    wallMs,
+    cpu: `${perInput((server.user + server.system) / 1e6)} / ${perInput(childCpuSeconds() - cliBefore)} ms`,
+    peakInFlight,
+    ok: lines.filter((l) => l.status === 'success').length,
+  };
+}
+
+/**
+ * Not agentd: an invoke route that makes the one model call and answers in the invoke envelope,
+ * nothing else. run-many against it is what the CLI, the model and the machine cost by themselves.
+ */
+async function startBareServer(): Promise<Target & { close(): Promise<void> }> {
+  const app = Fastify({ logger: false });
+  app.post('/services/agent/v0/invoke', async (request) => {
+    const body = request.body as { session_id?: string; data: { inputs: { messages: unknown[] } } };
+    const res = await fetch(`${model.url}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+      body: JSON.stringify({ model: 'm', input: body.data.inputs.messages, store: false }),
+    });
+    const answer = (await res.json()) as { output: Array<{ content?: Array<{ text?: string }> }> };
+    const text = answer.output.flatMap((item) => item.content ?? []).map((part) => part.text ?? '').join('');
+    return { version: '2025.07.14', status: { code: 200, message: 'OK' }, session_id: body.session_id, data: { outputs: { messages: [{ role: 'assistant', content: text }], stop_reason: 'end_turn' } } };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, key: 'unused', projectId: 'unused', close: () => app.close() };
+}
+
+const agentdTarget = { url: agentd.url, key: agentd.key, projectId: agentd.projectId };
+const bare = await startBareServer();
 // A server that has been up a while, as a user's is: its first turns compile the code they run.
-await writeFile(warmInputs, Array.from({ length: WARMUP }, (_, i) => JSON.stringify({ message: `warm-up ${i}` })).join('\n'));
-await runMany(warmInputs);
+if (WARMUP > 0) {
+  await writeFile(warmInputs, Array.from({ length: WARMUP }, (_, i) => JSON.stringify({ message: `warm-up ${i}` })).join('\n'));
+  await runMany(agentdTarget, warmInputs);
+  await runMany(bare, warmInputs);
+}
 const floorMs = await modelFloor(model.url, INPUTS, CONCURRENCY);
-await ask({ type: 'reset' });
-const cliBefore = childCpuSeconds();
-const agentdBefore = process.cpuUsage();
-const started = performance.now();
-await runMany(inputs);
-const wallMs = performance.now() - started;
-const agentdCpu = process.cpuUsage(agentdBefore);
-const perInput = (seconds: number) => ((seconds * 1000) / INPUTS).toFixed(2);
-const cpu = `${perInput((agentdCpu.user + agentdCpu.system) / 1e6)} / ${perInput(childCpuSeconds() - cliBefore)} ms`;
-const { peakInFlight } = await ask<{ peakInFlight: number }>({ type: 'peak' });
-const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { status: string });
-const ok = lines.filter((l) => l.status === 'success').length;
 const idealMs = (INPUTS * LATENCY_MS) / CONCURRENCY;
+const rows: string[] = [];
+for (const [name, target] of [['agentd', agentdTarget], ['bare server (not agentd)', bare]] as const) {
+  const run = await measure(target);
+  rows.push(
+    `| ${name} | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(run.wallMs / 1000).toFixed(2)} s | ${(run.wallMs / idealMs).toFixed(2)} | ${(run.wallMs / floorMs).toFixed(2)} | ${run.peakInFlight} | ${run.ok}/${INPUTS} | ${run.cpu} |`,
+  );
+}
 
 process.stdout.write(
   [
     `agentd run-many, ${INPUTS} inputs, concurrency ${CONCURRENCY}, model latency ${LATENCY_MS} ms, ${agentd.turnWorkers} turn worker threads (node ${process.version}, ${os.cpus().length} cores)`,
     '',
-    '| ideal (N × latency / C) | floor (plain model calls) | run-many | run-many / ideal | run-many / floor | peak in flight | succeeded | CPU per input: agentd / CLI |',
-    '|---|---|---|---|---|---|---|---|',
-    `| ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(wallMs / 1000).toFixed(2)} s | ${(wallMs / idealMs).toFixed(2)} | ${(wallMs / floorMs).toFixed(2)} | ${peakInFlight} | ${ok}/${INPUTS} | ${cpu} |`,
+    '| server | ideal (N × latency / C) | floor (plain model calls) | run-many | run-many / ideal | run-many / floor | peak in flight | succeeded | CPU per input: server / CLI |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
     '',
   ].join('\n'),
 );
 
+await bare.close();
 await agentd.close();
 model.stop();
 await rm(dir, { recursive: true, force: true });
