@@ -343,10 +343,10 @@ const ROUTES: Route[] = [
   {
     method: 'post',
     path: '/api/simple/evaluations/{evaluation_id}/stop',
-    summary: 'Stop a running run: cases in flight are cancelled, the rest never start; the run ends cancelled',
+    summary: 'Stop a running run: cases in flight are cancelled, the rest never start; the run ends cancelled (a run that already ended stays as it is)',
     role: 'editor',
     params: ['evaluation_id'],
-    ok: { status: 200, schema: EvaluationReply, description: 'The run, cancelled' },
+    ok: { status: 200, schema: EvaluationReply, description: 'The run: cancelled, or as it ended' },
   },
   {
     method: 'post',
