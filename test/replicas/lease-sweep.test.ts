@@ -24,11 +24,12 @@ describe('sweeping lapsed session leases', () => {
 
       const stop = h.app.turns.sweepExpiredLeases(60_000);
       try {
-        await waitFor(async () => (await store.leases.get(h.projectId, dead)) === undefined, 'the lapsed lease to be swept');
+        // The sweep frees the lease and then marks the turn: wait for the second.
+        await waitFor(async () => (await store.turns.get(h.projectId, `${dead}-turn`))?.status === 'interrupted', 'the lapsed turn to be interrupted');
       } finally {
         stop();
       }
-      expect((await store.turns.get(h.projectId, `${dead}-turn`))?.status).toBe('interrupted');
+      expect(await store.leases.get(h.projectId, dead)).toBeUndefined();
       expect((await store.leases.get(h.projectId, alive))?.holder).toBe('another-replica');
       expect((await store.turns.get(h.projectId, `${alive}-turn`))?.status).toBe('running');
     } finally {
