@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, openSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import type { InvokeBody } from '../client/index.ts';
 import type { Outcome } from '../client/invoke-many.ts';
@@ -43,7 +43,13 @@ function toRequest(value: unknown, line: number): InvokeBody {
 }
 
 function readInputs(file: string): InvokeBody[] {
-  const lines = readFileSync(file, 'utf8').split(/\r?\n/);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`--input ${file} cannot be read: ${(error as Error).message}`);
+  }
+  const lines = text.split(/\r?\n/);
   const inputs: InvokeBody[] = [];
   for (const [i, text] of lines.entries()) {
     if (text.trim() === '') continue;
@@ -75,6 +81,18 @@ function succeeded(file: string): Set<number> {
     }
   }
   return done;
+}
+
+/**
+ * Opened before any input runs: a results file that cannot be written would otherwise crash the
+ * command mid-run, after turns were already spent.
+ */
+function openOut(file: string, append: boolean): number {
+  try {
+    return openSync(file, append ? 'a' : 'w');
+  } catch (error) {
+    throw new CliError(`--out ${file} cannot be written: ${(error as Error).message}`);
+  }
 }
 
 function resultLine(index: number, outcome: Outcome): string {
@@ -137,7 +155,7 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     // Fresh session ids follow the input's line index, so a resumed input keeps its session.
     const inputs = indexes.map((i) => (session === 'fresh' ? { ...all[i]!, session_id: all[i]!.session_id ?? `${prefix}-${i}` } : all[i]!));
 
-    const out = createWriteStream(values.out, { flags: values.resume ? 'a' : 'w' });
+    const out = createWriteStream(values.out, { fd: openOut(values.out, values.resume === true) });
     const progress = new ProgressReporter();
     const started = Date.now();
     const controller = new AbortController();

@@ -142,6 +142,20 @@ describe('agentd run-many', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--input line 2 is not JSON/);
   });
+
+  it('names the file it cannot read or write, before running anything', async () => {
+    const missing = await agentd(['run-many', '--input', path.join(dir, 'no-such.jsonl'), '--out', path.join(dir, 'unused.jsonl')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^agentd run-many: --input \S+no-such\.jsonl cannot be read: ENOENT/);
+
+    h.model.reset();
+    const inputs = await file('unwritable.jsonl', '{"message": "never sent"}\n');
+    const unwritable = await agentd(['run-many', '--input', inputs, '--out', path.join(dir, 'no-such-folder', 'out.jsonl'), '--template', templateFile]);
+    expect(unwritable.code).toBe(2);
+    expect(unwritable.stderr).toMatch(/^agentd run-many: --out \S+out\.jsonl cannot be written: ENOENT/);
+    expect(unwritable.stderr).not.toMatch(/\n\s+at /);
+    expect(h.model.requests).toHaveLength(0);
+  });
 });
 
 describe('agentd testsets and eval', () => {
