@@ -35,6 +35,7 @@ function lineReader(): { ask: Answer; close(): void } {
     ask: async (prompt) => {
       process.stderr.write(prompt);
       const next = await lines.next();
+      if (next.done) process.stderr.write('\n');
       return next.done ? undefined : next.value;
     },
     close: () => rl.close(),
@@ -70,10 +71,20 @@ function render(frame: NativeFrame): void {
 }
 
 /**
+ * Stdin ran out at a question (a pipe, a script): the turn stays paused on the server, which a
+ * bare exit would not tell, so say so and how to answer without stdin.
+ */
+function unanswered(question: 'approval' | 'result', interactionId: string | undefined): Error {
+  const instead = question === 'approval' ? 'pass --approve or --deny to answer without asking' : 'give the result on stdin';
+  const respond = interactionId ? `POST /api/sessions/interactions/${interactionId}/respond` : 'POST /api/sessions/interactions/{id}/respond';
+  return new Error(`stdin ended before the ${question} was given; the turn stays paused. Next time ${instead}, or answer it now with ${respond}`);
+}
+
+/**
  * The decisions the paused output waits for, asked one by one: approvals on tool-call messages
  * (in band, design.md §4), and results for client tools the caller runs.
  */
-async function answerPause(output: Message[], ask: Answer, auto: boolean | undefined): Promise<Message[] | undefined> {
+async function answerPause(output: Message[], ask: Answer, auto: boolean | undefined): Promise<Message[]> {
   const answered: Message[] = [];
   const resulted = new Set(output.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
   for (const message of output) {
@@ -82,7 +93,7 @@ async function answerPause(output: Message[], ask: Answer, auto: boolean | undef
       let reason: string | undefined;
       if (approved === undefined) {
         const line = await ask(`allow ${message.tool_name} ${short(message.input)}? [y/N] `);
-        if (line === undefined) return undefined;
+        if (line === undefined) throw unanswered('approval', message.approval.id);
         approved = /^y(es)?$/i.test(line.trim());
         reason = approved ? undefined : line.trim().replace(/^no?\b\s*/i, '') || undefined;
       }
@@ -92,7 +103,7 @@ async function answerPause(output: Message[], ask: Answer, auto: boolean | undef
     answered.push(message);
     if (message.tool_name !== undefined && !message.approval && !resulted.has(message.tool_call_id)) {
       const line = await ask(`result of ${message.tool_name} ${short(message.input)}> `);
-      if (line === undefined) return undefined;
+      if (line === undefined) throw unanswered('result', undefined);
       answered.push({ role: 'tool', tool_call_id: message.tool_call_id!, content: line });
     }
   }
@@ -163,7 +174,6 @@ export async function invokeCommand(argv: string[]): Promise<number> {
         messages = [...messages, ...turn.messages];
         if (turn.stop_reason !== 'paused') break;
         const answered = await answerPause(turn.messages, reader.ask, auto);
-        if (!answered) return 1;
         messages = [...messages.slice(0, messages.length - turn.messages.length), ...answered];
       }
       history = messages;

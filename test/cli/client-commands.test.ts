@@ -92,6 +92,17 @@ describe('agentd invoke', () => {
     expect(existsSync(path.join(h.sessionDir('cli-deny'), 'note.txt'))).toBe(false);
   });
 
+  it('says the turn stays paused, and how to answer it, when stdin ends before an approval', async () => {
+    const run = await agentd(['invoke', '--message', 'write unanswered', '--template', templateFile, '--session', 'cli-eof'], '');
+    expect(run.code).toBe(1);
+    const [pending] = await h.store.interactions.listPending(h.projectId, 'cli-eof');
+    expect(pending).toMatchObject({ kind: 'user_approval', status: 'pending' });
+    expect(run.stderr).toContain('? [y/N] \nagentd invoke: stdin ended before the approval was given; the turn stays paused.');
+    expect(run.stderr).toContain('--approve or --deny');
+    expect(run.stderr).toContain(`/api/sessions/interactions/${pending!.id}/respond`);
+    expect(existsSync(path.join(h.sessionDir('cli-eof'), 'note.txt'))).toBe(false);
+  });
+
   it('is a chat without --message: each turn carries the conversation so far', async () => {
     h.model.reset();
     const run = await agentd(['invoke', '--template', templateFile, '--session', 'cli-chat'], 'first line\nsecond line\n\n');
