@@ -20,6 +20,7 @@ message after "you>", an empty line or Ctrl-D ends it.
   --session ID         continue (or start) this session; default: a new one
   --approve            approve every tool call without asking
   --deny               deny every tool call without asking
+  --stream             stream each turn's text as it is written (the default)
   --json               print each turn's reply as JSON instead of streaming its text
   -h, --help           this help
 
@@ -121,6 +122,8 @@ export async function invokeCommand(argv: string[]): Promise<number> {
       session: { type: 'string' },
       approve: { type: 'boolean' },
       deny: { type: 'boolean' },
+      // Streaming is the default; the flag is accepted because the API's own switch has this name.
+      stream: { type: 'boolean' },
       json: { type: 'boolean' },
       ...CONNECTION_FLAGS,
     },
@@ -132,6 +135,7 @@ export async function invokeCommand(argv: string[]): Promise<number> {
   try {
     if (values.message !== undefined && values.file) throw new CliError('give --message or --file, not both');
     if (values.approve && values.deny) throw new CliError('give --approve or --deny, not both');
+    if (values.stream && values.json) throw new CliError('give --stream or --json, not both');
     const client = remoteClient(values);
     const template = values.template ? readJsonFile(values.template, '--template') : undefined;
     const base = withConfiguration((values.file ? readJsonFile(values.file, '--file') : {}) as InvokeBody, template, values.revision);

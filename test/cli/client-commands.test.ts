@@ -78,6 +78,14 @@ describe('agentd invoke', () => {
     expect(run).toMatchObject({ code: 0, stdout: 'echo: hello there\n' });
   });
 
+  it('takes --stream, the default, as the API names it', async () => {
+    const run = await agentd(['invoke', '--message', 'streamed', '--stream', '--template', templateFile]);
+    expect(run).toMatchObject({ code: 0, stdout: 'echo: streamed\n' });
+    const both = await agentd(['invoke', '--message', 'x', '--stream', '--json', '--template', templateFile]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --stream or --json, not both');
+  });
+
   it('asks about an approval on stdin and goes on with the answer', async () => {
     const approved = await agentd(['invoke', '--message', 'write a note', '--template', templateFile, '--session', 'cli-approve'], 'y\n');
     expect(approved.code).toBe(0);
