@@ -30,7 +30,12 @@ export function remoteClient(values: { url?: string | undefined; 'api-key'?: str
         '(the first `agentd serve` prints both; `agentd keys create --project NAME --json` makes more)',
     );
   }
-  return createClient({ baseUrl: values.url ?? env.AGENTD_URL ?? 'http://127.0.0.1:8787', apiKey, projectId, fetch: keepAliveFetch });
+  const baseUrl = values.url ?? env.AGENTD_URL ?? 'http://127.0.0.1:8787';
+  // `localhost:8787` parses too, as a URL of scheme "localhost:".
+  if (!/^https?:$/.test(URL.parse(baseUrl)?.protocol ?? '')) {
+    throw new CliError(`${values.url !== undefined ? '--url' : 'AGENTD_URL'} "${baseUrl}" is not an http(s) URL; give the server's address, e.g. http://127.0.0.1:8787`);
+  }
+  return createClient({ baseUrl, apiKey, projectId, fetch: keepAliveFetch });
 }
 
 /** Reports a client command's failure; the exit status says whose it was (2: the command line). */
@@ -39,8 +44,20 @@ export function exitWith(command: string, error: unknown): number {
   return error instanceof CliError ? 2 : 1;
 }
 
+/**
+ * The server's words for a refused key or project are for API callers; on the command line the
+ * fix is a flag or a variable.
+ */
+const CONNECTION_HINTS: Record<string, string> = {
+  unauthenticated: 'check --api-key or AGENTD_API_KEY',
+  forbidden: 'check --project or AGENTD_PROJECT_ID, and the key\'s role',
+};
+
 /** One line for the terminal: what failed and, from the server's message, what to do. */
 export function describeFailure(error: unknown): string {
-  if (error instanceof AgentdError) return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}`;
+  if (error instanceof AgentdError) {
+    const hint = error.status.type ? CONNECTION_HINTS[error.status.type] : undefined;
+    return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}${hint ? ` (${hint})` : ''}`;
+  }
   return (error as Error).message ?? String(error);
 }

@@ -219,4 +219,18 @@ describe('every client command', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--api-key or set AGENTD_API_KEY/);
   });
+
+  it('says which flag or variable to fix when the url, key or project is wrong', async () => {
+    const url = await agentd(['invoke', '--message', 'hi', '--url', 'localhost:8787']);
+    expect(url).toMatchObject({ code: 2, stderr: expect.stringContaining('--url "localhost:8787" is not an http(s) URL') });
+    const envUrl = await agentd(['eval', 'show', 'x'], '', { AGENTD_URL: 'nowhere' });
+    expect(envUrl).toMatchObject({ code: 2, stderr: expect.stringContaining('AGENTD_URL "nowhere" is not an http(s) URL') });
+
+    const key = await agentd(['invoke', '--message', 'hi'], '', { AGENTD_API_KEY: 'agd_wrong' });
+    expect(key.code).toBe(1);
+    expect(key.stderr).toMatch(/401 unauthenticated: .*\(check --api-key or AGENTD_API_KEY\)/);
+    const project = await agentd(['testsets', 'import', '--project', 'someone-else', await file('p.csv', 'question\nhi\n')]);
+    expect(project.code).toBe(1);
+    expect(project.stderr).toMatch(/403 forbidden: .*\(check --project or AGENTD_PROJECT_ID/);
+  });
 });
