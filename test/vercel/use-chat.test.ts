@@ -208,3 +208,110 @@ describe('useChat (headless AbstractChat + DefaultChatTransport) against agentd'
     expect((await h.store.interactions.get(h.projectId, interactionId))?.status).toBe('resolved');
   });
 });
+
+describe('useChat: more of what a front end does', () => {
+  it('a second message after a completed turn: two assistant messages, the model sees the whole conversation once', async () => {
+    h.model.script([{ text: 'one' }, { text: 'two' }]);
+    const chat = chatFor(template(), () => false);
+    await chat.sendMessage({ text: 'first' });
+    await chat.untilFinished(1);
+    await chat.sendMessage({ text: 'second' });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.messages.map((m) => [m.role, texts(m).join('')])).toEqual([
+      ['user', 'first'],
+      ['assistant', 'one'],
+      ['user', 'second'],
+      ['assistant', 'two'],
+    ]);
+    expect(chat.messages[3]!.metadata).toMatchObject({ session_id: chat.id, stop_reason: 'end_turn' });
+    expect(h.model.requests.at(-1)!.messages.slice(1).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'first'],
+      ['assistant', 'one'],
+      ['user', 'second'],
+    ]);
+  });
+
+  it('two gated calls in one step: the chat re-posts once both are answered, one approved and one denied', async () => {
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'A' } }, { name: 'write', input: { path: 'b.txt', content: 'B' } }] },
+      { text: 'Wrote a.txt only.' },
+    ]);
+    const chat = chatFor(writeAgent, lastAssistantMessageIsCompleteWithApprovalResponses);
+    await chat.sendMessage({ text: 'write two files' });
+    await chat.untilFinished(1);
+    const parts = chat.messages.at(-1)!.parts.filter((p): p is ToolPart => p.type === 'tool-write');
+    expect(parts.map((p) => p.state)).toEqual(['approval-requested', 'approval-requested']);
+    const [a, b] = parts.map((p) => (p as { approval: { id: string } }).approval.id);
+
+    await chat.addToolApprovalResponse({ id: a!, approved: true });
+    expect(chat.sent).toHaveLength(1);
+    await chat.addToolApprovalResponse({ id: b!, approved: false, reason: 'not b' });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.sent).toHaveLength(2);
+
+    const [assistant, ...more] = assistants(chat);
+    expect(more).toEqual([]);
+    expect(assistant!.parts.filter((p): p is ToolPart => p.type === 'tool-write').map((p) => p.state)).toEqual(['output-available', 'output-denied']);
+    expect(texts(assistant)).toEqual(['Wrote a.txt only.']);
+    const folder = sessionFolder(h.dataDir, h.projectId, chat.id);
+    expect(existsSync(path.join(folder, 'a.txt'))).toBe(true);
+    expect(existsSync(path.join(folder, 'b.txt'))).toBe(false);
+  });
+
+  it('a client tool answered with an error (output-error), then with the older addToolResult name', async () => {
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red'] } }] }, { text: 'No color then.' }, { toolCalls: [{ name: 'pick_color', input: { options: ['blue'] } }] }, { text: 'Blue.' }]);
+    const chat = chatFor(pickColorAgent, lastAssistantMessageIsCompleteWithToolCalls);
+    await chat.sendMessage({ text: 'pick a color' });
+    await chat.untilFinished(1);
+    const first = toolPart(assistants(chat)[0], 'tool-pick_color');
+    await chat.addToolOutput({ state: 'output-error', tool: 'pick_color', toolCallId: first.toolCallId, errorText: 'the user closed the dialog' });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(toolPart(assistants(chat)[0], 'tool-pick_color')).toMatchObject({ state: 'output-error', errorText: 'the user closed the dialog' });
+    expect(texts(assistants(chat)[0])).toEqual(['No color then.']);
+    expect(h.model.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: first.toolCallId, content: expect.stringContaining('the user closed the dialog') });
+
+    await chat.sendMessage({ text: 'try again' });
+    await chat.untilFinished(3);
+    const second = toolPart(assistants(chat)[1], 'tool-pick_color');
+    await chat.addToolResult({ tool: 'pick_color', toolCallId: second.toolCallId, output: 'blue' });
+    await chat.untilFinished(4);
+    expect(chat.error).toBeUndefined();
+    expect(assistants(chat)).toHaveLength(2);
+    expect(toolPart(assistants(chat)[1], 'tool-pick_color')).toMatchObject({ state: 'output-available', output: 'blue' });
+    expect(texts(assistants(chat)[1])).toEqual(['Blue.']);
+  });
+
+  it('regenerate() replaces the last answer; the model sees the conversation without it', async () => {
+    h.model.script([{ text: 'first answer' }, { text: 'second answer' }]);
+    const chat = chatFor(template(), () => false);
+    await chat.sendMessage({ text: 'hi' });
+    await chat.untilFinished(1);
+    await chat.regenerate();
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(chat.sent[1]!.body).toMatchObject({ trigger: 'regenerate-message' });
+    expect(chat.messages.map((m) => [m.role, texts(m).join('')])).toEqual([
+      ['user', 'hi'],
+      ['assistant', 'second answer'],
+    ]);
+    expect(h.model.requests.at(-1)!.messages.slice(1).map((m) => m.content)).toEqual(['hi']);
+  });
+
+  it('a provider rate limit lands in chat.error with its status, and the chat can send again', async () => {
+    h.model.script([{ error: { status: 429 } }, { text: 'back again' }]);
+    const chat = chatFor(template(), () => false);
+    await chat.sendMessage({ text: 'hi' });
+    await chat.untilFinished(1);
+    expect(chat.status).toBe('error');
+    expect(chat.error?.message).toContain('upstream-rate-limited');
+    expect(assistants(chat)).toEqual([]);
+
+    await chat.regenerate();
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(texts(assistants(chat)[0])).toEqual(['back again']);
+  });
+});
