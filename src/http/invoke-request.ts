@@ -26,7 +26,9 @@ function header(request: FastifyRequest, name: string): string | undefined {
 /**
  * `useChat`'s `DefaultChatTransport` posts `{id, messages, trigger, messageId?, ...body}`. That
  * shape is accepted as-is so a front end needs no custom request code: its messages are the
- * conversation in the Vercel format, its chat id the session, and it wants a stream.
+ * conversation in the Vercel format, its chat id the session, and it wants a stream. A chat sends
+ * again only once the user moved on (`stop()`, then a new message or `regenerate()`), so its new
+ * input takes the session over as `force` does, instead of a 409 until the abandoned turn ends.
  */
 function fromChatTransport(body: Record<string, unknown>): Record<string, unknown> | undefined {
   if (!Array.isArray(body.messages)) return undefined;
@@ -102,7 +104,7 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
     format,
     sessionId,
     trim: body.flags?.trim ?? transcript === 'last',
-    force: body.flags?.force ?? control === 'force',
+    force: body.flags?.force ?? (control === 'force' || chat !== undefined),
     streamFlag: body.flags?.stream ?? (chat ? true : undefined),
     resolveEmbeds: body.flags?.resolve ?? embeds === 'resolve',
   };

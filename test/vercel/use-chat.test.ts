@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sessionFolder } from '../../src/sessions/folders.ts';
 import { agentdChat, type HeadlessChat } from '../support/headless-chat.ts';
 import { startHarness, template, type Harness } from '../support/harness.ts';
+import { waitFor } from '../sessions-api/client.ts';
 
 /**
  * `useChat` against agentd: the SDK's `AbstractChat` + `DefaultChatTransport`, configured only the
@@ -230,6 +231,19 @@ describe('useChat: more of what a front end does', () => {
       ['assistant', 'one'],
       ['user', 'second'],
     ]);
+  });
+
+  it('stop() and a new message: the new turn takes the session over, the abandoned one is cancelled', async () => {
+    h.model.script([{ text: 'too late', latencyMs: 10_000 }, { text: 'fresh' }]);
+    const chat = chatFor(template(), () => false);
+    void chat.sendMessage({ text: 'first' });
+    await waitFor(async () => h.model.requests.length === 1, 'the first turn to reach the model');
+    await chat.stop();
+    await chat.sendMessage({ text: 'second' });
+    await waitFor(async () => chat.status === 'ready' && assistants(chat).some((m) => texts(m).join('') === 'fresh'), 'the second answer');
+    expect(chat.error).toBeUndefined();
+    const turns = await h.store.turns.listForSession(h.projectId, chat.id, { limit: 10 });
+    expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
   });
 
   it('two gated calls in one step: the chat re-posts once both are answered, one approved and one denied', async () => {
