@@ -17,7 +17,9 @@ message after "you>", an empty line or Ctrl-D ends it.
   --file FILE          a whole invoke body (JSON) to send as the first turn
   --template FILE      the agent template (JSON) to run, when the request names none
   --revision ID        run this stored workflow revision instead
-  --session ID         continue (or start) this session; default: a new one
+  --session ID         run in this session (its working folder); default: a new one. The
+                       server keeps no conversation: earlier turns reach the model only when
+                       sent again, e.g. in a --file body
   --approve            approve every tool call without asking
   --deny               deny every tool call without asking
   --stream             stream each turn's text as it is written (the default)
