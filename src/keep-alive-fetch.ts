@@ -8,7 +8,7 @@ import zlib from 'node:zlib';
  * or byte body to an http(s) URL. Node's own `fetch` (undici) spent 0.2–0.3 ms more CPU per call,
  * which on a busy two-core machine is a tenth of a turn (BENCHMARKS.md, "Model calls and the CLI
  * over node:http"). Anything else — a `Request` object, a stream or form body, a redirect to
- * follow, an encoding zlib cannot undo — goes to the global `fetch`, so callers keep its contract.
+ * follow — goes to the global `fetch`, so callers keep its contract.
  * So does everything when the operator routes outbound traffic through a proxy with Node's
  * NODE_USE_ENV_PROXY, which the global `fetch` honours.
  */
@@ -19,13 +19,12 @@ const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new htt
 const NO_BODY_STATUS = new Set([101, 204, 205, 304]);
 const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
 
-/** The stream that undoes a response's encoding: null for none, undefined for one it cannot. */
-function decoderFor(encoding: string | undefined): Transform | null | undefined {
+/**
+ * The stream that undoes a response's encoding. Nothing asks for one (no Accept-Encoding is sent),
+ * so any other (a list, an unknown name) passes through as it came, as it does through `fetch`.
+ */
+function decoderFor(encoding: string | undefined): Transform | null {
   switch (encoding?.trim().toLowerCase()) {
-    case undefined:
-    case '':
-    case 'identity':
-      return null;
     case 'gzip':
     case 'x-gzip':
       return zlib.createGunzip();
@@ -33,8 +32,10 @@ function decoderFor(encoding: string | undefined): Transform | null | undefined 
       return zlib.createInflate();
     case 'br':
       return zlib.createBrotliDecompress();
+    case 'zstd':
+      return zlib.createZstdDecompress();
     default:
-      return undefined;
+      return null;
   }
 }
 
@@ -90,8 +91,8 @@ export const keepAliveFetch: Fetch = (input, init = {}) => {
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
-      const decoder = decoderFor(res.headers['content-encoding']);
-      if ((REDIRECT_STATUS.has(status) && res.headers.location && init.redirect !== 'manual') || decoder === undefined) {
+      // Only the redirect itself was answered: fetch sends the request again and follows it.
+      if (REDIRECT_STATUS.has(status) && res.headers.location && init.redirect !== 'manual') {
         res.resume();
         settled();
         resolve(fetch(input, init));
@@ -100,9 +101,10 @@ export const keepAliveFetch: Fetch = (input, init = {}) => {
       // From here the body stream carries the failure (an abort included), as with fetch.
       response = res;
       res.once('close', settled);
+      const empty = NO_BODY_STATUS.has(status) || init.method === 'HEAD';
+      const decoder = empty ? null : decoderFor(res.headers['content-encoding']);
       const source: Readable = decoder ? res.pipe(decoder) : res;
       if (decoder) res.once('error', (error) => decoder.destroy(error));
-      const empty = NO_BODY_STATUS.has(status) || init.method === 'HEAD';
       if (empty) res.resume();
       resolve(
         new Response(empty ? null : (Readable.toWeb(source) as ReadableStream<Uint8Array>), {

@@ -31,6 +31,14 @@ beforeAll(async () => {
         res.setHeader('content-encoding', 'gzip');
         res.end(zlib.gzipSync('packed text'));
         break;
+      case '/zstd':
+        res.setHeader('content-encoding', 'zstd');
+        res.end(zlib.zstdCompressSync('squeezed text'));
+        break;
+      case '/odd-encoding':
+        res.setHeader('content-encoding', 'x-custom');
+        res.end('as it came');
+        break;
       case '/redirect':
         res.statusCode = 307;
         res.setHeader('location', '/echo');
@@ -107,8 +115,10 @@ describe('keepAliveFetch', () => {
     expect(rest).toBe('data: two\n\n');
   });
 
-  it('undoes a gzip encoding, follows redirects and gives a 204 no body', async () => {
+  it('undoes gzip and zstd, passes an unknown encoding through, follows redirects and gives a 204 no body', async () => {
     expect(await (await keepAliveFetch(`${base}/gzip`)).text()).toBe('packed text');
+    expect(await (await keepAliveFetch(`${base}/zstd`)).text()).toBe('squeezed text');
+    expect(await (await keepAliveFetch(`${base}/odd-encoding`)).text()).toBe('as it came');
     const redirected = await keepAliveFetch(`${base}/redirect`, { method: 'POST', body: 'again' });
     expect(redirected.status).toBe(200);
     expect(((await redirected.json()) as { body: string }).body).toBe('again');
