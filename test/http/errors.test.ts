@@ -209,6 +209,15 @@ describe('the body itself', () => {
     const res = await fetch(`${h.url}/services/agent/v0/nope`, { method: 'POST' });
     await expectError(res, 404, 'not-found');
   });
+
+  it('a URL the router cannot read (bad percent-encoding, a path segment over 1024 characters) → 400 in the envelope', async () => {
+    const query = `?project_id=${h.projectId}`;
+    for (const url of [`/api/sessions/%zz${query}`, `/api/sessions/${'x'.repeat(1025)}/files${query}`, `/api/sessions/interactions/${'x'.repeat(2000)}${query}`]) {
+      const res = await fetch(h.url + url, { headers: { authorization: `ApiKey ${h.apiKey}` } });
+      expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+      await expectError(res, 400, 'invalid-request', /URL/);
+    }
+  });
 });
 
 describe('body size limit', () => {
