@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { TurnService } from '../sessions/turn-service.ts';
-import type { Store } from '../store/db.ts';
+import { refusedValue, type Store } from '../store/db.ts';
 import { errorEnvelope } from './envelope.ts';
 import { invokeRoutes } from './routes/invoke.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
@@ -149,7 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const appError = isAppError(error) ? error : fromFastifyError(error);
+    const appError = isAppError(error) ? error : (fromFastifyError(error) ?? refusedValue(error));
     if (!appError) request.log.error({ err: error }, 'unhandled error');
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};

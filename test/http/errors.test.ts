@@ -288,6 +288,30 @@ describe('garbage in is never a 5xx', () => {
     }
   }
 
+  it('a NUL character in an id, a slug or a name (PostgreSQL cannot store one)', async () => {
+    const q = `project_id=${h.projectId}`;
+    const headers = { authorization: `ApiKey ${h.apiKey}`, 'content-type': 'application/json' };
+    const calls: [string, string, unknown?][] = [
+      ['GET', `/api/sessions/interactions/a%00b?${q}`],
+      ['POST', `/api/sessions/interactions/a%00b/respond?${q}`, { answer: { approved: true } }],
+      ['GET', `/api/simple/testsets/a%00b?${q}`],
+      ['GET', `/api/simple/evaluations/a%00b?${q}`],
+      ['GET', `/api/workflows/a%00b?${q}`],
+      ['GET', `/api/environments/a%00b/revisions?${q}`],
+      ['POST', `/api/workflows/resolve?${q}`, { references: { workflow_revision: { id: 'a\u0000b' } } }],
+      ['POST', `/api/evaluations/results/query?${q}`, { result: { run_ids: ['a\u0000b'] } }],
+      ['POST', `/api/environments?${q}`, { slug: 'nul-env', name: 'a\u0000b' }],
+      ['POST', `/services/agent/v0/inspect?${q}`, { references: { workflow: { slug: 'a\u0000b' } } }],
+      ['POST', `/services/agent/v0/invoke?${q}`, { ...(invokeBody(user, template()) as object), references: { workflow_revision: { id: 'a\u0000b' } } }],
+    ];
+    for (const [method, path, body] of calls) {
+      const res = await fetch(h.url + path, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
+      // SQLite stores and matches such text, so there the answer may be a 404 or a 201.
+      if (res.status >= 400) await expectHandled(res, `${method} ${path}`);
+      else expect(res.status, `${method} ${path}`).toBeLessThan(300);
+    }
+  });
+
   it('random junk bodies', async () => {
     const rand = prng(20250714);
     const bodies = Array.from({ length: 120 }, () => junk(rand, 6));
