@@ -117,6 +117,17 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
   }
 }
 
+/** The provider keys of the server's own environment: an upstream error or a model may echo them. */
+export function serverKeys(config: Pick<Config, 'env' | 'openaiCompatible'>): Array<string | undefined> {
+  const { env, openaiCompatible } = config;
+  return [
+    env.OPENAI_API_KEY,
+    env.ANTHROPIC_API_KEY,
+    env.OLLAMA_API_KEY,
+    ...Object.values(openaiCompatible).map((endpoint) => (endpoint.api_key_env ? env[endpoint.api_key_env] : undefined)),
+  ];
+}
+
 function requireKey(value: string | undefined, name: string): string {
   if (!value) {
     throw new AppError('upstream-auth', `no API key for the model provider: set ${name} in the server's environment or pass it in the request's secrets.${name}`);

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { TurnService } from '../sessions/turn-service.ts';
-import type { Store } from '../store/db.ts';
+import { refusedValue, type Store } from '../store/db.ts';
 import { errorEnvelope } from './envelope.ts';
 import { invokeRoutes } from './routes/invoke.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
@@ -51,6 +51,8 @@ export interface AppDeps {
 /** Paths pino must never print: credentials travel in these. */
 export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', '*.secrets', '*.credentials', '*.apiKey', '*.api_key'];
 
+const MAX_PARAM_LENGTH = 1024;
+
 /** Fastify's own errors for bad requests, mapped to the stable error types. */
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -80,8 +82,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
-    // a valid id with a bare 414. Longer values reach the routes and get the envelope's 400.
-    routerOptions: { maxParamLength: 1024, ignoreTrailingSlash: true },
+    // a valid id with a bare 414. Values up to this limit reach the routes, which check them.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
+    // A URL the router cannot read (bad percent-encoding, a segment over the limit) is refused before
+    // any hook runs, by default with a body outside the envelope; no route uses async constraints,
+    // the only other error that comes here.
+    frameworkErrors: (error, request, reply) => {
+      const failure =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new AppError('invalid-request', `the URL has a path segment longer than ${MAX_PARAM_LENGTH} characters; no id is that long`)
+          : new AppError('invalid-request', 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte such as %2F');
+      // The option is typed for any route's reply schema; this one answers like every other error.
+      return (reply as unknown as FastifyReply)
+        .code(failure.status)
+        .headers({ 'x-request-id': request.id, 'x-ag-version': CONTRACT_VERSION })
+        .type('application/json; charset=utf-8')
+        .send(errorEnvelope(failure, {}, false));
+    },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
@@ -132,7 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const appError = isAppError(error) ? error : fromFastifyError(error);
+    const appError = isAppError(error) ? error : (fromFastifyError(error) ?? refusedValue(error));
     if (!appError) request.log.error({ err: error }, 'unhandled error');
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};

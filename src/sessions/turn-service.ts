@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
-import { resolveModel, settleLlm } from '../agent/model.ts';
+import { resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
 import { TurnPool } from '../agent/turn-pool.ts';
@@ -47,12 +47,7 @@ export class TurnService {
     this.pricing = pricingFrom(deps.config.prices);
     const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = deps.config;
     this.pool = turnWorkers > 0 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
-    this.serverSecrets = [
-      env.OPENAI_API_KEY,
-      env.ANTHROPIC_API_KEY,
-      env.OLLAMA_API_KEY,
-      ...Object.values(openaiCompatible).map((endpoint) => (endpoint.api_key_env ? env[endpoint.api_key_env] : undefined)),
-    ];
+    this.serverSecrets = serverKeys(deps.config);
   }
 
   /** Starts the turn an invoke asks for, or attaches to the live one (force with no input). */

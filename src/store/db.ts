@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
@@ -49,6 +50,17 @@ export interface StoreOptions {
 }
 
 export const DATABASE_FILE = 'agentd.db';
+
+/**
+ * A query the database refused because of a value the request carried. PostgreSQL cannot hold a
+ * NUL character in text (SQLite can), so an id, slug or name with "\u0000" fails the query itself.
+ */
+export function refusedValue(error: unknown): AppError | undefined {
+  if (error instanceof pg.DatabaseError && error.code === '22021') {
+    return new AppError('invalid-request', 'a text value in the request holds a NUL character (\\u0000), which the database cannot store; remove it');
+  }
+  return undefined;
+}
 
 const MEMORY = ':memory:';
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
 import { configsApi, createWorkflow } from '../configs/client.ts';
+import { storedContent } from '../support/database.ts';
 import { createTestset, finalText, postRun, runEnded, runMetricsRecord, runResults, startRun } from './client.ts';
 
 /**
@@ -16,6 +17,8 @@ let appRevision: string;
 const replies = new Map<string, string>();
 /** What the judge answers, by a text its prompt contains (the case's question); else a good verdict. */
 const verdicts = new Map<string, string>();
+/** The judge's whole reply (an error, say), by a text its prompt contains; before `verdicts`. */
+const judgeReplies = new Map<string, (req: RecordedRequest) => object>();
 
 const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
 const systemText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
@@ -24,6 +27,7 @@ const isJudge = (req: RecordedRequest) => systemText(req).includes('You are a st
 function script(req: RecordedRequest) {
   const text = userText(req);
   if (isJudge(req)) {
+    for (const [needle, reply] of judgeReplies) if (text.includes(needle)) return reply(req);
     for (const [needle, verdict] of verdicts) if (text.includes(needle)) return { text: verdict };
     return { text: '{"score": 0.8, "reason": "good"}' };
   }
@@ -108,6 +112,20 @@ describe('llm_judge in a run', () => {
     expect(data.score.mean).toBeCloseTo(0.55, 10);
     expect(data.pass).toMatchObject({ count: 2, sum: 1, mean: 0.5 });
     expect(data.errors).toMatchObject({ count: 3, sum: 1 });
+  });
+  it('keeps the server’s provider key out of the scores when the judge or its provider repeats it', async () => {
+    const keyOf = (req: RecordedRequest) => req.headers.authorization!.replace(/^Bearer /, '');
+    judgeReplies.set('judge-echo', (req) => ({ text: `my key is ${keyOf(req)}` }));
+    judgeReplies.set('judge-refused', (req) => ({ error: { status: 401, message: `Incorrect API key provided: ${keyOf(req)}` } }));
+    const { revision } = await testset([row('judge-echo'), row('judge-refused')]);
+    const run = await ended((await evaluate(revision, { evaluators: [{ kind: 'llm_judge', name: 'grader', rubric: 'Be fair.' }] })).id);
+    const errors = (await results(run.id)).map((r) => r.scores[0].error);
+    expect(errors).toEqual([
+      `the judge's reply has no JSON object with a numeric "score": my key is [redacted]`,
+      expect.stringMatching(/^the judge model failed: .*Incorrect API key provided: \[redacted\]/),
+    ]);
+    const key = keyOf(h.model.requests.find(isJudge)!);
+    for (const { source, text } of await storedContent(h)) expect(text.includes(key), source).toBe(false);
   });
 });
 

@@ -209,6 +209,15 @@ describe('the body itself', () => {
     const res = await fetch(`${h.url}/services/agent/v0/nope`, { method: 'POST' });
     await expectError(res, 404, 'not-found');
   });
+
+  it('a URL the router cannot read (bad percent-encoding, a path segment over 1024 characters) → 400 in the envelope', async () => {
+    const query = `?project_id=${h.projectId}`;
+    for (const url of [`/api/sessions/%zz${query}`, `/api/sessions/${'x'.repeat(1025)}/files${query}`, `/api/sessions/interactions/${'x'.repeat(2000)}${query}`]) {
+      const res = await fetch(h.url + url, { headers: { authorization: `ApiKey ${h.apiKey}` } });
+      expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
+      await expectError(res, 400, 'invalid-request', /URL/);
+    }
+  });
 });
 
 describe('body size limit', () => {
@@ -278,6 +287,30 @@ describe('garbage in is never a 5xx', () => {
       expect(typeof body.status.message, label).toBe('string');
     }
   }
+
+  it('a NUL character in an id, a slug or a name (PostgreSQL cannot store one)', async () => {
+    const q = `project_id=${h.projectId}`;
+    const headers = { authorization: `ApiKey ${h.apiKey}`, 'content-type': 'application/json' };
+    const calls: [string, string, unknown?][] = [
+      ['GET', `/api/sessions/interactions/a%00b?${q}`],
+      ['POST', `/api/sessions/interactions/a%00b/respond?${q}`, { answer: { approved: true } }],
+      ['GET', `/api/simple/testsets/a%00b?${q}`],
+      ['GET', `/api/simple/evaluations/a%00b?${q}`],
+      ['GET', `/api/workflows/a%00b?${q}`],
+      ['GET', `/api/environments/a%00b/revisions?${q}`],
+      ['POST', `/api/workflows/resolve?${q}`, { references: { workflow_revision: { id: 'a\u0000b' } } }],
+      ['POST', `/api/evaluations/results/query?${q}`, { result: { run_ids: ['a\u0000b'] } }],
+      ['POST', `/api/environments?${q}`, { slug: 'nul-env', name: 'a\u0000b' }],
+      ['POST', `/services/agent/v0/inspect?${q}`, { references: { workflow: { slug: 'a\u0000b' } } }],
+      ['POST', `/services/agent/v0/invoke?${q}`, { ...(invokeBody(user, template()) as object), references: { workflow_revision: { id: 'a\u0000b' } } }],
+    ];
+    for (const [method, path, body] of calls) {
+      const res = await fetch(h.url + path, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
+      // SQLite stores and matches such text, so there the answer may be a 404 or a 201.
+      if (res.status >= 400) await expectHandled(res, `${method} ${path}`);
+      else expect(res.status, `${method} ${path}`).toBeLessThan(300);
+    }
+  });
 
   it('random junk bodies', async () => {
     const rand = prng(20250714);

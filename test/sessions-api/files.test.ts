@@ -225,6 +225,19 @@ describe('confinement', () => {
     expect(await h.store.sessions.get(h.projectId, fresh)).toBeUndefined();
   });
 
+  it('refuses a name or path too long for the file system with a 400 that does not show where the folder is', async () => {
+    const session = await agentSession();
+    const longName = 'n'.repeat(300);
+    const longPath = `${'d/'.repeat(2100)}f`;
+    for (const p of [longName, `notes/${longName}`, longPath]) {
+      for (const res of [await getFiles(h, session, p), await putFile(h, session, p, 'x')]) {
+        const body = await expectError(res, 400, 'invalid-request', /too long/);
+        expect(JSON.stringify(body)).not.toContain(h.dataDir);
+      }
+    }
+    expect(await readdir(h.sessionDir(session))).toEqual(['notes', 'top.md']);
+  });
+
   it('refuses to follow a symlink out of the folder, and leaves it out of listings', async () => {
     const session = await agentSession();
     const dir = h.sessionDir(session);

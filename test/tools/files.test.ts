@@ -44,6 +44,16 @@ describe('read', () => {
     await expect(run(read, { path: 'nope' })).rejects.toThrow('path "nope" does not exist');
   });
 
+  it('refuses names too long for the file system, as write does, without showing the folder’s host path', async () => {
+    const root = await tempFolder();
+    for (const p of ['n'.repeat(300), `${'d/'.repeat(2100)}f`]) {
+      const read = await run(readTool(root), { path: p }).catch((error: Error) => error.message);
+      expect(read).toMatch(/^path "[nd].*" (is too long|does not exist)/);
+      expect(read).not.toContain(root);
+      await expect(run(writeTool(root), { path: p, content: 'x' })).rejects.toThrow(/is too long/);
+    }
+  });
+
   it('refuses paths outside the folder, through symlinks too', async () => {
     const root = await tempFolder();
     const outside = await tempFolder('agentd-outside-');

@@ -20,6 +20,11 @@ function throughLink(userPath: string): ToolError {
   );
 }
 
+/** The system's message would show the session folder's absolute path on the host. */
+export function nameTooLong(userPath: string): ToolError {
+  return new ToolError(`path "${userPath.slice(0, 200)}${userPath.length > 200 ? '…' : ''}" is too long: a name may have at most 255 bytes, a whole path 4095`);
+}
+
 function errnoCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
@@ -32,6 +37,7 @@ async function realpathOrMissing(userPath: string, p: string): Promise<string | 
     if (code === 'ENOENT') return undefined;
     if (code === 'ENOTDIR') throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
     if (code === 'ELOOP') throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
+    if (code === 'ENAMETOOLONG') throw nameTooLong(userPath);
     throw error;
   }
 }

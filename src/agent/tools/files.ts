@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { resolveInside } from './confine.ts';
+import { nameTooLong, resolveInside } from './confine.ts';
 import { ToolError } from './tool-error.ts';
 
 /** Bytes inspected for NUL when deciding a file is binary (what git and grep do, roughly). */
@@ -56,7 +56,9 @@ export async function writeRegularFile(realPath: string, userPath: string, conte
  */
 export async function writeInside(root: string, userPath: string, content: string | Uint8Array): Promise<{ real: string; bytes: number }> {
   const real = await resolveInside(root, userPath);
-  await fs.mkdir(path.dirname(real), { recursive: true });
+  await fs.mkdir(path.dirname(real), { recursive: true }).catch((error: unknown) => {
+    throw fileError(error, userPath);
+  });
   const checked = await resolveInside(root, userPath);
   return { real: checked, bytes: await writeRegularFile(checked, userPath, content) };
 }
@@ -75,6 +77,8 @@ export function fileError(error: unknown, userPath: string): unknown {
       return new ToolError(`permission denied: "${userPath}"`);
     case 'ENOTDIR':
       return new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+    case 'ENAMETOOLONG':
+      return nameTooLong(userPath);
     default:
       return error;
   }
