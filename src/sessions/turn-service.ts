@@ -10,7 +10,7 @@ import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import { TurnFolder } from '../stream/fold.ts';
-import { makeEventRedactor, makeRedactor } from '../telemetry/redact.ts';
+import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
@@ -157,6 +157,8 @@ export class TurnService {
         })
       : undefined;
     const trace = startSpan(plan.traceparent);
+    const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
+    const redact = makeRedactor(secretValues);
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
       await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
@@ -170,7 +172,8 @@ export class TurnService {
         trace_id: trace.traceId,
         span_id: trace.spanId,
         ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
-        request: plan.record,
+        // What the caller sent may repeat its own secrets (in tags, meta…); the record never does.
+        request: redact(plan.record),
       });
     } catch (error) {
       await mcp?.close();
@@ -181,8 +184,6 @@ export class TurnService {
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
-    const redact = makeRedactor(secretValues);
     const input = {
       turnId,
       sessionId,
@@ -247,7 +248,7 @@ export class TurnService {
         : isAppError(error)
           ? error
           : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
-      if (!isAppError(error) && !aborted) log.error({ err: error, turn_id: turn.id }, 'turn failed');
+      if (!isAppError(error) && !aborted) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
       status = aborted ? (reason === CANCELLED ? 'cancelled' : 'interrupted') : 'failed';
       if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, []);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });

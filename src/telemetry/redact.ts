@@ -41,6 +41,20 @@ export function makeRedactor(values: Iterable<string | undefined>): Redactor {
 }
 
 /**
+ * An error as a log line may show it. Its message, stack and cause are not enumerable, so a
+ * redactor's walk would pass them by, and an upstream error can quote the key it was sent.
+ */
+export function redactError(error: unknown, redact: Redactor): unknown {
+  if (!(error instanceof Error)) return redact(error);
+  return {
+    type: error.name,
+    message: redact(error.message),
+    stack: redact(error.stack),
+    ...(error.cause !== undefined ? { cause: redactError(error.cause, redact) } : {}),
+  };
+}
+
+/**
  * The redactor for a turn's events. Text arrives in deltas, and a secret split across two of them
  * passes a per-event check, so each text holds back a tail that could begin a secret until a later
  * delta settles it or its end event releases it.

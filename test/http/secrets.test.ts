@@ -102,6 +102,16 @@ describe('per-request secrets', () => {
     expect(raw).not.toContain(CREDENTIAL);
   });
 
+  it('are masked where the caller repeats them itself, in tags and meta', async () => {
+    h.model.script([{ text: 'done' }]);
+    const session = sid('secrets-tags');
+    const res = await h.invoke(withSecrets({ session_id: session, tags: { note: `key ${SECRET}` }, meta: { who: CREDENTIAL } }));
+    expect(res.status).toBe(200);
+    await text(res);
+    const [turn] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
+    expect(turn!.request).toMatchObject({ tags: { note: expect.not.stringContaining(SECRET) }, meta: { who: expect.not.stringContaining(CREDENTIAL) } });
+  });
+
   it('never appear in a reply, the database files or the logs', async () => {
     for (const body of bodies) {
       expect(body).not.toContain(SECRET);

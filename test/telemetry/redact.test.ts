@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/events.ts';
-import { makeEventRedactor, makeRedactor } from '../../src/telemetry/redact.ts';
+import { makeEventRedactor, makeRedactor, redactError } from '../../src/telemetry/redact.ts';
 
 const SECRET = 'sk-secret-value-123';
 
@@ -68,5 +68,17 @@ describe('makeRedactor', () => {
     expect(redact(clean)).toBe(clean);
     const partly = { keep: { deep: ['same'] }, change: SECRET };
     expect(redact(partly).keep).toBe(partly.keep);
+  });
+});
+
+describe('redactError', () => {
+  it('masks the message, stack and cause an error carries, which a walk of its fields would miss', () => {
+    const redact = makeRedactor(['sk-live-123456']);
+    const error = new Error('401: Incorrect API key provided: sk-live-123456', { cause: new TypeError('sent sk-live-123456') });
+    const logged = JSON.stringify(redactError(error, redact));
+    expect(logged).not.toContain('sk-live-123456');
+    expect(logged).toContain('Incorrect API key provided: [redacted]');
+    expect(logged).toContain('sent [redacted]');
+    expect(redactError('plain sk-live-123456', redact)).toBe('plain [redacted]');
   });
 });
