@@ -15,7 +15,12 @@ export const ConnectionCreate = z
   .strictObject({
     slug: ConnectionSlug,
     provider: z.enum(PROVIDERS),
-    base_url: z.url({ protocol: /^https?$/, message: 'base_url must be an http(s) URL' }).max(2048).optional(),
+    base_url: z
+      .url({ protocol: /^https?$/, message: 'base_url must be an http(s) URL' })
+      .max(2048)
+      // Viewers read base_url back; a key belongs in api_key, which is sealed and never returned.
+      .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), { message: 'base_url must not carry a user name or password; put the key in api_key' })
+      .optional(),
     api_key: z.string().min(1).max(4096).describe("The provider's API key: stored encrypted, never returned"),
     model: z.string().min(1).max(256).optional(),
   })

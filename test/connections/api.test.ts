@@ -85,6 +85,7 @@ describe('connections API', () => {
       [{ slug: 'ok', provider: 'gemini', api_key: KEY }, /provider/],
       [{ slug: 'ok', provider: 'openai-compatible', api_key: KEY }, /base_url/],
       [{ slug: 'ok', provider: 'openai', base_url: 'ftp://x', api_key: KEY }, /base_url/],
+      [{ slug: 'ok', provider: 'openai', base_url: 'https://me:pw@llm.example.com/v1', api_key: KEY }, /base_url must not carry a user name or password/],
       [{ slug: 'ok', provider: 'openai', api_key: '' }, /api_key/],
       [{ slug: 'ok', provider: 'openai', api_key: 'x'.repeat(4097) }, /api_key/],
       [{ slug: 'ok', provider: 'openai', api_key: KEY, extra: true }, /unknown key "extra"/],
