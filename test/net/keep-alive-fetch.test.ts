@@ -151,6 +151,19 @@ describe('keepAliveFetch', () => {
     await expect(reader.read()).rejects.toMatchObject({ name: 'AbortError' });
   });
 
+  it('leaves everything to the global fetch when the operator routes traffic through a proxy', async () => {
+    const direct = (await (await keepAliveFetch(`${base}/echo`)).json()) as { headers: Record<string, string> };
+    expect(direct.headers['user-agent']).toBeUndefined();
+    process.env.NODE_USE_ENV_PROXY = '1';
+    try {
+      // undici names itself; node:http sends no user-agent.
+      const viaFetch = (await (await keepAliveFetch(`${base}/echo`)).json()) as { headers: Record<string, string> };
+      expect(viaFetch.headers['user-agent']).toBe('node');
+    } finally {
+      delete process.env.NODE_USE_ENV_PROXY;
+    }
+  });
+
   it('hands what it does not handle to the global fetch', async () => {
     const res = await keepAliveFetch(new Request(`${base}/echo`, { method: 'PUT', body: 'from a Request' }));
     expect(((await res.json()) as { method: string; body: string })).toMatchObject({ method: 'PUT', body: 'from a Request' });
