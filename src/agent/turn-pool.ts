@@ -38,13 +38,15 @@ class PoolThread {
     if (this.closing) throw new AppError('unavailable', 'the server is shutting down; send the turn again once it is back');
     if (this.worker) return this.worker;
     const worker = new Worker(this.entry, { workerData: this.settings });
-    worker.on('message', (message: ToPool) => {
-      const channel = this.channels.get(message.id);
-      if (!channel) return;
-      if (message.type === 'event') channel.events.push(message.event);
-      else if (message.type === 'end') channel.ended = true;
-      else channel.error = fromWire(message.error);
-      channel.settle();
+    worker.on('message', (batch: ToPool[]) => {
+      for (const message of batch) {
+        const channel = this.channels.get(message.id);
+        if (!channel) continue;
+        if (message.type === 'event') channel.events.push(message.event);
+        else if (message.type === 'end') channel.ended = true;
+        else channel.error = fromWire(message.error);
+        channel.settle();
+      }
     });
     // A thread that dies takes its turns with it; they fail rather than wait forever.
     const lost = (why: string) => {

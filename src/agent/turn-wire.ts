@@ -19,6 +19,7 @@ export type PooledTurnInput = Omit<TurnInput, 'model' | 'mcp' | 'config' | 'pric
 
 export type FromPool = { type: 'run'; id: number; input: PooledTurnInput } | { type: 'abort'; id: number; reason: string };
 
+/** A thread posts these in batches (`ToPool[]`), one per pass of its event loop. */
 export type ToPool = { type: 'event'; id: number; event: AgentEvent } | { type: 'end'; id: number } | { type: 'error'; id: number; error: WireError };
 
 /** An error as structured cloning keeps it: an AppError keeps its type, status and headers. */

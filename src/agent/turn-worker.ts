@@ -19,7 +19,25 @@ const settings = workerData as WorkerSettings;
 const pricing = pricingFrom(settings.prices);
 const port = parentPort!;
 const running = new Map<number, AbortController>();
-const post = (message: ToPool) => port.postMessage(message);
+/**
+ * Messages go over in batches, since every postMessage costs both threads a copy and a wake-up. A
+ * turn nobody streams (a JSON reply, an evaluation case) has its step's events batched up to the
+ * end of the event loop's pass: it yields them all at once, and nobody reads them one by one. A
+ * streamed turn's go at once (with whatever waits), or a reader would see its first text only
+ * after the model's whole answer was parsed.
+ */
+let outbox: ToPool[] = [];
+function post(message: ToPool, now: boolean): void {
+  outbox.push(message);
+  if (now) flush();
+  else if (outbox.length === 1) setImmediate(flush);
+}
+function flush(): void {
+  if (outbox.length === 0) return;
+  const batch = outbox;
+  outbox = [];
+  port.postMessage(batch);
+}
 
 port.on('message', (message: FromPool) => {
   if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
@@ -33,11 +51,11 @@ async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<v
     const { secrets, connection, ...turn } = input;
     const model = resolveModel(turn.template.llm, settings, secrets, connection);
     for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: randomUUID })) {
-      post({ type: 'event', id, event });
+      post({ type: 'event', id, event }, input.streaming);
     }
-    post({ type: 'end', id });
+    post({ type: 'end', id }, input.streaming);
   } catch (error) {
-    post({ type: 'error', id, error: toWire(error) });
+    post({ type: 'error', id, error: toWire(error) }, input.streaming);
   } finally {
     running.delete(id);
   }

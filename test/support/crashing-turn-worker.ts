@@ -4,6 +4,6 @@ import { parentPort } from 'node:worker_threads';
 parentPort!.on('message', (message: { type: string; id: number; input: { turnId: string; sessionId: string; traceId: string } }) => {
   if (message.type !== 'run') return;
   const { turnId, sessionId, traceId } = message.input;
-  parentPort!.postMessage({ type: 'event', id: message.id, event: { type: 'turn_start', data: { turn_id: turnId, session_id: sessionId, trace_id: traceId } } });
+  parentPort!.postMessage([{ type: 'event', id: message.id, event: { type: 'turn_start', data: { turn_id: turnId, session_id: sessionId, trace_id: traceId } } }]);
   setImmediate(() => process.exit(3));
 });
