@@ -149,7 +149,10 @@ export async function invokeCommand(argv: string[]): Promise<number> {
     let next = values.message ?? (values.file ? undefined : await reader.ask('you> '));
     for (;;) {
       let messages = next === undefined ? history : [...history, { role: 'user' as const, content: next }];
-      if (messages.length === 0) break;
+      if (messages.length === 0) {
+        if (oneShot) throw new CliError(`--file ${values.file} has no conversation: put it in data.inputs.messages, or use --message "…" instead`);
+        break;
+      }
       for (;;) {
         const body: InvokeBody = { ...base, ...(sessionId ? { session_id: sessionId } : {}), data: { ...base.data, inputs: { messages } } };
         let turn: FoldedTurn;

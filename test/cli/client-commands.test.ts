@@ -120,6 +120,13 @@ describe('agentd invoke', () => {
     expect(second).toEqual(expect.arrayContaining(['first line', 'echo: first line', 'second line']));
   });
 
+  it('refuses a --file with no conversation instead of exiting 0 having done nothing', async () => {
+    const empty = await file('empty-request.json', JSON.stringify({ session_id: 'cli-empty' }));
+    const run = await agentd(['invoke', '--file', empty, '--template', templateFile]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`--file ${empty} has no conversation: put it in data.inputs.messages, or use --message`);
+  });
+
   it('fails with the server error and exit 1', async () => {
     const run = await agentd(['invoke', '--message', 'fail now', '--template', templateFile]);
     expect(run.code).toBe(1);
