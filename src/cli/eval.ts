@@ -3,7 +3,7 @@ import type { AgentdClient } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, wholeNumber } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 
 const USAGE = `Usage:
@@ -58,12 +58,6 @@ async function report(client: AgentdClient, run: Run, json: boolean): Promise<nu
   return run.data.status === 'success' ? 0 : 1;
 }
 
-function count(value: string | undefined, flag: string, fallback: number, min: number): number {
-  const parsed = value === undefined ? fallback : Number(value);
-  if (!Number.isFinite(parsed) || parsed < min) throw new CliError(`--${flag} must be a number of at least ${min}, got "${value}"`);
-  return parsed;
-}
-
 export async function evalCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (!sub || sub === '--help' || sub === '-h') {
@@ -89,11 +83,11 @@ export async function evalCommand(argv: string[]): Promise<number> {
       data: {
         testset_steps: [values.testset],
         application_steps: [values.revision],
-        repeats: count(values.repeats, 'repeats', 1, 1),
+        repeats: wholeNumber(values.repeats, 'repeats', 1, 1),
         concurrency: {
-          batch_size: count(values['batch-size'], 'batch-size', 10, 1),
-          max_retries: count(values['max-retries'], 'max-retries', 0, 0),
-          retry_delay: count(values['retry-delay'], 'retry-delay', 0, 0),
+          batch_size: wholeNumber(values['batch-size'], 'batch-size', 10, 1),
+          max_retries: wholeNumber(values['max-retries'], 'max-retries', 0, 0),
+          retry_delay: wholeNumber(values['retry-delay'], 'retry-delay', 0, 0),
         },
         ...(evaluators ? { evaluators: evaluators as never } : {}),
       },

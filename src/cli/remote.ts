@@ -21,6 +21,13 @@ export const CONNECTION_HELP = `Connection (flags, else environment):
 
 export class CliError extends Error {}
 
+/** A flag that counts something: absent, its default; else a whole number of at least `min`. */
+export function wholeNumber(raw: string | undefined, flag: string, fallback: number, min: number): number {
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new CliError(`--${flag} must be a whole number of at least ${min}, got "${raw}"`);
+  return value;
+}
+
 export function remoteClient(values: { url?: string | undefined; 'api-key'?: string | undefined; project?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AgentdClient {
   const apiKey = values['api-key'] ?? env.AGENTD_API_KEY;
   const projectId = values.project ?? env.AGENTD_PROJECT_ID;

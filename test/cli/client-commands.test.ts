@@ -211,6 +211,12 @@ describe('agentd testsets and eval', () => {
     expect(bad.code).toBe(1);
     expect(bad.stdout).toMatch(/errors — 0 succeeded, 1 failed/);
   });
+
+  it('refuses counts that are not whole numbers on the command line, naming the flag', async () => {
+    const run = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--repeats', '1.5']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--repeats must be a whole number of at least 1, got "1.5"');
+  });
 });
 
 describe('every client command', () => {
