@@ -263,17 +263,34 @@ export const Stats = z.object({
 });
 export type Stats = z.infer<typeof Stats>;
 
-export const MetricsQuery = z.strictObject({
-  metrics: z.strictObject({
-    run_id: z.string().optional(),
-    run_ids: z.array(z.string()).min(1).optional(),
-    /** One test case's record (besides the run's). */
-    scenario_id: z.string().optional(),
-    /** true: one record per test case too (across its repeats); or the test cases wanted. */
-    scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
-  }),
-  windowing: z.strictObject({ limit: Paging.limit }).optional(),
+const MetricsFilter = z.strictObject({
+  run_id: z.string().optional(),
+  run_ids: z.array(z.string()).min(1).optional(),
+  /** One test case's record (besides the run's). */
+  scenario_id: z.string().optional(),
+  /** true: one record per test case too (across its repeats); or the test cases wanted. */
+  scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
+  /** The reference's switch for records over time; none are kept here, so only `false` can be met. */
+  timestamp: z.literal(false).optional(),
+  timestamps: z.literal(false).optional(),
+  status: oneOrMany(RunStatus).optional(),
+  statuses: z.array(RunStatus).min(1).optional(),
 });
+
+/** The reference also takes the filter under `metric`. */
+export const MetricsQuery = z
+  .strictObject({
+    metrics: MetricsFilter.optional(),
+    metric: MetricsFilter.optional(),
+    windowing: z.strictObject({ limit: Paging.limit }).optional(),
+  })
+  .transform(({ metric, metrics, windowing }, ctx) => {
+    if ((metrics ?? metric) === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['metrics'], message: 'metrics must name the runs whose metrics to read' });
+      return z.NEVER;
+    }
+    return { metrics: metrics ?? metric!, windowing };
+  });
 
 export const MetricsRecord = z.object({
   run_id: z.string(),

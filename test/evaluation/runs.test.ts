@@ -127,6 +127,12 @@ describe('evaluation runs', () => {
     const one = await metrics({ metrics: { run_id: run.id, scenario_id: first.scenario_id } });
     expect(one.metrics.map((m: any) => m.scenario_id)).toEqual([undefined, first.scenario_id]);
     expect(one.metrics[1].data[stepKey].tokens.count).toBe(2);
+    // The reference's other spellings: the filter under `metric`, `timestamps: false`, status filters.
+    expect((await metrics({ metric: { run_ids: [run.id], scenario_ids: false, timestamps: false } })).metrics).toMatchObject([{ run_id: run.id, status: 'success' }]);
+    expect((await metrics({ metrics: { run_id: run.id, statuses: ['success'] } })).count).toBe(1);
+    expect((await metrics({ metrics: { run_id: run.id, status: 'errors' } })).count).toBe(0);
+    await expectError(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id, timestamps: true } }), 400, 'invalid-request', /timestamps/);
+    await expectError(await api('POST', '/evaluations/metrics/query', {}), 400, 'invalid-request', /metrics/);
   });
 
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
