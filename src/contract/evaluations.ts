@@ -11,10 +11,14 @@ const record = z.record(z.string(), z.unknown());
 
 // ---------------------------------------------------------------- test sets
 
+/** A row's own labels, as the reference's test cases carry them; they never reach the agent. */
+const TestcaseLabels = { tags: record.optional(), meta: record.optional(), flags: record.optional() };
+
 export const TestcaseInput = z.strictObject({
   /** Keeps a row's identity across revisions of the test set; new rows get one. */
   id: z.string().min(1).max(128).optional(),
   data: record,
+  ...TestcaseLabels,
 });
 
 export const MAX_TESTCASES = 10_000;
@@ -46,7 +50,7 @@ export const TestsetEdit = z.strictObject({
 });
 export type TestsetEdit = z.infer<typeof TestsetEdit>;
 
-export const Testcase = z.object({ id: z.string(), data: record });
+export const Testcase = z.object({ id: z.string(), data: record, ...TestcaseLabels });
 export type Testcase = z.infer<typeof Testcase>;
 
 export const TestsetView = z.object({
