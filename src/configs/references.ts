@@ -101,7 +101,10 @@ async function resolveChain(
     let variantSlug: string;
     if (refs.variant) {
       if (!named(refs.variant)) throw new AppError('invalid-request', `references.${keys.variant} needs an id or a slug`);
-      const variants = await repo.findVariants(projectId, kind, refs.variant, artifactId);
+      // An application or evaluator variant is looked for among that family only: another
+      // family's variant of the same slug (every workflow has a "default") is not a candidate.
+      const family = kind === 'workflow' && label !== 'workflow' ? label : undefined;
+      const variants = await repo.findVariants(projectId, kind, refs.variant, artifactId, family);
       if (variants.length === 0) throw new AppError('unknown-reference', `references.${keys.variant} ${describe(refs.variant)} names no variant ${artifactId ? `of that ${kind}` : 'of this project'}`);
       if (variants.length > 1) {
         throw new AppError('ambiguous-reference', `references.${keys.variant} ${describe(refs.variant)} names variants of ${variants.length} ${kind}s; add references.${keys.artifact} or use the variant's id`);

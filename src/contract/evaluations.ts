@@ -11,10 +11,14 @@ const record = z.record(z.string(), z.unknown());
 
 // ---------------------------------------------------------------- test sets
 
+/** A row's own labels, as the reference's test cases carry them; they never reach the agent. */
+const TestcaseLabels = { tags: record.optional(), meta: record.optional(), flags: record.optional() };
+
 export const TestcaseInput = z.strictObject({
   /** Keeps a row's identity across revisions of the test set; new rows get one. */
   id: z.string().min(1).max(128).optional(),
   data: record,
+  ...TestcaseLabels,
 });
 
 export const MAX_TESTCASES = 10_000;
@@ -46,7 +50,7 @@ export const TestsetEdit = z.strictObject({
 });
 export type TestsetEdit = z.infer<typeof TestsetEdit>;
 
-export const Testcase = z.object({ id: z.string(), data: record });
+export const Testcase = z.object({ id: z.string(), data: record, ...TestcaseLabels });
 export type Testcase = z.infer<typeof Testcase>;
 
 export const TestsetView = z.object({
@@ -111,7 +115,7 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 // ---------------------------------------------------------------- runs
 
 /** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
-export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
+export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.enum(['auto', 'human', 'custom']))]);
 
 export const Concurrency = z.strictObject({
   batch_size: z.number().int().min(1).max(1000).default(10),
@@ -263,17 +267,34 @@ export const Stats = z.object({
 });
 export type Stats = z.infer<typeof Stats>;
 
-export const MetricsQuery = z.strictObject({
-  metrics: z.strictObject({
-    run_id: z.string().optional(),
-    run_ids: z.array(z.string()).min(1).optional(),
-    /** One test case's record (besides the run's). */
-    scenario_id: z.string().optional(),
-    /** true: one record per test case too (across its repeats); or the test cases wanted. */
-    scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
-  }),
-  windowing: z.strictObject({ limit: Paging.limit }).optional(),
+const MetricsFilter = z.strictObject({
+  run_id: z.string().optional(),
+  run_ids: z.array(z.string()).min(1).optional(),
+  /** One test case's record (besides the run's). */
+  scenario_id: z.string().optional(),
+  /** true: one record per test case too (across its repeats); or the test cases wanted. */
+  scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
+  /** The reference's switch for records over time; none are kept here, so only `false` can be met. */
+  timestamp: z.literal(false).optional(),
+  timestamps: z.literal(false).optional(),
+  status: oneOrMany(RunStatus).optional(),
+  statuses: z.array(RunStatus).min(1).optional(),
 });
+
+/** The reference also takes the filter under `metric`. */
+export const MetricsQuery = z
+  .strictObject({
+    metrics: MetricsFilter.optional(),
+    metric: MetricsFilter.optional(),
+    windowing: z.strictObject({ limit: Paging.limit }).optional(),
+  })
+  .transform(({ metric, metrics, windowing }, ctx) => {
+    if ((metrics ?? metric) === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['metrics'], message: 'metrics must name the runs whose metrics to read' });
+      return z.NEVER;
+    }
+    return { metrics: metrics ?? metric!, windowing };
+  });
 
 export const MetricsRecord = z.object({
   run_id: z.string(),

@@ -26,7 +26,7 @@ export interface TestsetInput {
   tags?: JsonObject | undefined;
   meta?: JsonObject | undefined;
   flags?: JsonObject | undefined;
-  data: { testcases: { id?: string | undefined; data: JsonObject }[] };
+  data: { testcases: { id?: string | undefined; data: JsonObject; tags?: JsonObject | undefined; meta?: JsonObject | undefined; flags?: JsonObject | undefined }[] };
   message?: string | undefined;
 }
 
@@ -38,7 +38,7 @@ function withIds(rows: TestsetInput['data']['testcases']): Testcase[] {
     const id = row.id ?? randomUUID();
     if (seen.has(id)) throw new AppError('invalid-request', `testset.data.testcases[${i}].id "${id}" is used by an earlier row; row ids are unique in a test set`);
     seen.add(id);
-    return { id, data: row.data };
+    return { id, data: row.data, ...(row.tags ? { tags: row.tags } : {}), ...(row.meta ? { meta: row.meta } : {}), ...(row.flags ? { flags: row.flags } : {}) };
   });
 }
 

@@ -180,8 +180,8 @@ export function createConfigsRepo(db: Kysely<Database>) {
     return rows.map(toVariant);
   }
 
-  /** Variants matching a lookup, within one artifact when given; several only for a bare slug. */
-  async function findVariants(projectId: string, kind: ArtifactKind, lookup: Lookup, artifactId?: string): Promise<VariantRecord[]> {
+  /** Variants matching a lookup, within one artifact (or workflow family) when given; several only for a bare slug. */
+  async function findVariants(projectId: string, kind: ArtifactKind, lookup: Lookup, artifactId?: string, family?: string): Promise<VariantRecord[]> {
     if (!lookup.id && !lookup.slug) return [];
     let query = variants()
       .innerJoin('artifacts as a', 'a.id', 'v.artifact_id')
@@ -190,6 +190,7 @@ export function createConfigsRepo(db: Kysely<Database>) {
     if (lookup.id) query = query.where('v.id', '=', lookup.id);
     if (lookup.slug) query = query.where('v.slug', '=', lookup.slug);
     if (artifactId) query = query.where('v.artifact_id', '=', artifactId);
+    if (family) query = query.where('a.family', '=', family);
     const rows = await query.limit(10).execute();
     return rows.map(toVariant);
   }

@@ -76,6 +76,11 @@ describe('invoke by reference', () => {
     await expectError(await h.invoke(refs({ application: { slug: 'bot' } }, { data: hello })), 404, 'unknown-reference', /application.*"bot" is a workflow/);
   });
 
+  it("finds a family's variant by slug among that family only, though every workflow has a default", async () => {
+    expect((await ranWith(refs({ application_variant: { slug: 'default' } }))).instructions).toContain('the helpdesk app');
+    expect((await ranWith(refs({ evaluator_variant: { slug: 'default' }, evaluator_revision: { version: 1 } }))).instructions).toContain('the judge');
+  });
+
   it('runs what an environment deploys, under the selector key or the workflow slug', async () => {
     expect((await ranWith(refs({ environment: { slug: 'production' } }, { selector: { key: 'bot' } }))).instructions).toContain('bot one');
     expect((await ranWith(refs({ environment: { slug: 'production' }, workflow: { slug: 'bot' } }))).instructions).toContain('bot one');

@@ -127,6 +127,12 @@ describe('evaluation runs', () => {
     const one = await metrics({ metrics: { run_id: run.id, scenario_id: first.scenario_id } });
     expect(one.metrics.map((m: any) => m.scenario_id)).toEqual([undefined, first.scenario_id]);
     expect(one.metrics[1].data[stepKey].tokens.count).toBe(2);
+    // The reference's other spellings: the filter under `metric`, `timestamps: false`, status filters.
+    expect((await metrics({ metric: { run_ids: [run.id], scenario_ids: false, timestamps: false } })).metrics).toMatchObject([{ run_id: run.id, status: 'success' }]);
+    expect((await metrics({ metrics: { run_id: run.id, statuses: ['success'] } })).count).toBe(1);
+    expect((await metrics({ metrics: { run_id: run.id, status: 'errors' } })).count).toBe(0);
+    await expectError(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id, timestamps: true } }), 400, 'invalid-request', /timestamps/);
+    await expectError(await api('POST', '/evaluations/metrics/query', {}), 400, 'invalid-request', /metrics/);
   });
 
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
@@ -171,6 +177,7 @@ describe('evaluation runs', () => {
     await expectError(await post({ application_steps: { [appRevision]: 'auto', [other]: 'auto' } }), 400, 'invalid-request', /exactly one application/);
     await expectError(await post({ application_steps: ['no-such-revision'] }), 404, 'unknown-reference', /no-such-revision/);
     await expectError(await post({ testset_steps: ['no-such-testset'] }), 404, 'unknown-reference', /no-such-testset/);
+    await expectError(await post({ application_steps: { [appRevision]: 'bogus' } }), 400, 'invalid-request', /application_steps/);
     await expectError(await post({ repeats: 0 }), 400, 'invalid-request', /repeats/);
     await expectError(await post({ concurrency: { batch_size: 0 } }), 400, 'invalid-request', /batch_size/);
     await expectError(await post({ concurrency: { max_retries: -1 } }), 400, 'invalid-request', /max_retries/);

@@ -55,7 +55,7 @@ afterAll(async () => h.close());
 
 describe('creating a test set', () => {
   it('mints an id per row, keeps a given one, and commits version 1', async () => {
-    const rows = [row('first', { expected: 'a' }), { id: 'kept-row', data: { messages: message('second'), expected: 'b' } }, row('third')];
+    const rows = [row('first', { expected: 'a' }), { id: 'kept-row', data: { messages: message('second'), expected: 'b' }, tags: { split: 'dev' } }, row('third')];
     const testset = await create({ name: 'three rows', description: 'created over HTTP', tags: { team: 'evals' }, data: { testcases: rows } });
     expect(testset).toMatchObject({ name: 'three rows', description: 'created over HTTP', tags: { team: 'evals' }, version: 1 });
     expect(testset.id).toMatch(UUID);
@@ -73,7 +73,7 @@ describe('creating a test set', () => {
     expect(ids[0]).not.toBe(ids[2]);
     expect(testset.data.testcases).toEqual([
       { id: ids[0], data: { messages: message('first'), expected: 'a' } },
-      { id: 'kept-row', data: { messages: message('second'), expected: 'b' } },
+      { id: 'kept-row', data: { messages: message('second'), expected: 'b' }, tags: { split: 'dev' } },
       { id: ids[2], data: { messages: message('third') } },
     ]);
   });

@@ -122,7 +122,9 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     const runIds = [...(query.run_id ? [query.run_id] : []), ...(query.run_ids ?? [])];
     if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
     const perCase = query.scenario_id === undefined ? (query.scenario_ids ?? false) : [query.scenario_id, ...(Array.isArray(query.scenario_ids) ? query.scenario_ids : [])];
-    const metrics = (await runs.metrics(projectId, runIds, perCase)).slice(0, windowing?.limit);
+    const statuses = [...(query.status === undefined ? [] : [query.status].flat()), ...(query.statuses ?? [])];
+    const found = await runs.metrics(projectId, runIds, perCase);
+    const metrics = found.filter((m) => statuses.length === 0 || statuses.includes(m.status)).slice(0, windowing?.limit);
     return { count: metrics.length, metrics };
   });
 }
