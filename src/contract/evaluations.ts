@@ -115,7 +115,7 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 // ---------------------------------------------------------------- runs
 
 /** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
-export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.enum(['auto', 'human', 'custom']))]);
+export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
 
 export const Concurrency = z.strictObject({
   batch_size: z.number().int().min(1).max(1000).default(10),
