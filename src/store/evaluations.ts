@@ -140,7 +140,8 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
           project_id: run.project_id,
           name: run.name ?? null,
           description: run.description ?? null,
-          status: 'pending',
+          // Creating a run starts it (spec §4.5), so it is running from the start.
+          status: 'running',
           spec_json: JSON.stringify(run.spec),
           tags_json: toJson(run.tags),
           meta_json: toJson(run.meta),
@@ -150,7 +151,7 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
           cancel_requested: 0,
           created_at: now,
           updated_at: now,
-          started_at: null,
+          started_at: now,
           ended_at: null,
         })
         .execute();

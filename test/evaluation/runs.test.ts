@@ -155,6 +155,9 @@ describe('evaluation runs', () => {
 
   it('stop cancels the cases in flight and those not started; the run ends cancelled', async () => {
     const created = await evaluate(await testset([row('slow-1'), row('slow-2'), row('slow-3'), row('slow-4')]), { concurrency: { batch_size: 2 } });
+    // Creating starts the run (spec §4.5): the reply already says so.
+    expect(created.data.status).toBe('running');
+    expect(created.data.started_at).toBeDefined();
     for (;;) {
       const { body } = await okJsonText(await api('GET', `/simple/evaluations/${created.id}`));
       if (body.evaluation.data.progress.running === 2) break;
