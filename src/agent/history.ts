@@ -53,9 +53,8 @@ function resultOutput(result: NonNullable<HistoryCall['result']>) {
 /**
  * Converts a validated native history to AI SDK model messages. A call whose approval carries a
  * decision becomes the SDK's own approval request/response pair, so `streamText` runs or refuses
- * the tool exactly as its approval protocol defines. Calls that were abandoned (no result, no
- * decision, and the user spoke after them) are dropped: the provider would reject a call with no
- * result.
+ * the tool exactly as its approval protocol defines. Calls that were abandoned (no result, and the
+ * user spoke after them) are dropped: the provider would reject a call with no result.
  */
 export function toModelMessages(messages: Message[], calls: HistoryCall[]): { system: string[]; messages: ModelMessage[] } {
   const callAt = new Map(calls.map((c) => [c.index, c]));
@@ -67,6 +66,9 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
   // A call after a result starts the model's next step; approval responses (which have no message
   // of their own) belong to the step of their call and never split it.
   let sawResult = false;
+  // The SDK runs decisions only from the end of the conversation; one the user spoke after came too
+  // late (its interaction is cancelled with the pause), so its call is abandoned like any other.
+  const lastUser = messages.findLastIndex((m) => m.role === 'user');
 
   const flush = () => {
     if (assistant?.length) out.push({ role: 'assistant', content: assistant });
@@ -80,7 +82,7 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
     const call = callAt.get(index);
     if (call) {
       const decided = call.approval?.approved !== undefined;
-      if (!call.result && !decided) return;
+      if (!call.result && (!decided || index < lastUser)) return;
       if (sawResult) flush();
       assistant ??= [];
       assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });

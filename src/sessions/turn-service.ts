@@ -9,6 +9,7 @@ import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
+import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
@@ -162,7 +163,9 @@ export class TurnService {
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
       await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
-      await store.interactions.cancelPending(projectId, sessionId, []);
+      // Answers given through the API to a pause this turn leaves behind are abandoned with it;
+      // left `responded`, they would be continued at the next start, behind the user's back.
+      await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
 
       await store.sessions.touch(projectId, sessionId);
       await store.turns.create({
@@ -250,7 +253,7 @@ export class TurnService {
           : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
       if (!isAppError(error) && !aborted) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
       status = aborted ? (reason === CANCELLED ? 'cancelled' : 'interrupted') : 'failed';
-      if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, []);
+      if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
       emit({ type: 'done', data: { stop_reason: aborted ? (status as 'interrupted' | 'cancelled') : 'error' } });

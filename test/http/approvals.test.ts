@@ -157,6 +157,18 @@ describe('abandoning a pause', () => {
     expect(h.model.requests[0]!.messages.some((m) => m.tool_calls?.length)).toBe(false);
   });
 
+  it('a decision followed by a new user message comes too late: the call does not run and the turn answers the message', async () => {
+    const p = await paused();
+    h.model.script({ text: 'Answering the new question.' });
+    h.model.reset();
+    const res = await repost(p.session, [...decide(p.messages, { approved: true }), { role: 'user', content: 'something else first' }]);
+    const json = await readJson(res);
+    expect(json.data.outputs).toMatchObject({ stop_reason: 'end_turn', messages: [{ role: 'assistant', content: 'Answering the new question.' }] });
+    expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('cancelled');
+    expect(existsSync(p.file)).toBe(false);
+    expect(h.model.requests[0]!.messages.some((m) => m.tool_calls?.length)).toBe(false);
+  });
+
   it('a cancelled interaction cannot be answered afterwards → 409', async () => {
     const p = await paused();
     h.model.script({ text: 'ok' });

@@ -119,6 +119,27 @@ describe('interactions API', () => {
     expect(readFileSync(path.join(h.sessionDir(session), 'b.txt'), 'utf8')).toBe('b');
   });
 
+  it('a new turn abandons a partly answered pause: the answered interaction is cancelled too and never continued', async () => {
+    const session = sid('abandon');
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'a' } }, { name: 'write', input: { path: 'b.txt', content: 'b' } }] },
+      { text: 'something else then' },
+    ]);
+    const paused = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'two files' }], writeAgent, { session_id: session })));
+    const [a, b] = (await (await api('POST', '/api/sessions/interactions/query', { session_id: session })).json()).interactions;
+    expect((await respond(a.id, { approved: true })).status).toBe(200);
+    const history = [{ role: 'user', content: 'two files' }, ...paused.data.outputs.messages, { role: 'user', content: 'never mind' }];
+    await readJson(await h.invoke(invokeBody(history, writeAgent, { session_id: session })));
+    const after = await (await api('POST', '/api/sessions/interactions/query', { session_id: session })).json();
+    expect(after.interactions.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual([
+      [a.id, 'cancelled'],
+      [b.id, 'cancelled'],
+    ]);
+    // What a restarted server would pick up and continue.
+    expect((await h.store.interactions.listByStatus('responded', 1000)).map((r) => r.id)).not.toContain(a.id);
+    expect(existsSync(path.join(h.sessionDir(session), 'a.txt'))).toBe(false);
+  });
+
   it('transition allows only the legal moves', async () => {
     const { id } = await pauseOnWrite();
     await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'responded' }), 409, 'interaction-not-pending', /respond/);
