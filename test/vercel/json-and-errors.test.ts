@@ -51,6 +51,22 @@ describe('JSON replies in the Vercel format', () => {
     ]);
   });
 
+  it('transcript last keeps the last UIMessage whole: a tool turn is one message, its tool part included', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 't.txt', content: 'T' } }] }, { text: 'Wrote t.txt.' }]);
+    const res = await h.invoke(
+      { session_id: 'vercel-json-trim', data: { inputs: { messages: [user('u1', 'write t')] }, parameters: { agent: template({ tools: writeTool }) } } },
+      { headers: { ...VERCEL_JSON, 'x-ag-messages-transcript': 'last' } },
+    );
+    expect(res.status).toBe(200);
+    const messages = (await res.json()).data.outputs.messages as UIMessage[];
+    await expectValid(messages);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.parts.filter((p) => p.type !== 'step-start')).toMatchObject([
+      { type: 'tool-write', state: 'output-available' },
+      { type: 'text', text: 'Wrote t.txt.' },
+    ]);
+  });
+
   it('pause and in-band approval over JSON: both replies validate, the continuation keeps the message', async () => {
     h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: 'K' } }] }, { text: 'Wrote k.txt.' }]);
     const agent = template({ tools: writeTool, mode: 'ask' });

@@ -2,7 +2,6 @@ import type { UIMessage } from 'ai';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentEvent } from '../../contract/events.ts';
 import { CONTRACT_VERSION, type InvokeResponse } from '../../contract/invoke.ts';
-import type { Message } from '../../contract/messages.ts';
 import type { LiveTurn } from '../../sessions/live-turn.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
@@ -97,11 +96,17 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
 async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, headers: Record<string, string>): Promise<InvokeResponse> {
   const folded = await turn.done;
   if (turn.failure) throw turn.failure;
-  const native: Message[] = call.trim ? trimToTrailingUnit(folded.messages) : folded.messages;
+  // A continuation's results and text belong to the message it continues, as on the stream;
+  // alone they would be a second assistant message holding results of calls it never made. In
+  // that format a message holds its tool parts, so the trailing unit is the last message whole.
+  const messages =
+    call.format === 'vercel'
+      ? nativeToUi(folded.messages, { idPrefix: `msg-${turn.id}`, continues: continuedMessage(call) }).slice(call.trim ? -1 : 0)
+      : call.trim
+        ? trimToTrailingUnit(folded.messages)
+        : folded.messages;
   const outputs: InvokeResponse extends { data?: { outputs: infer O } } ? O : never = {
-    // A continuation's results and text belong to the message it continues, as on the stream;
-    // alone they would be a second assistant message holding results of calls it never made.
-    messages: call.format === 'vercel' ? nativeToUi(native, { idPrefix: `msg-${turn.id}`, continues: continuedMessage(call) }) : native,
+    messages,
     ...(folded.stop_reason ? { stop_reason: folded.stop_reason } : {}),
     ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}),
     ...(folded.usage ? { usage: folded.usage } : {}),
