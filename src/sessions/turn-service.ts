@@ -358,7 +358,9 @@ function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
 
 /**
  * Marks the answers this turn consumes `resolved`, each atomically from the state it must be in
- * (in band: `pending`; out of band: `responded`), so no answer is ever consumed twice.
+ * (in band: `pending`; out of band: `responded`), so no answer is ever consumed twice. All or
+ * none: when one was answered meanwhile through the API, the others stay as they were, not
+ * consumed by a turn that does not run.
  */
 async function claimAnswers(
   store: Store,
@@ -371,13 +373,10 @@ async function claimAnswers(
     ...inBand.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
     ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
   ];
-  for (const claim of claims) {
-    const claimed = await store.interactions.transition(projectId, claim.id, {
-      from: [claim.from],
-      to: 'resolved',
-      ...(claim.answer ? { answer: claim.answer } : {}),
-      resolution: { via: claim.via, turn_id: turnId },
-    });
-    if (!claimed) throw new AppError('interaction-not-pending', `interaction "${claim.id}" was answered meanwhile; it cannot be answered again`);
-  }
+  if (claims.length === 0) return;
+  const failed = await store.interactions.transitionAll(
+    projectId,
+    claims.map((claim) => ({ id: claim.id, from: [claim.from], to: 'resolved', ...(claim.answer ? { answer: claim.answer } : {}), resolution: { via: claim.via, turn_id: turnId } })),
+  );
+  if (failed) throw new AppError('interaction-not-pending', `interaction "${failed}" was answered meanwhile; it cannot be answered again`);
 }

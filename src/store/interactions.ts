@@ -180,6 +180,28 @@ export function createInteractionsRepo(db: Kysely<Database>) {
   }
 
   /**
+   * Several transitions, all or none: when one finds its record no longer in a `from` state, the
+   * ones made before it are undone. Returns the id of the one that failed, else undefined.
+   */
+  async function transitionAll(projectId: string, changes: ReadonlyArray<Transition & { id: string }>): Promise<string | undefined> {
+    const refused = new Error('a transition found its record moved on');
+    let failed: string | undefined;
+    try {
+      await db.transaction().execute(async (trx) => {
+        const inTransaction = createInteractionsRepo(trx);
+        for (const change of changes) {
+          if (await inTransaction.transition(projectId, change.id, change)) continue;
+          failed = change.id;
+          throw refused;
+        }
+      });
+    } catch (error) {
+      if (error !== refused) throw error;
+    }
+    return failed;
+  }
+
+  /**
    * Cancels the session's `pending` interactions except `exceptIds`, when a new turn abandons them.
    * A `responded` record is left alone by default because an out-of-band continuation may be about
    * to consume it; a takeover that abandons that too passes `from: OPEN_INTERACTION_STATUSES`
@@ -203,7 +225,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, get, listPending, query, listByStatus, transition, cancelPending };
+  return { create, get, listPending, query, listByStatus, transition, transitionAll, cancelPending };
 }
 
 export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { InteractionKind } from '../../src/contract/events.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { OPEN_INTERACTION_STATUSES } from '../../src/store/interactions.ts';
+import { freshDatabase } from '../support/database.ts';
 import { sleep, tempDir } from './helpers.ts';
 
 const dir = await tempDir('interactions');
@@ -172,5 +173,30 @@ describe('interactions', () => {
     expect(await store.interactions.listByStatus(['pending', 'responded'], 10)).toHaveLength(4);
     expect(await store.interactions.listByStatus([], 10)).toEqual([]);
     await store.close();
+  });
+});
+
+describe('transitionAll, on the engine under test', () => {
+  it('makes several transitions all or none, and names the one that found its record moved on', async () => {
+    const database = await freshDatabase();
+    const store = await openStore({ dataDir: await tempDir('interactions-all'), databaseUrl: database.url });
+    try {
+      const projectId = (await store.projects.ensure('all-or-none')).id;
+      const a = await newInteraction(store, projectId);
+      const b = await newInteraction(store, projectId);
+      // b is answered through the API between a turn reading the decisions and claiming them.
+      await store.interactions.transition(projectId, b.id, { from: ['pending'], to: 'responded', answer: { approved: false } });
+      const claims = [a, b].map((r) => ({ id: r.id, from: ['pending' as const], to: 'resolved' as const, resolution: { via: 'in_band' } }));
+      expect(await store.interactions.transitionAll(projectId, claims)).toBe(b.id);
+      expect((await store.interactions.get(projectId, a.id))?.status).toBe('pending');
+      expect((await store.interactions.get(projectId, b.id))?.status).toBe('responded');
+
+      expect(await store.interactions.transitionAll(projectId, [claims[0]!, { ...claims[1]!, from: ['responded' as const] }])).toBeUndefined();
+      expect((await store.interactions.get(projectId, a.id))?.status).toBe('resolved');
+      expect((await store.interactions.get(projectId, b.id))?.status).toBe('resolved');
+    } finally {
+      await store.close();
+      await database.drop();
+    }
   });
 });
