@@ -54,6 +54,11 @@ export async function readInBandAnswers(
       if (record?.kind === 'client_tool') {
         answered.push({ id: record.id, answer: call.result.isError ? { error: call.result.content } : { output: call.result.content } });
       }
+      // A Vercel tool part re-posted as `output-denied` is a denial given in band too: it comes
+      // with its denial result already, so only the record is left to settle.
+      if (record?.kind === 'user_approval' && call.approval?.id === record.id && call.approval.approved === false) {
+        answered.push({ id: record.id, answer: { approved: false, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
+      }
       continue;
     }
     if (call.approval) {

@@ -101,6 +101,27 @@ describe('JSON replies in the Vercel format', () => {
   });
 });
 
+describe('a denial re-posted as output-denied', () => {
+  it('settles the approval as denied in band, and the tool does not run', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'd.txt', content: 'D' } }] }, { text: 'Understood, not writing.' }]);
+    const agent = template({ tools: writeTool, mode: 'ask' });
+    const history: UIMessage[] = [user('u1', 'write d')];
+    const paused = await invokeJson('vercel-output-denied', history, agent);
+    const assistant = paused.messages[0]!;
+    const part = assistant.parts.find((p): p is ToolPart => p.type === 'tool-write')!;
+    const interactionId = paused.body.data.outputs.pending_interaction.id as string;
+
+    const denied = structuredClone(assistant);
+    Object.assign(denied.parts.find((p) => p.type === 'tool-write')!, { state: 'output-denied', approval: { id: interactionId, approved: false, reason: 'not now' } });
+    const done = await invokeJson('vercel-output-denied', [...history, denied], agent);
+    expect(done.res.status).toBe(200);
+    expect(done.body.data.outputs.stop_reason).toBe('end_turn');
+    expect(await h.store.interactions.get(h.projectId, interactionId)).toMatchObject({ status: 'resolved', answer: { approved: false, reason: 'not now' } });
+    expect(existsSync(path.join(sessionFolder(h.dataDir, h.projectId, 'vercel-output-denied'), 'd.txt'))).toBe(false);
+    expect(h.model.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: part.toolCallId });
+  });
+});
+
 describe('hand-written Vercel input', () => {
   it('takes messages without ids, and {role, content} text as a text part', async () => {
     h.model.script([{ text: 'Hi there.' }]);
