@@ -75,7 +75,15 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   const messages = inboundMessages(request, params.format);
   const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
   if (!messages?.length) {
-    if (!params.force) throw new AppError('invalid-messages', 'data.inputs.messages is required: an array with at least one message');
+    if (!params.force) {
+      const fromTestcase = request.data?.inputs == null && request.data?.testcase != null;
+      throw new AppError(
+        'invalid-messages',
+        fromTestcase
+          ? 'data.testcase.data.messages is required: the test case must hold the conversation in a "messages" column (an array with at least one message)'
+          : 'data.inputs.messages is required: an array with at least one message',
+      );
+    }
     return { attach: { sessionId } };
   }
   // System messages join the instructions, so without any other there is nothing to answer; the
