@@ -9,3 +9,11 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 export function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
   return value === null ? {} : ({ [key]: value } as { [P in K]?: V });
 }
+
+/**
+ * A filter given in the singular (one value or a list) and, as the reference also names it, the
+ * plural: every value of both, or undefined when neither was given.
+ */
+export function allOf<T>(one: T | T[] | undefined, many: T[] | undefined): T[] | undefined {
+  return one === undefined && many === undefined ? undefined : [...(one === undefined ? [] : [one].flat() as T[]), ...(many ?? [])];
+}

@@ -13,7 +13,7 @@ import { resolveReferences } from '../configs/references.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
-import { optional } from '../objects.ts';
+import { allOf, optional } from '../objects.ts';
 import { inboundMessages } from '../sessions/inbound.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
 import type { Store } from '../store/db.ts';
@@ -85,8 +85,6 @@ export function toResultView(result: ResultRecord, stepKey: string): EvaluationR
     updated_at: result.updated_at,
   };
 }
-
-const list = <T>(value: T | T[] | undefined): T[] | undefined => (value === undefined ? undefined : Array.isArray(value) ? value : [value]);
 
 export interface RunServiceDeps {
   store: Store;
@@ -248,13 +246,12 @@ export class RunService {
   async results(projectId: string, query: ResultsQuery): Promise<Page<EvaluationResult>> {
     const { store } = this.deps;
     const filter = query.result;
-    const both = <T>(one: T | T[] | undefined, many: T[] | undefined) => (one === undefined && many === undefined ? undefined : [...(list(one) ?? []), ...(many ?? [])]);
-    const runIds = both(filter.run_id, filter.run_ids);
-    const testcaseIds = both(filter.testcase_id, filter.testcase_ids) ?? [];
-    const scenarioIds = both(filter.scenario_id, filter.scenario_ids) ?? [];
-    const repeatIdxs = both(filter.repeat_idx, filter.repeat_idxs);
-    const statuses = both(filter.status, filter.statuses);
-    const stepKeys = both(filter.step_key, filter.step_keys);
+    const runIds = allOf(filter.run_id, filter.run_ids);
+    const testcaseIds = allOf(filter.testcase_id, filter.testcase_ids) ?? [];
+    const scenarioIds = allOf(filter.scenario_id, filter.scenario_ids) ?? [];
+    const repeatIdxs = allOf(filter.repeat_idx, filter.repeat_idxs);
+    const statuses = allOf(filter.status, filter.statuses);
+    const stepKeys = allOf(filter.step_key, filter.step_keys);
     const page = await store.evaluations.queryResults(
       projectId,
       {

@@ -6,6 +6,7 @@ import type { RunService } from '../../evaluation/runs.ts';
 import { parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
 import type { TestsetService } from '../../evaluation/testsets.ts';
 import { AppError } from '../../errors.ts';
+import { allOf } from '../../objects.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { runHeaders } from '../run-headers.ts';
@@ -119,12 +120,12 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   app.post('/api/evaluations/metrics/query', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     const { metrics: query, windowing } = parseWith(MetricsQuery, request.body);
-    const runIds = [...(query.run_id ? [query.run_id] : []), ...(query.run_ids ?? [])];
+    const runIds = allOf(query.run_id, query.run_ids) ?? [];
     if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
     const perCase = query.scenario_id === undefined ? (query.scenario_ids ?? false) : [query.scenario_id, ...(Array.isArray(query.scenario_ids) ? query.scenario_ids : [])];
-    const statuses = [...(query.status === undefined ? [] : [query.status].flat()), ...(query.statuses ?? [])];
+    const statuses = allOf(query.status, query.statuses);
     const found = await runs.metrics(projectId, runIds, perCase);
-    const metrics = found.filter((m) => statuses.length === 0 || statuses.includes(m.status)).slice(0, windowing?.limit);
+    const metrics = found.filter((m) => !statuses || statuses.includes(m.status)).slice(0, windowing?.limit);
     return { count: metrics.length, metrics };
   });
 }
