@@ -291,8 +291,8 @@ class RunDriver {
     const number = result.attempts.length + 1;
     const startedAt = new Date().toISOString();
     const started = performance.now();
-    // Unique per try: a case taken over from a dead replica must not meet that replica's session,
-    // whose lease may outlive the case's claim by a moment.
+    // Unique per try, so a case taken over from a dead replica never meets that replica's session,
+    // and told to nobody before the case ends: the turn runs in a private session (no lease).
     const sessionId = `eval:${result.id}:${number}:${randomUUID().slice(0, 8)}`;
     let turn: LiveTurn | undefined;
     let error: AppError | undefined;
@@ -312,6 +312,7 @@ class RunDriver {
         record: { evaluation: { run_id: this.run.id, result_id: result.id, testcase_id: result.testcase_id, repeat_idx: result.repeat_idx, attempt: number } },
         force: false,
         streaming: false,
+        privateSession: true,
       });
       this.turns.add(turn);
       if (this.controller.signal.aborted) turn.controller.abort(this.controller.signal.reason);

@@ -9,6 +9,7 @@ import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
+import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
@@ -88,6 +89,7 @@ export class TurnService {
   /** Runs a planned turn once the session is ours: the one-live-turn rule is the store's lease. */
   async run(plan: TurnPlan): Promise<LiveTurn> {
     const turnId = randomUUID();
+    if (plan.privateSession) return this.begin(plan, turnId);
     await this.takeSession(plan, turnId);
     try {
       return await this.begin(plan, turnId);
@@ -160,24 +162,27 @@ export class TurnService {
     const trace = startSpan(plan.traceparent);
     const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
+    const record: NewTurn = {
+      id: turnId,
+      project_id: projectId,
+      session_id: sessionId,
+      trace_id: trace.traceId,
+      span_id: trace.spanId,
+      ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
+      // What the caller sent may repeat its own secrets (in tags, meta…); the record never does.
+      request: redact(plan.record),
+      started_at: new Date().toISOString(),
+    };
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
       await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
-      // Answers given through the API to a pause this turn leaves behind are abandoned with it;
-      // left `responded`, they would be continued at the next start, behind the user's back.
-      await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
-
-      await store.sessions.touch(projectId, sessionId);
-      await store.turns.create({
-        id: turnId,
-        project_id: projectId,
-        session_id: sessionId,
-        trace_id: trace.traceId,
-        span_id: trace.spanId,
-        ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
-        // What the caller sent may repeat its own secrets (in tags, meta…); the record never does.
-        request: redact(plan.record),
-      });
+      if (!plan.privateSession) {
+        // Answers given through the API to a pause this turn leaves behind are abandoned with it;
+        // left `responded`, they would be continued at the next start, behind the user's back.
+        await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
+        await store.sessions.touch(projectId, sessionId);
+        await store.turns.create(record);
+      }
     } catch (error) {
       await mcp?.close();
       throw error;
@@ -202,7 +207,8 @@ export class TurnService {
       this.pool && !mcp
         ? this.pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision }).finally(async () => {
+    const state = { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision };
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), state, plan.privateSession ? record : undefined).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });
@@ -215,6 +221,8 @@ export class TurnService {
     redact: <T>(v: T) => T,
     redactEvent: (event: AgentEvent) => AgentEvent[],
     state: Record<string, unknown>,
+    /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
+    unrecorded: NewTurn | undefined,
   ): Promise<void> {
     const { store, log } = this.deps;
     const folder = new TurnFolder();
@@ -223,7 +231,7 @@ export class TurnService {
       turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
-    const renewal = this.keepLease(turn);
+    const renewal = unrecorded ? undefined : this.keepLease(turn);
     try {
       for await (const raw of events) {
         for (const event of redactEvent(raw)) {
@@ -259,19 +267,27 @@ export class TurnService {
       emit({ type: 'done', data: { stop_reason: aborted ? (status as 'interrupted' | 'cancelled') : 'error' } });
     }
     const folded = folder.result();
+    const end: TurnEnd = {
+      status,
+      stop_reason: folded.stop_reason,
+      output: { messages: folded.messages, ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}) },
+      usage: folded.usage,
+      error: folded.error,
+    };
     try {
-      await store.turns.finish(turn.id, {
-        status,
-        stop_reason: folded.stop_reason,
-        output: { messages: folded.messages, ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}) },
-        usage: folded.usage,
-        error: folded.error,
-      });
+      if (unrecorded) {
+        await store.sessions.touch(turn.projectId, turn.sessionId);
+        await store.turns.create(unrecorded, end);
+      } else {
+        await store.turns.finish(turn.id, end);
+      }
     } catch (error) {
       log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
     }
-    clearInterval(renewal);
-    await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
+    if (renewal) {
+      clearInterval(renewal);
+      await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
+    }
     this.live.delete(turn.id);
     turn.finish(folded);
   }

@@ -35,6 +35,8 @@ export interface NewTurn {
   span_id: string;
   parent_span_id?: string | null;
   request?: JsonObject | null;
+  /** Now, unless the turn is recorded only once it has ended. */
+  started_at?: string;
 }
 
 export interface TurnEnd {
@@ -65,22 +67,23 @@ function toTurn(row: Selectable<TurnsTable>): TurnRecord {
 }
 
 export function createTurnsRepo(db: Kysely<Database>) {
-  async function create(turn: NewTurn): Promise<TurnRecord> {
+  /** Records a turn as running, or, given how it ended, as the whole turn at once. */
+  async function create(turn: NewTurn, end?: TurnEnd): Promise<TurnRecord> {
     const row = {
       id: turn.id,
       project_id: turn.project_id,
       session_id: turn.session_id,
-      status: 'running' as const,
-      stop_reason: null,
+      status: end?.status ?? ('running' as TurnStatus),
+      stop_reason: end?.stop_reason ?? null,
       trace_id: turn.trace_id,
       span_id: turn.span_id,
       parent_span_id: turn.parent_span_id ?? null,
       request_json: toJson(turn.request),
-      output_json: null,
-      usage_json: null,
-      error_json: null,
-      started_at: nowIso(),
-      ended_at: null,
+      output_json: toJson(end?.output),
+      usage_json: toJson(end?.usage),
+      error_json: toJson(end?.error),
+      started_at: turn.started_at ?? nowIso(),
+      ended_at: end ? nowIso() : null,
     };
     await db.insertInto('turns').values(row).execute();
     return toTurn(row);
