@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../src/config.ts';
+import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { buildApp } from '../src/http/app.ts';
 import { openStore } from '../src/store/db.ts';
 import type { Ready } from './shared.ts';
@@ -30,16 +31,20 @@ export async function startModelProcess(latencyMs: number): Promise<ModelProcess
   return { url: ready.url, ask, stop: () => child.send({ type: 'stop' }) };
 }
 
-/** N plain streamed model calls, `concurrency` at a time: the floor a run of N turns cannot beat. */
+/**
+ * N plain model calls, `concurrency` at a time: the floor a run of N turns cannot beat. They are
+ * the calls a turn nobody streams makes (one JSON answer each), over the cheapest client there is,
+ * node:http with kept-alive connections (keepAliveFetch is exactly that).
+ */
 export async function modelFloor(modelUrl: string, calls: number, concurrency: number): Promise<number> {
-  const body = JSON.stringify({ model: 'm', input: [{ role: 'user', content: 'q' }], stream: true });
+  const body = JSON.stringify({ model: 'm', input: [{ role: 'user', content: 'q' }], stream: false });
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < calls) {
         next++;
-        const res = await fetch(`${modelUrl}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
+        const res = await keepAliveFetch(`${modelUrl}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
         await res.text();
       }
     }),
