@@ -276,7 +276,8 @@ export class TurnService {
     };
     try {
       if (unrecorded) {
-        await store.sessions.touch(turn.projectId, turn.sessionId);
+        // Dated as if written when the turn started, as every other session is.
+        await store.sessions.touch(turn.projectId, turn.sessionId, unrecorded.started_at);
         await store.turns.create(unrecorded, end);
       } else {
         await store.turns.finish(turn.id, end);

@@ -14,9 +14,8 @@ function toSession(row: SessionRecord): SessionRecord {
 }
 
 export function createSessionsRepo(db: Kysely<Database>) {
-  /** Creates the session on first use, otherwise marks it as used now; one statement, so no race. */
-  async function touch(projectId: string, sessionId: string): Promise<SessionRecord> {
-    const at = nowIso();
+  /** Creates the session on first use, otherwise marks it as used at `at` (now); one statement, so no race. */
+  async function touch(projectId: string, sessionId: string, at = nowIso()): Promise<SessionRecord> {
     const row = await db
       .insertInto('sessions')
       .values({ project_id: projectId, id: sessionId, created_at: at, updated_at: at })

@@ -39,6 +39,7 @@ describe("an evaluation case's session", () => {
       // Recorded at the end, but started when the case did: the model took 300 ms in between.
       expect(Date.parse(turn.ended_at) - Date.parse(turn.started_at)).toBeGreaterThanOrEqual(250);
       expect(body.live_turn).toBeUndefined();
+      expect(body.session.created_at).toBe(turn.started_at);
     }
   });
 });
