@@ -232,6 +232,9 @@ export class TurnService {
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
     const renewal = unrecorded ? undefined : this.keepLease(turn);
+    // The conversation a pause keeps may repeat the caller's secrets in its own messages; the
+    // database never gets them. Masked once, at the first pause: most turns never pause.
+    let stored: Record<string, unknown> | undefined;
     try {
       for await (const raw of events) {
         for (const event of redactEvent(raw)) {
@@ -244,7 +247,7 @@ export class TurnService {
               kind: event.data.kind,
               tool_call_id: event.data.payload.tool_call_id,
               request: { tool: event.data.tool, args: event.data.payload.input, tool_call_id: event.data.payload.tool_call_id },
-              state,
+              state: (stored ??= redact(state)),
             });
           }
           emit(event);

@@ -84,6 +84,20 @@ describe('per-request secrets', () => {
     expect(JSON.stringify(record)).not.toContain(SECRET);
   });
 
+  it('are masked in the state a paused turn keeps, when the caller’s own messages repeat them', async () => {
+    const session = sid('pause-history');
+    h.model.script({ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: 'x' } }] });
+    const paused = withSecrets({ session_id: session });
+    paused.data = { ...paused.data, inputs: { messages: [{ role: 'user', content: `use ${SECRET} and ${CREDENTIAL}` }] }, parameters: { agent: template({ tools: [builtin('write')], mode: 'ask' }) } };
+    const json = JSON.parse(await text(await h.invoke(paused)));
+    expect(json.data.outputs.stop_reason).toBe('paused');
+    const record = await h.store.interactions.get(h.projectId, json.data.outputs.pending_interaction.id);
+    const stored = JSON.stringify(record!.state);
+    expect(stored).toContain('use [redacted] and [redacted]');
+    expect(stored).not.toContain(SECRET);
+    expect(stored).not.toContain(CREDENTIAL);
+  });
+
   it('are masked when the provider’s error repeats them', async () => {
     h.model.script({ error: { status: 500, message: `Incorrect API key provided: ${SECRET}` } });
     const res = await h.invoke(withSecrets());
