@@ -3,7 +3,7 @@ import type { AgentdClient } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, wholeNumber } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, numberFlag } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 
 const USAGE = `Usage:
@@ -83,11 +83,12 @@ export async function evalCommand(argv: string[]): Promise<number> {
       data: {
         testset_steps: [values.testset],
         application_steps: [values.revision],
-        repeats: wholeNumber(values.repeats, 'repeats', 1, 1),
+        repeats: numberFlag(values.repeats, 'repeats', 1, 1),
         concurrency: {
-          batch_size: wholeNumber(values['batch-size'], 'batch-size', 10, 1),
-          max_retries: wholeNumber(values['max-retries'], 'max-retries', 0, 0),
-          retry_delay: wholeNumber(values['retry-delay'], 'retry-delay', 0, 0),
+          batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
+          max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
+          // Seconds, as the API takes them: a fraction is fine.
+          retry_delay: numberFlag(values['retry-delay'], 'retry-delay', 0, 0, 'any'),
         },
         ...(evaluators ? { evaluators: evaluators as never } : {}),
       },

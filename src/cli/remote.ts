@@ -22,9 +22,11 @@ export const CONNECTION_HELP = `Connection (flags, else environment):
 export class CliError extends Error {}
 
 /** A flag that counts something: absent, its default; else a whole number of at least `min`. */
-export function wholeNumber(raw: string | undefined, flag: string, fallback: number, min: number): number {
+/** A numeric flag's value: a count (`whole`) or a quantity such as seconds, at least `min`. */
+export function numberFlag(raw: string | undefined, flag: string, fallback: number, min: number, kind: 'whole' | 'any' = 'whole'): number {
   const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new CliError(`--${flag} must be a whole number of at least ${min}, got "${raw}"`);
+  const valid = kind === 'whole' ? Number.isInteger(value) : Number.isFinite(value);
+  if (!valid || value < min) throw new CliError(`--${flag} must be a ${kind === 'whole' ? 'whole ' : ''}number of at least ${min}, got "${raw}"`);
   return value;
 }
 

@@ -4,7 +4,7 @@ import type { InvokeBody } from '../client/index.ts';
 import type { Outcome } from '../client/invoke-many.ts';
 import { parseCommand } from './args.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, exitWith, remoteClient, wholeNumber } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, exitWith, remoteClient, numberFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
@@ -136,9 +136,9 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     const session = values.session ?? 'fresh';
     if (session !== 'fresh' && session !== 'shared' && session !== 'none') throw new CliError(`--session must be fresh, shared or none, got "${session}"`);
     if (values.resume && session === 'shared') throw new CliError('--resume needs --session fresh or none: a shared conversation cannot be picked up halfway');
-    const concurrency = wholeNumber(values.concurrency, 'concurrency', 8, 1);
-    const retries = wholeNumber(values.retries, 'retries', 2, 0);
-    const retryDelay = wholeNumber(values['retry-delay'], 'retry-delay', 1000, 0);
+    const concurrency = numberFlag(values.concurrency, 'concurrency', 8, 1);
+    const retries = numberFlag(values.retries, 'retries', 2, 0);
+    const retryDelay = numberFlag(values['retry-delay'], 'retry-delay', 1000, 0);
     const template = values.template ? readJsonFile(values.template, '--template') : undefined;
     const client = remoteClient(values);
 

@@ -217,6 +217,14 @@ describe('agentd testsets and eval', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--repeats must be a whole number of at least 1, got "1.5"');
   });
+
+  it('takes a retry delay in fractions of a second, as the API does, but not a negative one', async () => {
+    const fraction = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--retry-delay', '0.5']);
+    expect(fraction.stderr).not.toContain('--retry-delay');
+    const negative = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--retry-delay=-1']);
+    expect(negative.code).toBe(2);
+    expect(negative.stderr).toContain('--retry-delay must be a number of at least 0, got "-1"');
+  });
 });
 
 describe('every client command', () => {
