@@ -21,8 +21,7 @@ export const CONNECTION_HELP = `Connection (flags, else environment):
 
 export class CliError extends Error {}
 
-/** A flag that counts something: absent, its default; else a whole number of at least `min`. */
-/** A numeric flag's value: a count (`whole`) or a quantity such as seconds, at least `min`. */
+/** A numeric flag's value, its default when absent: a count (`whole`) or a quantity such as seconds, at least `min`. */
 export function numberFlag(raw: string | undefined, flag: string, fallback: number, min: number, kind: 'whole' | 'any' = 'whole'): number {
   const value = raw === undefined ? fallback : Number(raw);
   const valid = kind === 'whole' ? Number.isInteger(value) : Number.isFinite(value);
