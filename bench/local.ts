@@ -7,6 +7,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText } from 'ai';
 import { loadConfig } from '../src/config.ts';
 import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { buildApp } from '../src/http/app.ts';
@@ -36,16 +38,32 @@ export async function startModelProcess(latencyMs: number): Promise<ModelProcess
  * the calls a turn nobody streams makes (one JSON answer each), over the cheapest client there is,
  * node:http with kept-alive connections (keepAliveFetch is exactly that).
  */
-export async function modelFloor(modelUrl: string, calls: number, concurrency: number): Promise<number> {
+export function modelFloor(modelUrl: string, calls: number, concurrency: number): Promise<number> {
   const body = JSON.stringify({ model: 'm', input: [{ role: 'user', content: 'q' }], stream: false });
+  return timeCalls(calls, concurrency, async () => {
+    const res = await keepAliveFetch(`${modelUrl}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
+    await res.text();
+  });
+}
+
+/**
+ * The same N calls through the AI SDK's `generateText`, as a turn nobody streams makes them, and
+ * nothing else: between the floor and agentd, what the SDK itself costs.
+ */
+export function sdkCalls(modelUrl: string, calls: number, concurrency: number): Promise<number> {
+  const model = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: modelUrl }).responses('m');
+  return timeCalls(calls, concurrency, () => generateText({ model, prompt: 'q', providerOptions: { openai: { store: false } } }));
+}
+
+/** Wall time of `calls` calls of `call`, `concurrency` at a time. */
+async function timeCalls(calls: number, concurrency: number, call: () => Promise<unknown>): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < calls) {
         next++;
-        const res = await keepAliveFetch(`${modelUrl}/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
-        await res.text();
+        await call();
       }
     }),
   );

@@ -3,7 +3,8 @@
  * (its own process, bench/model-server.ts) answers after a fixed latency. The ideal wall time is
  * N × latency / C; the floor is the same N model calls made straight to the model, C at a time.
  * The CLI runs as a child process, as a user runs it, after a warm-up run of BENCH_RUN_MANY_WARMUP
- * inputs; then once more against a bare server (below), to tell the CLI's share from agentd's.
+ * inputs; then once more against each of two servers that are not agentd (below), to tell the
+ * CLI's share, and the AI SDK's, from agentd's own.
  * `npm run bench:run-many`.
  */
 import { execFile } from 'node:child_process';
@@ -13,13 +14,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, type ModelMessage } from 'ai';
 import Fastify from 'fastify';
+import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { modelFloor, startLocalAgentd, startModelProcess } from './local.ts';
 
 const INPUTS = Number(process.env.BENCH_RUN_MANY_INPUTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_RUN_MANY_CONCURRENCY ?? 50);
 const LATENCY_MS = Number(process.env.BENCH_RUN_MANY_LATENCY_MS ?? 100);
-const WARMUP = Number(process.env.BENCH_RUN_MANY_WARMUP ?? 200);
+const WARMUP = Number(process.env.BENCH_RUN_MANY_WARMUP ?? 2000);
 
 const model = await startModelProcess(LATENCY_MS);
 const ask = model.ask;
@@ -70,21 +74,34 @@ async function measure(target: Target) {
   };
 }
 
+/** The model's answer to an input's messages, as one of the servers below gets it. */
+type Answer = (messages: ModelMessage[]) => Promise<string>;
+
+/** The one model call, straight over HTTP. */
+const rawAnswer: Answer = async (messages) => {
+  const res = await keepAliveFetch(`${model.url}/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    body: JSON.stringify({ model: 'm', input: messages, store: false }),
+  });
+  const answer = (await res.json()) as { output: Array<{ content?: Array<{ text?: string }> }> };
+  return answer.output.flatMap((item) => item.content ?? []).map((part) => part.text ?? '').join('');
+};
+
+/** The same call through the AI SDK, as agentd's turn makes it when nobody streams the turn. */
+const sdkModel = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: model.url }).responses('m');
+const sdkAnswer: Answer = async (messages) => (await generateText({ model: sdkModel, messages, providerOptions: { openai: { store: false } } })).text;
+
 /**
- * Not agentd: an invoke route that makes the one model call and answers in the invoke envelope,
- * nothing else. run-many against it is what the CLI, the model and the machine cost by themselves.
+ * Not agentd: an invoke route that gets the model's answer and replies in the invoke envelope,
+ * nothing else. run-many against it is what the CLI, the model (and, with `sdkAnswer`, the AI
+ * SDK) and the machine cost by themselves.
  */
-async function startBareServer(): Promise<Target & { close(): Promise<void> }> {
+async function startBareServer(answer: Answer): Promise<Target & { close(): Promise<void> }> {
   const app = Fastify({ logger: false });
   app.post('/services/agent/v0/invoke', async (request) => {
-    const body = request.body as { session_id?: string; data: { inputs: { messages: unknown[] } } };
-    const res = await fetch(`${model.url}/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
-      body: JSON.stringify({ model: 'm', input: body.data.inputs.messages, store: false }),
-    });
-    const answer = (await res.json()) as { output: Array<{ content?: Array<{ text?: string }> }> };
-    const text = answer.output.flatMap((item) => item.content ?? []).map((part) => part.text ?? '').join('');
+    const body = request.body as { session_id?: string; data: { inputs: { messages: ModelMessage[] } } };
+    const text = await answer(body.data.inputs.messages);
     return { version: '2025.07.14', status: { code: 200, message: 'OK' }, session_id: body.session_id, data: { outputs: { messages: [{ role: 'assistant', content: text }], stop_reason: 'end_turn' } } };
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -92,17 +109,23 @@ async function startBareServer(): Promise<Target & { close(): Promise<void> }> {
 }
 
 const agentdTarget = { url: agentd.url, key: agentd.key, projectId: agentd.projectId };
-const bare = await startBareServer();
-// A server that has been up a while, as a user's is: its first turns compile the code they run.
+const bare = await startBareServer(rawAnswer);
+const sdk = await startBareServer(sdkAnswer);
+const targets = [
+  ['agentd', agentdTarget],
+  ['AI SDK reference (not agentd)', sdk],
+  ['bare server (not agentd)', bare],
+] as const;
+// Servers that have been up a while, as a user's is: a fresh process compiles the code it runs
+// (JIT), and that goes on for its first thousand or two turns (BENCHMARKS.md).
 if (WARMUP > 0) {
   await writeFile(warmInputs, Array.from({ length: WARMUP }, (_, i) => JSON.stringify({ message: `warm-up ${i}` })).join('\n'));
-  await runMany(agentdTarget, warmInputs);
-  await runMany(bare, warmInputs);
+  for (const [, target] of targets) await runMany(target, warmInputs);
 }
 const floorMs = await modelFloor(model.url, INPUTS, CONCURRENCY);
 const idealMs = (INPUTS * LATENCY_MS) / CONCURRENCY;
 const rows: string[] = [];
-for (const [name, target] of [['agentd', agentdTarget], ['bare server (not agentd)', bare]] as const) {
+for (const [name, target] of targets) {
   const run = await measure(target);
   rows.push(
     `| ${name} | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(run.wallMs / 1000).toFixed(2)} s | ${(run.wallMs / idealMs).toFixed(2)} | ${(run.wallMs / floorMs).toFixed(2)} | ${run.peakInFlight} | ${run.ok}/${INPUTS} | ${run.cpu} |`,
@@ -121,6 +144,7 @@ process.stdout.write(
 );
 
 await bare.close();
+await sdk.close();
 await agentd.close();
 model.stop();
 await rm(dir, { recursive: true, force: true });
