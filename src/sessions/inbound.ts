@@ -1,7 +1,7 @@
-import { Message, type MessagesFormat } from '../contract/messages.ts';
+import type { Message, MessagesFormat } from '../contract/messages.ts';
 import type { InvokeRequest } from '../contract/invoke.ts';
-import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
+import { nativeMessages } from '../stream/blocks-to-native.ts';
 import { uiToNative } from '../stream/ui-messages.ts';
 
 /**
@@ -16,10 +16,5 @@ export function inboundMessages(request: InvokeRequest, format: MessagesFormat):
   const where = fromInputs !== undefined && fromInputs !== null ? 'data.inputs.messages' : 'data.testcase.data.messages';
   if (raw === undefined || raw === null) return undefined;
   if (!Array.isArray(raw)) throw new AppError('invalid-messages', `${where} must be an array of messages`);
-  if (format === 'vercel') return uiToNative(raw);
-  return raw.map((m, i) => {
-    const parsed = Message.safeParse(m);
-    if (!parsed.success) throw new AppError('invalid-messages', describeIssue(`${where}[${i}]`, parsed.error.issues[0]!));
-    return parsed.data;
-  });
+  return format === 'vercel' ? uiToNative(raw) : nativeMessages(raw, where);
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { AppError } from '../errors.ts';
 import { UIMessage, type Approval, type Message } from '../contract/messages.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
+import { invalidAt, parseAt } from './inbound-errors.ts';
 
 /**
  * Inbound Vercel `UIMessage`s (what `useChat` posts) → native messages. The in-band approval
@@ -48,13 +48,11 @@ const DynamicToolName = z.looseObject({ toolName: z.string().min(1) });
 
 export function uiToNative(messages: unknown, opts: UiToNativeOptions = {}): Message[] {
   const base = opts.path ?? 'data.inputs.messages';
-  if (!Array.isArray(messages)) invalid(`expected an array of UI messages, received ${kindOf(messages)}`, base);
+  if (!Array.isArray(messages)) invalidAt(`expected an array of UI messages, received ${kindOf(messages)}`, base);
   const out: Message[] = [];
   messages.forEach((raw, i) => {
     const at = `${base}[${i}]`;
-    const parsed = UIMessage.safeParse(withTextParts(raw));
-    if (!parsed.success) throw fromZod(parsed.error, at);
-    const message = parsed.data;
+    const message = parseAt(UIMessage, withTextParts(raw), at);
     if (message.role === 'assistant') {
       out.push(...assistantMessages(message.parts, at));
     } else {
@@ -76,8 +74,8 @@ function textOf(parts: readonly { type: string }[], at: string, role: string): s
   let text = '';
   parts.forEach((part, j) => {
     const partAt = `${at}.parts[${j}]`;
-    if (part.type === 'text') text += parse(TextPart, part, partAt).text;
-    else if (isToolType(part.type)) invalid(`tool parts belong in assistant messages, not in a ${role} message`, partAt);
+    if (part.type === 'text') text += parseAt(TextPart, part, partAt).text;
+    else if (isToolType(part.type)) invalidAt(`tool parts belong in assistant messages, not in a ${role} message`, partAt);
     else checkIgnorable(part.type, partAt);
   });
   return text;
@@ -104,7 +102,7 @@ function assistantMessages(parts: readonly { type: string }[], at: string): Mess
     const partAt = `${at}.parts[${j}]`;
     if (part.type === 'text') {
       flushResults();
-      text = (text ?? '') + parse(TextPart, part, partAt).text;
+      text = (text ?? '') + parseAt(TextPart, part, partAt).text;
     } else if (isToolType(part.type)) {
       flushText();
       const [call, result] = toolMessages(part, partAt);
@@ -123,14 +121,14 @@ function assistantMessages(parts: readonly { type: string }[], at: string): Mess
 function toolMessages(raw: { type: string }, at: string): [call: Message, result?: Message] {
   const state = (raw as { state?: unknown }).state;
   if (state === 'input-streaming') {
-    invalid("tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete", `${at}.state`);
+    invalidAt("tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete", `${at}.state`);
   }
   if (typeof state !== 'string' || !(TOOL_STATES as readonly string[]).includes(state)) {
-    invalid(`unknown tool part state ${JSON.stringify(state)}, expected one of ${TOOL_STATES.slice(1).join(', ')}`, `${at}.state`);
+    invalidAt(`unknown tool part state ${JSON.stringify(state)}, expected one of ${TOOL_STATES.slice(1).join(', ')}`, `${at}.state`);
   }
-  const part = parse(ToolPart, raw, at);
-  const toolName = part.type === 'dynamic-tool' ? parse(DynamicToolName, raw, at).toolName : part.type.slice('tool-'.length);
-  if (toolName === '') invalid("tool part type must name the tool, as in 'tool-<name>'", `${at}.type`);
+  const part = parseAt(ToolPart, raw, at);
+  const toolName = part.type === 'dynamic-tool' ? parseAt(DynamicToolName, raw, at).toolName : part.type.slice('tool-'.length);
+  if (toolName === '') invalidAt("tool part type must name the tool, as in 'tool-<name>'", `${at}.type`);
 
   const call = (approval?: Approval): Message => toolCallMessage(part.toolCallId, toolName, part.input, approval);
   const result = (content: string, isError: boolean): Message => toolResultMessage(part.toolCallId, content, isError);
@@ -175,24 +173,9 @@ function isToolType(type: string): boolean {
 
 function checkIgnorable(type: string, at: string): void {
   if (IGNORED_PARTS.has(type) || type.startsWith('data-')) return;
-  invalid(`unknown part type ${JSON.stringify(type)}`, `${at}.type`);
+  invalidAt(`unknown part type ${JSON.stringify(type)}`, `${at}.type`);
 }
 
-function parse<T extends z.ZodType>(schema: T, value: unknown, at: string): z.output<T> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw fromZod(parsed.error, at);
-  return parsed.data;
-}
-
-function fromZod(error: z.ZodError, at: string): AppError {
-  const issue = error.issues[0];
-  const path = (issue?.path ?? []).map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('');
-  return new AppError('invalid-messages', `${issue?.message ?? 'invalid value'} at ${at}${path}`);
-}
-
-function invalid(what: string, at: string): never {
-  throw new AppError('invalid-messages', `${what} at ${at}`);
-}
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';

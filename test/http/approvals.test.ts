@@ -177,3 +177,79 @@ describe('abandoning a pause', () => {
     expect(existsSync(p.file)).toBe(false);
   });
 });
+
+/**
+ * The reference implementation's native format (reference/agenta-agent-service.md §3): the paused
+ * assistant message re-posted with `tool_call` and `tool_result` content blocks, the decision being
+ * the result's output `{approved, interactionToken}`.
+ */
+describe('decisions as the reference content blocks', () => {
+  /** The paused call as an assistant message of blocks, its tool_result block carrying `output`. */
+  function asBlocks(messages: Array<Record<string, any>>, output: unknown) {
+    const call = messages.find((m) => m.approval)!;
+    return {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'I will write the file.' },
+        { type: 'tool_call', toolCallId: call.tool_call_id, toolName: call.tool_name, input: call.input },
+        { type: 'tool_result', toolCallId: call.tool_call_id, output },
+      ],
+    };
+  }
+
+  it('an approval runs the tool with the input shown and resolves the interaction in band', async () => {
+    const p = await paused('from blocks');
+    h.model.reset();
+    const json = await readJson(await repost(p.session, [asBlocks(p.messages, { approved: true, interactionToken: p.id })]));
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect(json.data.outputs.messages.at(-1)).toEqual({ role: 'assistant', content: 'The file is written.' });
+    expect(await readFile(p.file, 'utf8')).toBe('from blocks');
+    const record = await h.store.interactions.get(h.projectId, p.id);
+    expect(record).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { via: 'in_band', turn_id: json.turn_id } });
+    // The model sees the assistant's text, then the call and its result.
+    const seen = h.model.requests[0]!.messages;
+    expect(seen.find((m) => m.role === 'assistant' && m.content === 'I will write the file.')).toBeDefined();
+    expect(seen.find((m) => m.role === 'tool')?.content).toContain('a.txt');
+  });
+
+  it('a denial keeps its reason (the reference calls it message) and the tool does not run', async () => {
+    const p = await paused();
+    h.model.script({ text: 'Understood.' });
+    h.model.reset();
+    const json = await readJson(await repost(p.session, [asBlocks(p.messages, { approved: false, interactionToken: p.id, message: 'not today' })]));
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect(existsSync(p.file)).toBe(false);
+    expect(h.model.requests.at(-1)!.messages.find((m) => m.role === 'tool')?.content).toContain('not today');
+    expect(await h.store.interactions.get(h.projectId, p.id)).toMatchObject({ status: 'resolved', answer: { approved: false, reason: 'not today' } });
+  });
+
+  it('a decision may answer a call made in an earlier message', async () => {
+    const p = await paused('earlier call');
+    const call = p.messages.find((m) => m.approval)!;
+    const decision = { role: 'assistant', content: [{ type: 'tool_result', toolCallId: call.tool_call_id, output: { approved: true, interactionToken: p.id } }] };
+    const json = await readJson(await repost(p.session, [{ ...call, approval: undefined }, decision]));
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect(await readFile(p.file, 'utf8')).toBe('earlier call');
+  });
+
+  it('a decision without its interactionToken → 400 naming the path and what to send', async () => {
+    const p = await paused();
+    const res = await repost(p.session, [asBlocks(p.messages, { approved: true })]);
+    await expectError(res, 400, 'invalid-messages', /interactionToken: the pending_interaction\.id .* at data\.inputs\.messages\[1\]\.content\[2\]\.output\.interactionToken$/);
+    expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('pending');
+  });
+
+  it('a decision on a call no message makes → 400', async () => {
+    const p = await paused();
+    const decision = { role: 'assistant', content: [{ type: 'tool_result', toolCallId: 'call_nowhere', output: { approved: true, interactionToken: p.id } }] };
+    await expectError(await repost(p.session, [decision]), 400, 'invalid-messages', /"call_nowhere".* at data\.inputs\.messages\[1\]\.content\[0\]$/);
+  });
+
+  it('blocks in a user message, or of an unknown type → 400 naming where', async () => {
+    const p = await paused();
+    const blocks = asBlocks(p.messages, { approved: true, interactionToken: p.id });
+    await expectError(await repost(p.session, [{ ...blocks, role: 'user' }]), 400, 'invalid-messages', /assistant message at data\.inputs\.messages\[1\]\.role$/);
+    const odd = { ...blocks, content: [...blocks.content, { type: 'image', url: 'x' }] };
+    await expectError(await repost(p.session, [odd]), 400, 'invalid-messages', /"image".* at data\.inputs\.messages\[1\]\.content\[3\]\.type$/);
+  });
+});

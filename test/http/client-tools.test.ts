@@ -79,6 +79,23 @@ describe('client tools', () => {
     expect((await h.store.interactions.get(h.projectId, p.out.pending_interaction.id))!.answer).toEqual({ error: 'the user closed the dialog' });
   });
 
+  it("take their result as a tool_result block, the reference implementation's native format", async () => {
+    const p = await paused();
+    h.model.reset();
+    const call = p.messages[0]!;
+    const blocks = {
+      role: 'assistant',
+      content: [
+        { type: 'tool_call', toolCallId: call.tool_call_id, toolName: call.tool_name, input: call.input },
+        { type: 'tool_result', toolCallId: call.tool_call_id, output: { colour: 'blue' } },
+      ],
+    };
+    const json = await readJson(await h.invoke(invokeBody([...first, blocks], agent, { session_id: p.session })));
+    expect(json.data.outputs.stop_reason).toBe('end_turn');
+    expect(h.model.requests[0]!.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"colour":"blue"}', tool_call_id: call.tool_call_id });
+    expect(await h.store.interactions.get(h.projectId, p.out.pending_interaction.id)).toMatchObject({ status: 'resolved', answer: { output: '{"colour":"blue"}' } });
+  });
+
   it('re-posting the call without its result → 400 saying what to append', async () => {
     const p = await paused();
     const res = await h.invoke(invokeBody([...first, ...p.messages], agent, { session_id: p.session }));

@@ -110,9 +110,9 @@ describe('request fields', () => {
     expect((await h.invoke(withAgent(template(), { version: '2025.07.14' }))).status).toBe(200);
   });
 
-  it('content blocks other than text are refused with a message that says where tool calls and decisions go', async () => {
-    const decided = { role: 'assistant', content: [{ type: 'tool_call', toolCallId: 'c1', toolName: 'ls', input: {} }, { type: 'tool_result', toolCallId: 'c1', output: { approved: true } }] };
-    const res = await h.invoke({ data: { inputs: { messages: [...user, decided] }, parameters: { agent: template() } } });
+  it('content blocks other than text and tool blocks are refused with a message that says where tool calls and decisions go', async () => {
+    const image = { role: 'user', content: [{ type: 'image', url: 'https://example.com/a.png' }] };
+    const res = await h.invoke({ data: { inputs: { messages: [...user, image] }, parameters: { agent: template() } } });
     await expectError(res, 400, 'invalid-messages', /approval: \{id, approved, reason\?\} at data\.inputs\.messages\[1\]\.content$/);
   });
 

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import { Message, type Approval } from '../contract/messages.ts';
+import { toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
+import { isObject } from '../objects.ts';
+import { invalidAt, parseAt } from './inbound-errors.ts';
+
+/**
+ * Inbound native messages (spec §2.5). An assistant message may also hold its calls and the
+ * caller's decisions as content blocks, the reference implementation's native format
+ * (reference/agenta-agent-service.md §3), so a client written for it can answer a pause in band:
+ *
+ * - `{type: "tool_call", toolCallId, toolName, input}` is a tool-call message;
+ * - `{type: "tool_result", toolCallId, output: {approved, interactionToken, reason?}}` is the
+ *   decision on that call, `approval: {id: interactionToken, approved, reason?}`;
+ * - any other `tool_result` is the call's result (a client tool's), `isError` saying whether it
+ *   failed;
+ * - `{type: "text", text}` is the assistant's text.
+ *
+ * Every rejection names the JSON path of the offending value.
+ */
+export function nativeMessages(raw: readonly unknown[], where: string): Message[] {
+  const out: Message[] = [];
+  raw.forEach((message, i) => {
+    const at = `${where}[${i}]`;
+    if (hasToolBlocks(message)) {
+      out.push(...fromBlocks(message, at, out));
+      return;
+    }
+    out.push(parseAt(Message, message, at));
+  });
+  return out;
+}
+
+const TextBlock = z.looseObject({ type: z.literal('text'), text: z.string() });
+const CallBlock = z.looseObject({ type: z.literal('tool_call'), toolCallId: z.string().min(1), toolName: z.string().min(1), input: z.unknown().optional() });
+const ResultBlock = z.looseObject({ type: z.literal('tool_result'), toolCallId: z.string().min(1), output: z.unknown().optional(), isError: z.boolean().optional() });
+const Decision = z.looseObject({
+  approved: z.boolean(),
+  interactionToken: z.string({ error: 'a decision needs interactionToken: the pending_interaction.id of the pause it answers' }).min(1),
+  reason: z.string().optional(),
+  // The reference's respond operation calls the reason `message`.
+  message: z.string().optional(),
+});
+
+type Blocks = { role?: unknown; content: unknown[] };
+
+function hasToolBlocks(message: unknown): message is Blocks {
+  if (!isObject(message) || !Array.isArray(message.content)) return false;
+  return message.content.some((block) => isObject(block) && (block.type === 'tool_call' || block.type === 'tool_result'));
+}
+
+/** One message of blocks → the messages of spec §2.5; a decision lands on its call, here or in `earlier`. */
+function fromBlocks(message: Blocks, at: string, earlier: readonly Message[]): Message[] {
+  if (message.role !== 'assistant') invalidAt('tool_call and tool_result blocks belong in an assistant message', `${at}.role`);
+  const out: Message[] = [];
+  let text = '';
+  const flushText = (): void => {
+    if (text) out.push({ role: 'assistant', content: text });
+    text = '';
+  };
+  message.content.forEach((block, j) => {
+    const blockAt = `${at}.content[${j}]`;
+    const type = isObject(block) ? block.type : undefined;
+    if (type === 'text') {
+      text += parseAt(TextBlock, block, blockAt).text;
+    } else if (type === 'tool_call') {
+      flushText();
+      const call = parseAt(CallBlock, block, blockAt);
+      out.push(toolCallMessage(call.toolCallId, call.toolName, call.input ?? {}));
+    } else if (type === 'tool_result') {
+      flushText();
+      const result = parseAt(ResultBlock, block, blockAt);
+      const approval = decisionOf(result.output, `${blockAt}.output`);
+      if (approval === undefined) {
+        out.push(toolResultMessage(result.toolCallId, toolOutputText(result.output), result.isError ?? false));
+        return;
+      }
+      const call = [...earlier, ...out].findLast((m) => m.tool_call_id === result.toolCallId && m.tool_name !== undefined);
+      if (!call) invalidAt(`a decision on tool call "${result.toolCallId}", which no earlier tool_call block or tool-call message makes`, blockAt);
+      call.approval = approval;
+    } else {
+      invalidAt(`unknown content block type ${JSON.stringify(type)}; an assistant message's blocks are text, tool_call and tool_result`, `${blockAt}.type`);
+    }
+  });
+  flushText();
+  return out;
+}
+
+/** An output that decides an approval (it has `approved`), or undefined for a tool's own result. */
+function decisionOf(output: unknown, at: string): Approval | undefined {
+  if (!isObject(output) || !('approved' in output)) return undefined;
+  const decision = parseAt(Decision, output, at);
+  const reason = decision.reason ?? decision.message;
+  return { id: decision.interactionToken, approved: decision.approved, ...(reason !== undefined ? { reason } : {}) };
+}
+

@@ -1,0 +1,14 @@
+import type { z } from 'zod';
+import { describeIssue } from '../contract/zod-errors.ts';
+import { AppError } from '../errors.ts';
+
+/** Inbound messages are checked part by part; every rejection names the JSON path of the value. */
+export function parseAt<T extends z.ZodType>(schema: T, value: unknown, at: string): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new AppError('invalid-messages', describeIssue(at, parsed.error.issues[0]!));
+  return parsed.data;
+}
+
+export function invalidAt(what: string, at: string): never {
+  throw new AppError('invalid-messages', `${what} at ${at}`);
+}
