@@ -80,10 +80,22 @@ export function createClient(options: ClientOptions) {
     yield* readFrames<NativeFrame | VercelChunk>(res.body, transport);
   }
 
+  /**
+   * The session's live turn from its start, followed to its end, as Vercel UI message chunks: what
+   * `useChat`'s resume reads after a reload. Nothing when the session runs no turn.
+   */
+  async function* resume(sessionId: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<VercelChunk> {
+    const res = await send(options, 'GET', `services/agent/v0/invoke/${seg(sessionId)}/stream`, { headers: { accept: 'text/event-stream' }, signal: opts.signal });
+    if (!res.ok) throw await failure(res);
+    if (res.status === 204 || !res.body) return;
+    yield* readFrames<VercelChunk>(res.body, 'sse');
+  }
+
   const client = {
     options,
     invoke,
     stream,
+    resume,
     invokeMany: (inputs: readonly InvokeBody[], opts: InvokeManyOptions = {}): Promise<Outcome[]> => invokeMany(client, inputs, opts),
     inspect: (request: In<typeof InspectRequest> = {}) => json<Out<typeof InspectResponse>>('POST', 'services/agent/v0/inspect', request),
 

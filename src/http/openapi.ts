@@ -68,6 +68,14 @@ const ROUTES: Route[] = [
     ok: { status: 200, schema: InvokeResponse, description: 'The turn. With a streaming Accept: a stream of AgentEvent frames (native) or UI message chunks (x-ag-messages-format: vercel).' },
   },
   {
+    method: 'get',
+    path: '/services/agent/v0/invoke/{session_id}/stream',
+    summary: "The session's live turn from its start, as the Vercel UI message stream: what useChat's resume asks for after a reload",
+    role: 'viewer',
+    params: ['session_id'],
+    ok: { status: 200, description: 'The Vercel UI message stream of the live turn; 204 when the session runs none', content: 'text/event-stream' },
+  },
+  {
     method: 'post',
     path: '/services/agent/v0/inspect',
     summary: 'The resolved agent workflow revision (schemas, default template) and a ready-made invoke request',
@@ -397,6 +405,7 @@ function operation(route: Route) {
       [String(route.ok.status)]: {
         description: route.ok.description,
         ...(route.ok.schema ? { content: { 'application/json': { schema: jsonSchema(route.ok.schema, 'output') } } } : {}),
+        ...(route.ok.content ? { content: { [route.ok.content]: { schema: { type: 'string' } } } } : {}),
       },
       '4XX': errors,
       '5XX': errors,

@@ -58,11 +58,18 @@ export class TurnService {
     return 'attach' in planned ? this.attach(params.projectId, planned.attach.sessionId) : this.run(planned.plan);
   }
 
-  /**
-   * The session's live turn, to follow from its start (force with no input): this process's own,
-   * or, on a database shared by replicas, the one another replica runs, relayed from there.
-   */
+  /** Attach (force with no input): the session's live turn, which must exist. */
   private async attach(projectId: string, sessionId: string): Promise<LiveTurn> {
+    const live = await this.liveTurn(projectId, sessionId);
+    if (live) return live;
+    throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+  }
+
+  /**
+   * The session's live turn, to follow from its start: this process's own, or, on a database
+   * shared by replicas, the one another replica runs, relayed from there. Undefined when none runs.
+   */
+  async liveTurn(projectId: string, sessionId: string): Promise<LiveTurn | undefined> {
     const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
     if (live) return live;
     const { store, config } = this.deps;
@@ -73,7 +80,7 @@ export class TurnService {
       }
       throw new AppError('session-busy', `session "${sessionId}" runs turn "${lease.turn_id}" in another agentd process; attach to it there`);
     }
-    throw new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`);
+    return undefined;
   }
 
   /**

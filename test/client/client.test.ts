@@ -204,6 +204,19 @@ describe('stream', () => {
     expect(JSON.stringify(chunks)).not.toContain('[DONE]');
   });
 
+  it("resume follows a session's live turn from its start as Vercel chunks, and yields nothing when none runs", async () => {
+    const session = sid('resume');
+    const running = client.invoke(turn('cancel-resume', { session_id: session }));
+    await until(() => client.sessions.get(session).catch(() => undefined), (view) => view?.live_turn != null, 'the turn running');
+    const chunks = await collect(client.resume(session));
+    expect(chunks[0]).toMatchObject({ type: 'start', messageMetadata: { session_id: session } });
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', messageMetadata: { stop_reason: 'end_turn' } });
+    const text = chunks.flatMap((c) => (c.type === 'text-delta' ? [c.delta] : [])).join('');
+    expect(text).toBe('answer to cancel-resume');
+    expect(lastContent(await running)).toBe(text);
+    expect(await collect(client.resume(session))).toEqual([]);
+  });
+
   it('a failure before the first frame throws the real error: upstream 401 → 424 upstream-auth', async () => {
     const error = await rejection(collect(client.stream(turn('stream upstream-401'))));
     expect(error.status).toMatchObject({ code: 424, type: 'upstream-auth' });

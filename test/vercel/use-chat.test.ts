@@ -329,3 +329,54 @@ describe('useChat: more of what a front end does', () => {
     expect(texts(assistants(chat)[0])).toEqual(['back again']);
   });
 });
+
+/** `useChat({resume: true})`: after a reload the chat asks for its live turn (reference/vercel-ai-sdk.md §5). */
+describe('resuming a chat whose turn is still running', () => {
+  const streamUrl = (chatId: string, projectId = h.projectId) => `${h.url}/services/agent/v0/invoke/${encodeURIComponent(chatId)}/stream?project_id=${projectId}`;
+  const resumable = (id: string) =>
+    agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } }, resumeUrl: (chatId) => streamUrl(chatId) });
+
+  it('a reloaded page gets the live turn from its start and follows it to the end', async () => {
+    const id = `resume-${Date.now()}`;
+    h.model.script({ text: 'a slow answer', latencyMs: 400 });
+    const before = resumable(id);
+    void before.sendMessage({ text: 'hello' });
+    await waitFor(async () => h.model.requests.length >= 1, 'the model called');
+    // A new chat with the same id and nothing in memory: the page after a reload.
+    const after = resumable(id);
+    await after.resumeStream();
+    expect(after.error).toBeUndefined();
+    expect(after.status).toBe('ready');
+    const answer = after.messages.at(-1);
+    expect(answer?.role).toBe('assistant');
+    expect(texts(answer).join('')).toBe('a slow answer');
+    expect(answer?.metadata).toMatchObject({ session_id: id, stop_reason: 'end_turn' });
+    await before.untilFinished(1);
+    expect(before.messages.at(-1)?.id).toBe(answer?.id);
+    expect(h.model.requests).toHaveLength(1);
+  });
+
+  it('with no live turn the server answers 204 and the chat stays as it was', async () => {
+    const chat = resumable(`idle-${Date.now()}`);
+    await chat.resumeStream();
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    expect(chat.messages).toEqual([]);
+  });
+
+  it("a key of another project finds no live turn in its own project, whatever session it names", async () => {
+    const id = `other-${Date.now()}`;
+    h.model.script({ text: 'private words', latencyMs: 300 });
+    const owner = resumable(id);
+    void owner.sendMessage({ text: 'hello' });
+    await waitFor(async () => h.model.requests.length >= 1, 'the model called');
+    const other = await h.store.projects.ensure(`resume-other-${Date.now()}`);
+    const otherKey = (await h.store.apiKeys.create(other.id, 'viewer')).key;
+    const res = await fetch(streamUrl(id, other.id), { headers: { authorization: `ApiKey ${otherKey}` } });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    const crossed = await fetch(streamUrl(id), { headers: { authorization: `ApiKey ${otherKey}` } });
+    expect(crossed.status).toBe(403);
+    await owner.untilFinished(1);
+  });
+});

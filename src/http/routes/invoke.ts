@@ -11,6 +11,7 @@ import { authorize } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate } from '../negotiate.ts';
 import { runHeaders } from '../run-headers.ts';
+import { sessionIdParam } from '../session-request.ts';
 import { writeStream } from '../stream-reply.ts';
 
 export interface InvokeDeps {
@@ -89,6 +90,22 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
               continues: continued !== undefined,
             }
           : undefined,
+    });
+  });
+
+  // useChat's `resume: true` asks for the chat's live turn after a reload (reference/vercel-ai-sdk.md
+  // §5): the turn from its start, as the Vercel stream, and 204 when none runs. The transport's
+  // default URL is `${api}/${chatId}/stream`, which is this route when `api` has no query string.
+  app.get('/services/agent/v0/invoke/:session_id/stream', async (request, reply) => {
+    const principal = await authorize(deps.store, request, 'viewer');
+    const sessionId = sessionIdParam(request);
+    const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
+    if (!turn) return reply.code(204).send();
+    reply.hijack();
+    const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
+    await writeStream(reply.raw, runHeaders(run), turn.follow(), {
+      wire: 'sse',
+      vercel: { messageId: `msg-${turn.id}`, startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId }, continues: false },
     });
   });
 }
