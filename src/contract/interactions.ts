@@ -40,26 +40,41 @@ const InteractionFilters = {
   status: z.union([InteractionStatus, z.array(InteractionStatus).min(1)]).optional(),
 };
 
-export const InteractionQuery = z.strictObject({ ...InteractionFilters, ...Paging });
+/** A creation time bound, kept as the store writes times so that they compare as text. */
+const Instant = z.iso.datetime({ offset: true }).transform((at) => new Date(at).toISOString());
+
+/**
+ * Which end of the list comes first (`ascending`, the default, is oldest first), and the window of
+ * creation times kept, both bounds included: the reference's windowing.
+ */
+const Window = {
+  order: z.enum(['ascending', 'descending']).optional(),
+  newest: Instant.optional(),
+  oldest: Instant.optional(),
+};
+
+export const InteractionQuery = z.strictObject({ ...InteractionFilters, ...Paging, ...Window });
 export type InteractionQuery = z.infer<typeof InteractionQuery>;
 
 /**
- * The reference's form of the same query: the filters under `query`, paging under `windowing`
- * (whose `next` is our cursor). `actionable_only` keeps the records still waiting for an answer.
+ * The reference's form of the same query: the filters under `query`, paging and the window under
+ * `windowing` (whose `next` is our cursor). `actionable_only` keeps the records still waiting for
+ * an answer.
  */
 export const WindowedInteractionQuery = z
   .strictObject({
     query: z.strictObject({ ...InteractionFilters, actionable_only: z.boolean().optional() }).optional(),
-    windowing: z.strictObject({ limit: Paging.limit, next: Paging.cursor }).optional(),
+    windowing: z.strictObject({ limit: Paging.limit, next: Paging.cursor, ...Window }).optional(),
   })
   .transform(({ query = {}, windowing = {} }): InteractionQuery => {
     const { actionable_only, ...filters } = query;
+    const { next, ...window } = windowing;
     const statuses = typeof filters.status === 'string' ? [filters.status] : (filters.status ?? InteractionStatus.options);
     return {
       ...filters,
       ...(actionable_only ? { status: statuses.filter((s) => s === 'pending') } : {}),
-      ...(windowing.limit !== undefined ? { limit: windowing.limit } : {}),
-      ...(windowing.next !== undefined ? { cursor: windowing.next } : {}),
+      ...window,
+      ...(next !== undefined ? { cursor: next } : {}),
     };
   });
 

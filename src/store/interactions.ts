@@ -50,8 +50,8 @@ export interface Transition {
   resolution?: JsonObject | null;
 }
 
-/** What `query` can select on: the API's query body without its paging fields. */
-export type InteractionFilters = Pick<InteractionQuery, 'session_id' | 'turn_id' | 'kind' | 'status'>;
+/** What `query` can select on, and in which order: the API's query body without its paging fields. */
+export type InteractionFilters = Pick<InteractionQuery, 'session_id' | 'turn_id' | 'kind' | 'status' | 'newest' | 'oldest' | 'order'>;
 
 /** States a record can still leave; `resolved` and `cancelled` are final (design.md §4). */
 export const OPEN_INTERACTION_STATUSES: readonly InteractionStatus[] = ['pending', 'responded'];
@@ -120,7 +120,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return rows.map(toInteraction);
   }
 
-  /** Oldest first, the order the turns asked them in; every filter given must match. */
+  /** Oldest first (the order the turns asked them in) unless `order` is descending; every filter given must match. */
   async function query(projectId: string, filters: InteractionFilters, page: PageRequest): Promise<Page<InteractionRecord>> {
     const limit = pageSize(page.limit);
     if (Array.isArray(filters.status) && filters.status.length === 0) return { items: [] };
@@ -129,11 +129,16 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     if (filters.turn_id !== undefined) q = q.where('turn_id', '=', filters.turn_id);
     if (filters.kind !== undefined) q = q.where('kind', '=', filters.kind);
     if (filters.status !== undefined) q = q.where('status', 'in', typeof filters.status === 'string' ? [filters.status] : filters.status);
+    if (filters.oldest !== undefined) q = q.where('created_at', '>=', filters.oldest);
+    if (filters.newest !== undefined) q = q.where('created_at', '<=', filters.newest);
+    const descending = filters.order === 'descending';
+    const beyond = descending ? '<' : '>';
     if (page.cursor !== undefined) {
       const after = decodeCursor(page.cursor);
-      q = q.where((eb) => eb.or([eb('created_at', '>', after.at), eb.and([eb('created_at', '=', after.at), eb('id', '>', after.id)])]));
+      q = q.where((eb) => eb.or([eb('created_at', beyond, after.at), eb.and([eb('created_at', '=', after.at), eb('id', beyond, after.id)])]));
     }
-    const rows = await q.orderBy('created_at').orderBy('id').limit(limit + 1).execute();
+    const direction = descending ? 'desc' : 'asc';
+    const rows = await q.orderBy('created_at', direction).orderBy('id', direction).limit(limit + 1).execute();
     return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toInteraction);
   }
 

@@ -169,6 +169,34 @@ describe('interactions API', () => {
     await expectError(await api('POST', '/api/sessions/interactions/query', { colour: 'red' }), 400, 'invalid-request', /colour/);
   });
 
+  it("lists newest first with order descending, pages that way, and keeps a window of creation times (the reference's windowing)", async () => {
+    const recordOf = async (turnId: string) => (await (await api('POST', '/api/sessions/interactions/query', { turn_id: turnId })).json()).interactions[0];
+    const a = await recordOf((await pauseOnWrite()).turnId);
+    const b = await recordOf((await pauseOnWrite()).turnId);
+    const c = await recordOf((await pauseOnWrite()).turnId);
+    const ids = [a.id, b.id, c.id];
+    const window = { oldest: a.created_at, newest: c.created_at };
+    const list = async (body: Record<string, unknown>) => (await (await api('POST', '/api/sessions/interactions/query', body)).json()) as { interactions: Array<{ id: string }>; next?: string };
+    const mine = (page: { interactions: Array<{ id: string }> }) => page.interactions.map((r) => r.id).filter((id) => ids.includes(id));
+
+    expect(mine(await list({ ...window, limit: 200 }))).toEqual(ids);
+    expect(mine(await list({ ...window, order: 'descending', limit: 200 }))).toEqual([...ids].reverse());
+    // Paged one at a time, newest first, in the reference's shape.
+    const seen: string[] = [];
+    let next: string | undefined;
+    do {
+      const page = await list({ windowing: { ...window, order: 'descending', limit: 1, ...(next ? { next } : {}) } });
+      seen.push(...page.interactions.map((r) => r.id));
+      next = page.next;
+    } while (next);
+    expect(seen.filter((id) => ids.includes(id))).toEqual([...ids].reverse());
+    // Both bounds are included; a window after the last record holds none of them.
+    expect(mine(await list({ oldest: b.created_at, newest: b.created_at }))).toEqual([b.id]);
+    expect(mine(await list({ windowing: { oldest: new Date(Date.parse(c.created_at) + 1).toISOString() } }))).toEqual([]);
+    await expectError(await api('POST', '/api/sessions/interactions/query', { newest: 'yesterday' }), 400, 'invalid-request', /newest/);
+    await expectError(await api('POST', '/api/sessions/interactions/query', { order: 'sideways' }), 400, 'invalid-request', /order/);
+  });
+
   it("accepts the reference's request shapes and carries its {count, interaction} reply", async () => {
     const a = await pauseOnWrite();
     const listed = await (await api('POST', '/api/sessions/interactions/query', { query: { session_id: a.session, status: 'pending' }, windowing: { limit: 10 } })).json();
