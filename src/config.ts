@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
 import { parseSecretKey } from './store/secret-box.ts';
+import type { OtlpSettings } from './telemetry/otlp.ts';
 
 /**
  * Server configuration, read once from the environment. Every variable is listed in the README's
@@ -41,6 +42,8 @@ export interface Config {
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
   /** Model prices per million tokens from AGENTD_PRICES, for the cost recorded on turns. */
   prices: PriceTable;
+  /** Where turns' spans go (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none are exported. */
+  otlp: OtlpSettings | undefined;
   env: NodeJS.ProcessEnv;
 }
 
@@ -100,6 +103,47 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
     prices: json(env, 'AGENTD_PRICES', {}),
+    otlp: otlpSettings(env),
     env,
   };
+}
+
+/**
+ * The OpenTelemetry exporter's standard variables, as every OpenTelemetry SDK reads them. Only
+ * OTLP over HTTP with JSON is spoken: another protocol is refused at start rather than sending
+ * requests the collector cannot read.
+ */
+function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
+  if (flag(env, 'OTEL_SDK_DISABLED')) return undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined);
+  if (!url) return undefined;
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${url}"`);
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/json').trim();
+  if (protocol !== 'http/json') {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported: agentd exports OTLP over HTTP with JSON; set it to http/json (every collector accepts it on /v1/traces) or unset it`);
+  }
+  return {
+    url,
+    headers: otlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || ''),
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || 'agentd',
+    scheduleDelayMs: Math.max(10, int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
+  };
+}
+
+/** `key=value,key2=value2`, values percent-encoded (the OpenTelemetry convention). The values are never echoed: they are usually keys. */
+function otlpHeaders(raw: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of raw.split(',')) {
+    if (!pair.trim()) continue;
+    const at = pair.indexOf('=');
+    const name = at > 0 ? pair.slice(0, at).trim() : '';
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas');
+    try {
+      headers[name.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new Error(`OTEL_EXPORTER_OTLP_HEADERS: the value of "${name}" is not valid percent-encoding`);
+    }
+  }
+  return headers;
 }

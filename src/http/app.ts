@@ -3,6 +3,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } f
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { OtlpExporter } from '../telemetry/otlp.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
 import { errorEnvelope } from './envelope.ts';
@@ -117,7 +118,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     parseJson(request, body as string, done);
   });
 
-  const turns = new TurnService({ store: deps.store, config, log: app.log });
+  const spans = config.otlp ? new OtlpExporter(config.otlp, app.log) : undefined;
+  const turns = new TurnService({ store: deps.store, config, log: app.log, spans });
   app.decorate('turns', turns);
   const interactions = new InteractionService({ store: deps.store, turns, log: app.log });
   app.decorate('interactions', interactions);
@@ -138,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     await evaluations.drain();
     turns.close();
+    await spans?.close();
   });
   app.decorateRequest('run', null as never);
   app.addHook('onRequest', async (request, reply) => {

@@ -13,7 +13,9 @@ import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
+import type { OtlpExporter } from '../telemetry/otlp.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
+import { startTurnSpan, type TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers } from '../agent/mcp.ts';
@@ -27,6 +29,8 @@ export interface TurnServiceDeps {
   store: Store;
   config: Config;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** Where each turn's span goes, when OpenTelemetry export is configured. */
+  spans?: OtlpExporter | undefined;
 }
 
 /**
@@ -215,7 +219,22 @@ export class TurnService {
         ? this.pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
     const state = { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision };
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), state, plan.privateSession ? record : undefined).finally(async () => {
+    const evaluation = plan.record.evaluation as Record<string, string | number> | undefined;
+    const span = startTurnSpan(this.deps.spans, {
+      ...trace,
+      internal: plan.privateSession === true,
+      startedAt: record.started_at!,
+      attributes: {
+        'gen_ai.conversation.id': sessionId,
+        'gen_ai.provider.name': template.llm.provider,
+        'gen_ai.request.model': template.llm.model,
+        'agentd.project.id': projectId,
+        'agentd.turn.id': turnId,
+        'agentd.evaluation.run_id': evaluation?.run_id,
+        'agentd.evaluation.result_id': evaluation?.result_id,
+      },
+    });
+    void this.drive(turn, events, redact, makeEventRedactor(secretValues), state, plan.privateSession ? record : undefined, span).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });
@@ -230,11 +249,13 @@ export class TurnService {
     state: Record<string, unknown>,
     /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
     unrecorded: NewTurn | undefined,
+    span: TurnSpan | undefined,
   ): Promise<void> {
     const { store, log } = this.deps;
     const folder = new TurnFolder();
     const emit = (event: AgentEvent) => {
       folder.push(event);
+      span?.event(event);
       turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
@@ -299,6 +320,7 @@ export class TurnService {
       clearInterval(renewal);
       await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
     }
+    span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
     this.live.delete(turn.id);
     turn.finish(folded);
   }

@@ -1,0 +1,168 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { builtin, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { createWorkflow } from '../configs/client.ts';
+import { createTestset, runEnded, runResults, startRun } from '../evaluation/client.ts';
+
+/**
+ * OpenTelemetry export (design.md §2): with OTEL_EXPORTER_OTLP_ENDPOINT set, every turn is a span
+ * sent over OTLP/HTTP (JSON) to a real HTTP collector, here a loopback server that keeps what it
+ * was sent.
+ */
+
+interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  raw: string;
+  body: any;
+}
+
+const received: Received[] = [];
+let collector: http.Server;
+let collectorUrl: string;
+let h: Harness;
+
+const SECRET = 'tok-otel-9f8e7d6c5b4a';
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT = '00f067aa0ba902b7';
+
+beforeAll(async () => {
+  collector = http.createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (raw += chunk));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', headers: req.headers, raw, body: JSON.parse(raw) });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  collectorUrl = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+  h = await startHarness({
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${collectorUrl}/`, OTEL_EXPORTER_OTLP_HEADERS: 'x-backend-key=k%3D1,x-team=agents', OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_SERVICE_NAME: 'agentd-under-test' },
+  });
+});
+afterAll(async () => {
+  await h.close();
+  await new Promise((resolve) => collector.close(resolve));
+});
+
+/** Every span the collector has been sent, with the resource it came under. */
+function spans(): Array<{ span: any; resource: any }> {
+  return received.flatMap((r) => r.body.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans.map((span: any) => ({ span, resource: rs.resource })))));
+}
+
+async function spanWhere(match: (span: any) => boolean, what: string): Promise<{ span: any; resource: any }> {
+  for (let i = 0; i < 200; i++) {
+    const found = spans().find((s) => match(s.span));
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`${what} never reached the collector`);
+}
+
+const spanOf = (spanId: string) => spanWhere((span) => span.spanId === spanId, `span ${spanId}`);
+
+const attrs = (list: Array<{ key: string; value: Record<string, unknown> }>) => Object.fromEntries(list.map((a) => [a.key, Object.values(a.value)[0]]));
+
+describe('OpenTelemetry export', () => {
+  it('sends each turn as a span with the ids the reply names, under the caller’s trace', async () => {
+    const session = sid('otel');
+    h.model.script([{ toolCalls: [{ name: 'ls', input: {} }] }, { text: 'listed' }]);
+    const res = await h.invoke(invokeBody([{ role: 'user', content: `list it, my token is ${SECRET}` }], template({ tools: [builtin('ls')], mode: 'allow' }), { session_id: session, secrets: { MY_TOKEN: SECRET } }), {
+      headers: { traceparent: `00-${TRACE}-${PARENT}-01` },
+    });
+    const reply = await readJson(res);
+    expect(reply.trace_id).toBe(TRACE);
+
+    const { span, resource } = await spanOf(reply.span_id);
+    expect(span).toMatchObject({ traceId: TRACE, spanId: reply.span_id, parentSpanId: PARENT, name: 'invoke_agent', kind: 2, status: { code: 1 } });
+    expect(BigInt(span.endTimeUnixNano)).toBeGreaterThan(BigInt(span.startTimeUnixNano));
+    expect(attrs(span.attributes)).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.conversation.id': session,
+      'gen_ai.provider.name': 'openai',
+      'agentd.turn.id': reply.turn_id,
+      'agentd.project.id': h.projectId,
+      'agentd.turn.status': 'completed',
+      'agentd.turn.stop_reason': 'end_turn',
+      'gen_ai.usage.input_tokens': String(reply.data.outputs.usage.input),
+    });
+    const events = span.events.map((e: any) => ({ name: e.name, ...attrs(e.attributes) }));
+    expect(events).toEqual([
+      { name: 'tool_call', 'gen_ai.tool.name': 'ls', 'gen_ai.tool.call.id': expect.any(String) },
+      { name: 'tool_result', 'gen_ai.tool.call.id': events[0]['gen_ai.tool.call.id'], 'agentd.tool.is_error': false },
+    ]);
+    expect(attrs(resource.attributes)).toMatchObject({ 'service.name': 'agentd-under-test' });
+
+    const request = received.find((r) => r.raw.includes(reply.span_id))!;
+    expect(request.path).toBe('/v1/traces');
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(request.headers['x-backend-key']).toBe('k=1');
+    expect(request.headers['x-team']).toBe('agents');
+    // Names, ids and counts only: neither the conversation nor a secret leaves in a span.
+    expect(request.raw).not.toContain(SECRET);
+    expect(request.raw).not.toContain('list it');
+  });
+
+  it('marks a failed turn as an error with its type', async () => {
+    h.model.script({ error: { status: 401 } });
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template()));
+    expect(res.status).toBe(424);
+    const reply = await readJson(res);
+    const { span } = await spanOf(reply.span_id);
+    expect(span.status).toMatchObject({ code: 2, message: reply.status.message });
+    expect(attrs(span.attributes)).toMatchObject({ 'error.type': 'upstream-auth', 'agentd.turn.status': 'failed' });
+  });
+
+  it('exports nothing for a turn whose caller did not sample its trace', async () => {
+    h.model.script({ text: 'quiet' });
+    const unsampled = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template()), { headers: { traceparent: `00-${TRACE}-${PARENT}-00` } }));
+    h.model.script({ text: 'loud' });
+    const sampled = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template())));
+    await spanOf(sampled.span_id);
+    expect(spans().some((s) => s.span.spanId === unsampled.span_id)).toBe(false);
+  });
+
+  it("exports an evaluation case as an internal span that names its run and result", async () => {
+    h.model.script({ text: 'case answer' });
+    const appRevision = (await createWorkflow(h, 'otel-target', { agent: template() })).revision.id;
+    const revision = (await createTestset(h, { name: 'otel-cases', data: { testcases: [{ data: { messages: [{ role: 'user', content: 'one case' }] } }] } })).revision_id;
+    const created = await startRun(h, revision, appRevision, { concurrency: { batch_size: 1 } });
+    expect((await runEnded(h, created.id)).data.status).toBe('success');
+    const [result] = await runResults(h, created.id);
+    const { span } = await spanWhere((s) => s.traceId === result.trace_id, "the case's span");
+    expect(span).toMatchObject({ name: 'invoke_agent', kind: 1 });
+    expect(attrs(span.attributes)).toMatchObject({ 'agentd.evaluation.run_id': created.id, 'agentd.evaluation.result_id': result.id, 'gen_ai.conversation.id': result.session_id });
+  });
+
+  it('a collector that cannot be reached costs the turns nothing and is reported in the log', async () => {
+    const down = await startHarness({ logs: true, env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces', OTEL_BSP_SCHEDULE_DELAY: '20' } });
+    try {
+      h.model.script({ text: 'fine' });
+      down.model.script({ text: 'fine anyway' });
+      const reply = await readJson(await down.invoke(invokeBody([{ role: 'user', content: 'hi' }], template())));
+      expect(reply.data.outputs.messages.at(-1).content).toBe('fine anyway');
+      for (let i = 0; i < 200 && !down.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(down.logs.find((l) => l.includes('could not send spans'))).toMatch(/"spans":1/);
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+describe('OpenTelemetry settings', () => {
+  it('are off without an endpoint or with OTEL_SDK_DISABLED, and read the standard variables', () => {
+    expect(loadConfig({}).otlp).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).otlp).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).otlp).toEqual({ url: 'http://c:4318/v1/traces', headers: {}, serviceName: 'agentd', scheduleDelayMs: 5000 });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://t.example/x' }).otlp?.url).toBe('https://t.example/x');
+  });
+
+  it('refuse what they cannot honour, saying what to set', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/"grpc" is not supported.*http\/json/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/http\(s\) URL/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals' })).toThrow(/key=value/);
+  });
+});
