@@ -176,7 +176,6 @@ function checkIgnorable(type: string, at: string): void {
   invalidAt(`unknown part type ${JSON.stringify(type)}`, `${at}.type`);
 }
 
-
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   return Array.isArray(value) ? 'array' : typeof value;
