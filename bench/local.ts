@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText } from 'ai';
+import { generateText, type ModelMessage } from 'ai';
 import { loadConfig } from '../src/config.ts';
 import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { buildApp } from '../src/http/app.ts';
@@ -46,13 +46,19 @@ export function modelFloor(modelUrl: string, calls: number, concurrency: number)
   });
 }
 
+/** One model answer through the AI SDK's `generateText`, as a turn nobody streams gets it. */
+export function sdkAnswerer(modelUrl: string): (messages: ModelMessage[]) => Promise<string> {
+  const model = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: modelUrl }).responses('m');
+  return async (messages) => (await generateText({ model, messages, providerOptions: { openai: { store: false } } })).text;
+}
+
 /**
- * The same N calls through the AI SDK's `generateText`, as a turn nobody streams makes them, and
- * nothing else: between the floor and agentd, what the SDK itself costs.
+ * The same N calls through the AI SDK, and nothing else: between the floor and agentd, what the
+ * SDK itself costs.
  */
 export function sdkCalls(modelUrl: string, calls: number, concurrency: number): Promise<number> {
-  const model = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: modelUrl }).responses('m');
-  return timeCalls(calls, concurrency, () => generateText({ model, prompt: 'q', providerOptions: { openai: { store: false } } }));
+  const answer = sdkAnswerer(modelUrl);
+  return timeCalls(calls, concurrency, () => answer([{ role: 'user', content: 'q' }]));
 }
 
 /** Wall time of `calls` calls of `call`, `concurrency` at a time. */

@@ -14,11 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, type ModelMessage } from 'ai';
+import type { ModelMessage } from 'ai';
 import Fastify from 'fastify';
 import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
-import { modelFloor, startLocalAgentd, startModelProcess } from './local.ts';
+import { modelFloor, sdkAnswerer, startLocalAgentd, startModelProcess } from './local.ts';
 
 const INPUTS = Number(process.env.BENCH_RUN_MANY_INPUTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_RUN_MANY_CONCURRENCY ?? 50);
@@ -88,13 +87,10 @@ const rawAnswer: Answer = async (messages) => {
   return answer.output.flatMap((item) => item.content ?? []).map((part) => part.text ?? '').join('');
 };
 
-/** The same call through the AI SDK, as agentd's turn makes it when nobody streams the turn. */
-const sdkModel = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: model.url }).responses('m');
-const sdkAnswer: Answer = async (messages) => (await generateText({ model: sdkModel, messages, providerOptions: { openai: { store: false } } })).text;
 
 /**
  * Not agentd: an invoke route that gets the model's answer and replies in the invoke envelope,
- * nothing else. run-many against it is what the CLI, the model (and, with `sdkAnswer`, the AI
+ * nothing else. run-many against it is what the CLI, the model (and, with `sdkAnswerer`, the AI
  * SDK) and the machine cost by themselves.
  */
 async function startBareServer(answer: Answer): Promise<Target & { close(): Promise<void> }> {
@@ -110,7 +106,7 @@ async function startBareServer(answer: Answer): Promise<Target & { close(): Prom
 
 const agentdTarget = { url: agentd.url, key: agentd.key, projectId: agentd.projectId };
 const bare = await startBareServer(rawAnswer);
-const sdk = await startBareServer(sdkAnswer);
+const sdk = await startBareServer(sdkAnswerer(model.url));
 const targets = [
   ['agentd', agentdTarget],
   ['AI SDK reference (not agentd)', sdk],
