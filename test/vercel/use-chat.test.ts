@@ -336,12 +336,18 @@ describe('resuming a chat whose turn is still running', () => {
   const resumable = (id: string) =>
     agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } }, resumeUrl: (chatId) => streamUrl(chatId) });
 
+  /** A chat whose turn is running: the model has been called and answers `text` after a while. */
+  async function running(id: string, text: string) {
+    h.model.script({ text, latencyMs: 400 });
+    const chat = resumable(id);
+    void chat.sendMessage({ text: 'hello' });
+    await waitFor(async () => h.model.requests.length >= 1, 'the model called');
+    return chat;
+  }
+
   it('a reloaded page gets the live turn from its start and follows it to the end', async () => {
     const id = `resume-${Date.now()}`;
-    h.model.script({ text: 'a slow answer', latencyMs: 400 });
-    const before = resumable(id);
-    void before.sendMessage({ text: 'hello' });
-    await waitFor(async () => h.model.requests.length >= 1, 'the model called');
+    const before = await running(id, 'a slow answer');
     // A new chat with the same id and nothing in memory: the page after a reload.
     const after = resumable(id);
     await after.resumeStream();
@@ -366,10 +372,7 @@ describe('resuming a chat whose turn is still running', () => {
 
   it("a key of another project finds no live turn in its own project, whatever session it names", async () => {
     const id = `other-${Date.now()}`;
-    h.model.script({ text: 'private words', latencyMs: 300 });
-    const owner = resumable(id);
-    void owner.sendMessage({ text: 'hello' });
-    await waitFor(async () => h.model.requests.length >= 1, 'the model called');
+    const owner = await running(id, 'private words');
     const other = await h.store.projects.ensure(`resume-other-${Date.now()}`);
     const otherKey = (await h.store.apiKeys.create(other.id, 'viewer')).key;
     const res = await fetch(streamUrl(id, other.id), { headers: { authorization: `ApiKey ${otherKey}` } });
