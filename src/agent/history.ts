@@ -1,9 +1,8 @@
 import type { AssistantContent, ModelMessage, ToolContent } from 'ai';
 import type { Message } from '../contract/messages.ts';
+import { messagePath } from '../contract/message-sources.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';
 import { AppError } from '../errors.ts';
-
-const WHERE = 'data.inputs.messages';
 
 /** A tool call in the inbound history, and what the caller says about it. */
 export interface HistoryCall {
@@ -27,19 +26,19 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
   messages.forEach((m, index) => {
     if (m.role === 'user') lastUser = index;
     if (isToolCallMessage(m)) {
-      if (!m.tool_call_id) throw new AppError('invalid-messages', `a tool-call message needs "tool_call_id" at ${WHERE}[${index}]`);
-      if (byId.has(m.tool_call_id)) throw new AppError('invalid-messages', `duplicate tool call "${m.tool_call_id}" at ${WHERE}[${index}]`);
+      if (!m.tool_call_id) throw new AppError('invalid-messages', `a tool-call message needs "tool_call_id" at ${messagePath(messages, index)}`);
+      if (byId.has(m.tool_call_id)) throw new AppError('invalid-messages', `duplicate tool call "${m.tool_call_id}" at ${messagePath(messages, index)}`);
       const call: HistoryCall = { index, toolCallId: m.tool_call_id, toolName: m.tool_name!, input: m.input };
       if (m.approval) call.approval = m.approval;
       byId.set(m.tool_call_id, call);
       calls.push(call);
     } else if (m.role === 'tool') {
-      if (!m.tool_call_id) throw new AppError('invalid-messages', `a tool-result message needs "tool_call_id" at ${WHERE}[${index}]`);
+      if (!m.tool_call_id) throw new AppError('invalid-messages', `a tool-result message needs "tool_call_id" at ${messagePath(messages, index)}`);
       const call = byId.get(m.tool_call_id);
       if (!call) {
-        throw new AppError('invalid-messages', `tool result for unknown call "${m.tool_call_id}" at ${WHERE}[${index}]; the tool-call message must come first`);
+        throw new AppError('invalid-messages', `tool result for unknown call "${m.tool_call_id}" at ${messagePath(messages, index)}; the tool-call message must come first`);
       }
-      if (call.result) throw new AppError('invalid-messages', `second result for call "${m.tool_call_id}" at ${WHERE}[${index}]`);
+      if (call.result) throw new AppError('invalid-messages', `second result for call "${m.tool_call_id}" at ${messagePath(messages, index)}`);
       call.result = { index, content: m.content, isError: m.is_error ?? false };
     }
   });

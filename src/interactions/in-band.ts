@@ -1,9 +1,8 @@
+import { messagePath } from '../contract/message-sources.ts';
 import type { Message } from '../contract/messages.ts';
 import type { HistoryCall } from '../agent/history.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
-
-const WHERE = 'data.inputs.messages';
 
 export interface InBandAnswers {
   /** The history with each approved call's input replaced by the input that was approved. */
@@ -33,17 +32,17 @@ export async function readInBandAnswers(
   const answered: InBandAnswers['answered'] = [];
 
   for (const call of trailing) {
-    const at = `${WHERE}[${call.index}]`;
+    const at = (detail = '') => messagePath(history, call.index, detail);
     if (call.approval && call.approval.approved !== undefined && !call.result) {
       const record = await store.interactions.get(projectId, call.approval.id);
       if (!record || record.session_id !== sessionId || record.kind !== 'user_approval') {
-        throw new AppError('invalid-approval', `no approval "${call.approval.id}" is known in this session (${at}.approval.id)`);
+        throw new AppError('invalid-approval', `no approval "${call.approval.id}" is known in this session (${at('.approval.id')})`);
       }
       if (record.tool_call_id !== call.toolCallId) {
-        throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at})`);
+        throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at()})`);
       }
       if (record.status !== 'pending' && !(record.status === 'responded' && outOfBand.has(record.id))) {
-        throw new AppError('interaction-not-pending', `interaction "${record.id}" is already ${record.status}; it cannot be answered again (${at}.approval)`);
+        throw new AppError('interaction-not-pending', `interaction "${record.id}" is already ${record.status}; it cannot be answered again (${at('.approval')})`);
       }
       out[call.index] = { ...history[call.index]!, input: record.request.args };
       answered.push({ id: record.id, answer: { approved: call.approval.approved, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
@@ -62,14 +61,14 @@ export async function readInBandAnswers(
       continue;
     }
     if (call.approval) {
-      throw new AppError('invalid-approval', `tool call "${call.toolCallId}" awaits a decision: re-post it with approval.approved true or false (${at}.approval)`);
+      throw new AppError('invalid-approval', `tool call "${call.toolCallId}" awaits a decision: re-post it with approval.approved true or false (${at('.approval')})`);
     }
     const record = pendingByCall.get(call.toolCallId);
     throw new AppError(
       'invalid-messages',
       record?.kind === 'client_tool'
-        ? `client tool call "${call.toolCallId}" awaits its result: append {"role":"tool","tool_call_id":"${call.toolCallId}","content":…} after it (${at})`
-        : `tool call "${call.toolCallId}" has no result (${at}); append its tool-result message`,
+        ? `client tool call "${call.toolCallId}" awaits its result: append {"role":"tool","tool_call_id":"${call.toolCallId}","content":…} after it (${at()})`
+        : `tool call "${call.toolCallId}" has no result (${at()}); append its tool-result message`,
     );
   }
   return { history: out, answered };

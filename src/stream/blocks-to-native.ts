@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sourced } from '../contract/message-sources.ts';
 import { Message, type Approval } from '../contract/messages.ts';
 import { toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { isObject } from '../objects.ts';
@@ -66,18 +67,19 @@ function fromBlocks(message: Blocks, at: string, earlier: readonly Message[]): M
     } else if (type === 'tool_call') {
       flushText();
       const call = parseAt(CallBlock, block, blockAt);
-      out.push(toolCallMessage(call.toolCallId, call.toolName, call.input ?? {}));
+      out.push(sourced(toolCallMessage(call.toolCallId, call.toolName, call.input ?? {}), blockAt));
     } else if (type === 'tool_result') {
       flushText();
       const result = parseAt(ResultBlock, block, blockAt);
       const approval = decisionOf(result.output, `${blockAt}.output`);
       if (approval === undefined) {
-        out.push(toolResultMessage(result.toolCallId, toolOutputText(result.output), result.isError ?? false));
+        out.push(sourced(toolResultMessage(result.toolCallId, toolOutputText(result.output), result.isError ?? false), blockAt));
         return;
       }
       const call = [...earlier, ...out].findLast((m) => m.tool_call_id === result.toolCallId && m.tool_name !== undefined);
       if (!call) invalidAt(`a decision on tool call "${result.toolCallId}", which no earlier tool_call block or tool-call message makes`, blockAt);
-      call.approval = approval;
+      // An error in the decision (an unknown token, an answered pause) is found later, on the call.
+      sourced(call, blockAt).approval = approval;
     } else {
       invalidAt(`unknown content block type ${JSON.stringify(type)}; an assistant message's blocks are text, tool_call and tool_result`, `${blockAt}.type`);
     }

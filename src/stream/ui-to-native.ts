@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UIMessage, type Approval, type Message } from '../contract/messages.ts';
+import { sourced } from '../contract/message-sources.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
 
@@ -130,8 +131,9 @@ function toolMessages(raw: { type: string }, at: string): [call: Message, result
   const toolName = part.type === 'dynamic-tool' ? parseAt(DynamicToolName, raw, at).toolName : part.type.slice('tool-'.length);
   if (toolName === '') invalidAt("tool part type must name the tool, as in 'tool-<name>'", `${at}.type`);
 
-  const call = (approval?: Approval): Message => toolCallMessage(part.toolCallId, toolName, part.input, approval);
-  const result = (content: string, isError: boolean): Message => toolResultMessage(part.toolCallId, content, isError);
+  // Both messages of the part name the part itself in any later error.
+  const call = (approval?: Approval): Message => sourced(toolCallMessage(part.toolCallId, toolName, part.input, approval), at);
+  const result = (content: string, isError: boolean): Message => sourced(toolResultMessage(part.toolCallId, content, isError), at);
   switch (part.state) {
     case 'input-available':
       return [call()];

@@ -239,6 +239,13 @@ describe('decisions as the reference content blocks', () => {
     expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('pending');
   });
 
+  it("an unknown interactionToken → 400 naming the block that carries it", async () => {
+    const p = await paused();
+    const res = await repost(p.session, [asBlocks(p.messages, { approved: true, interactionToken: 'never-asked' })]);
+    await expectError(res, 400, 'invalid-approval', /"never-asked".*\(data\.inputs\.messages\[1\]\.content\[2\]\)$/);
+    expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('pending');
+  });
+
   it('a decision on a call no message makes → 400', async () => {
     const p = await paused();
     const decision = { role: 'assistant', content: [{ type: 'tool_result', toolCallId: 'call_nowhere', output: { approved: true, interactionToken: p.id } }] };

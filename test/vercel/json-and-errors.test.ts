@@ -166,6 +166,26 @@ describe('invalid Vercel input', () => {
     expect((await safeValidateUIMessages({ messages: [badState as never] })).success).toBe(false);
   });
 
+  it('a problem found after conversion names the part the caller sent, not an index in the converted list', async () => {
+    const twoCalls = {
+      id: 'a1',
+      role: 'assistant',
+      parts: [
+        { type: 'step-start' },
+        { type: 'text', text: 'two calls' },
+        { type: 'tool-ls', toolCallId: 'c1', state: 'output-available', input: {}, output: 'a.txt' },
+        { type: 'tool-ls', toolCallId: 'c1', state: 'output-available', input: {}, output: 'b.txt' },
+      ],
+    };
+    expect(await rejected([user('u1', 'x'), twoCalls])).toMatch(/duplicate tool call "c1" at data\.inputs\.messages\[1\]\.parts\[3\]$/);
+
+    const decided = { id: 'a2', role: 'assistant', parts: [{ type: 'text', text: 'may I?' }, { type: 'tool-ls', toolCallId: 'c2', state: 'approval-responded', input: {}, approval: { id: 'never-asked', approved: true } }] };
+    const res = await h.invoke({ session_id: 'vercel-bad-decision', data: { inputs: { messages: [user('u1', 'x'), decided] }, parameters: { agent } } }, { headers: VERCEL_JSON });
+    const body = await res.json();
+    expect(body.status).toMatchObject({ code: 400, type: 'invalid-approval' });
+    expect(body.status.message).toMatch(/"never-asked".*\(data\.inputs\.messages\[1\]\.parts\[1\]\)$/);
+  });
+
   it('the chat transport body is checked the same way, and useChat surfaces the 400', async () => {
     const chat = agentdChat({
       api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
