@@ -234,23 +234,16 @@ export class TurnService {
         'agentd.evaluation.result_id': evaluation?.result_id,
       },
     });
-    void this.drive(turn, events, redact, makeEventRedactor(secretValues), state, plan.privateSession ? record : undefined, span).finally(async () => {
+    const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span };
+    void this.drive(turn, events, how).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });
     return turn;
   }
 
-  private async drive(
-    turn: LiveTurn,
-    events: AsyncGenerator<AgentEvent>,
-    redact: <T>(v: T) => T,
-    redactEvent: (event: AgentEvent) => AgentEvent[],
-    state: Record<string, unknown>,
-    /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
-    unrecorded: NewTurn | undefined,
-    span: TurnSpan | undefined,
-  ): Promise<void> {
+  private async drive(turn: LiveTurn, events: AsyncGenerator<AgentEvent>, how: DriveOptions): Promise<void> {
+    const { redact, redactEvent, state, unrecorded, span } = how;
     const { store, log } = this.deps;
     const folder = new TurnFolder();
     const emit = (event: AgentEvent) => {
@@ -387,6 +380,17 @@ export class TurnService {
     for (const turn of this.live.values()) turn.controller.abort(INTERRUPTED);
     await all();
   }
+}
+
+/** What `drive` needs besides the turn and its events. */
+interface DriveOptions {
+  redact: <T>(v: T) => T;
+  redactEvent: (event: AgentEvent) => AgentEvent[];
+  /** What a pause keeps for the turn's continuation. */
+  state: Record<string, unknown>;
+  /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
+  unrecorded: NewTurn | undefined;
+  span: TurnSpan | undefined;
 }
 
 /** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */
