@@ -42,6 +42,8 @@ export interface Config {
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
   /** Model prices per million tokens from AGENTD_PRICES, for the cost recorded on turns. */
   prices: PriceTable;
+  /** Origins whose browser pages may call the API (AGENTD_CORS_ORIGINS): a list, `*` for any, unset for none. */
+  corsOrigins: string[] | '*' | undefined;
   /** Where turns' spans go (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none are exported. */
   otlp: OtlpSettings | undefined;
   env: NodeJS.ProcessEnv;
@@ -103,9 +105,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
     prices: json(env, 'AGENTD_PRICES', {}),
+    corsOrigins: corsOrigins(env.AGENTD_CORS_ORIGINS),
     otlp: otlpSettings(env),
     env,
   };
+}
+
+/** `https://app.example.com,http://localhost:3000`: each an origin as a browser sends it, or `*`. */
+function corsOrigins(raw: string | undefined): string[] | '*' | undefined {
+  const origins = (raw ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  if (origins.length === 0) return undefined;
+  if (origins.includes('*')) return '*';
+  for (const origin of origins) {
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+      throw new Error(`AGENTD_CORS_ORIGINS: "${origin}" is not an origin; write scheme, host and port only, e.g. https://app.example.com or http://localhost:3000`);
+    }
+  }
+  return origins;
 }
 
 /**

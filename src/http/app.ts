@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
@@ -106,6 +107,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     requestIdHeader: false,
   });
+
+  // Browser pages on the listed origins may call the API, a useChat front end among them: they may
+  // send the contract's headers and read the ones replies carry.
+  if (config.corsOrigins) {
+    await app.register(cors, {
+      origin: config.corsOrigins,
+      methods: ['GET', 'POST', 'PUT', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'accept', 'traceparent', 'x-request-id', 'x-ag-messages-format', 'x-ag-messages-transcript', 'x-ag-session-control', 'x-ag-workflow-embeds', 'x-ag-session-id'],
+      exposedHeaders: ['x-request-id', 'x-ag-version', 'x-ag-trace-id', 'x-ag-span-id', 'x-ag-session-id', 'traceparent', 'baggage', 'retry-after', 'x-vercel-ai-ui-message-stream', 'x-ag-messages-format', 'x-ag-messages-version'],
+      maxAge: 600,
+    });
+  }
 
   // Fastify parses text/plain into a string by default; every body here is JSON, so that type
   // gets the same 415 as any other non-JSON type instead of a confusing "must be an object" 400.

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { traceparentOf } from '../telemetry/trace-context.ts';
 
@@ -14,4 +15,17 @@ export function runHeaders(run: { sessionId?: string | undefined; traceId?: stri
     headers.baggage = `ag.session.id=${run.sessionId}`;
   }
   return headers;
+}
+
+/**
+ * The headers hooks have set on a reply (its request id, CORS), for a stream written to the socket
+ * directly, which Fastify's own sending would otherwise have added.
+ */
+export function replyHeaders(reply: FastifyReply): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (typeof value === 'string' || Array.isArray(value)) out[name] = value;
+    else if (typeof value === 'number') out[name] = String(value);
+  }
+  return out;
 }

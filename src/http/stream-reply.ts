@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AgentEvent } from '../contract/events.ts';
 import { ndjsonLine, sseFrame } from '../stream/native-frames.ts';
 import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, vercelSseFrame, type VercelProjectorOptions } from '../stream/vercel.ts';
@@ -22,7 +22,7 @@ export interface StreamTarget {
  * Writes a turn's events to the socket in the negotiated projection. Writing stops when the
  * client goes away; the turn itself keeps running (its reader is the only thing that ends).
  */
-export async function writeStream(res: ServerResponse, headers: Record<string, string>, events: AsyncIterable<AgentEvent>, target: StreamTarget): Promise<void> {
+export async function writeStream(res: ServerResponse, headers: OutgoingHttpHeaders, events: AsyncIterable<AgentEvent>, target: StreamTarget): Promise<void> {
   const projector = target.vercel ? new VercelProjector(target.vercel) : undefined;
   res.writeHead(200, {
     ...headers,

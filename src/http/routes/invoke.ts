@@ -10,7 +10,7 @@ import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate } from '../negotiate.ts';
-import { runHeaders } from '../run-headers.ts';
+import { replyHeaders, runHeaders } from '../run-headers.ts';
 import { sessionIdParam } from '../session-request.ts';
 import { writeStream } from '../stream-reply.ts';
 
@@ -80,7 +80,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     if (turn.failure && head.some((e) => e.type === 'error')) throw turn.failure;
     reply.hijack();
     const continued = continuedMessage(call);
-    await writeStream(reply.raw, headers, concat(head, rest), {
+    await writeStream(reply.raw, { ...replyHeaders(reply), ...headers }, concat(head, rest), {
       wire: wire === 'json' ? 'sse' : wire,
       vercel:
         call.format === 'vercel'
@@ -103,7 +103,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     if (!turn) return reply.code(204).send();
     reply.hijack();
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
-    await writeStream(reply.raw, runHeaders(run), turn.follow(), {
+    await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
       wire: 'sse',
       vercel: { messageId: `msg-${turn.id}`, startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId }, continues: false },
     });
