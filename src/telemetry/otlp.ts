@@ -102,7 +102,7 @@ export class OtlpExporter {
 }
 
 /** An `ExportTraceServiceRequest` in OTLP's JSON mapping: ids in hex, times as decimal strings of nanoseconds. */
-export function encode(spans: readonly SpanRecord[], serviceName: string) {
+function encode(spans: readonly SpanRecord[], serviceName: string) {
   return {
     resourceSpans: [
       {
