@@ -82,19 +82,16 @@ export interface AgentdChatOptions<M extends UIMessage> extends Omit<ChatInit<M>
   apiKey: string;
   /** Extra request body, merged by the transport next to `{id, messages, trigger, messageId}`. */
   body?: object;
-  /** Where `resumeStream` reconnects: the transport's default (`${api}/${chatId}/stream`) would break `api`'s query string. */
-  resumeUrl?: (chatId: string) => string;
 }
 
 /** A chat wired to agentd exactly as a front end would configure `useChat`'s transport. */
 export function agentdChat<M extends UIMessage = UIMessage>(options: AgentdChatOptions<M>): HeadlessChat<M> {
-  const { api, apiKey, body, resumeUrl, ...init } = options;
+  const { api, apiKey, body, ...init } = options;
   let chat: HeadlessChat<M> | undefined;
   const transport = new DefaultChatTransport<M>({
     api,
     headers: { Authorization: `ApiKey ${apiKey}`, 'x-ag-messages-format': 'vercel' },
     ...(body !== undefined ? { body } : {}),
-    ...(resumeUrl !== undefined ? { prepareReconnectToStreamRequest: ({ id }: { id: string }) => ({ api: resumeUrl(id) }) } : {}),
     fetch: async (input, request) => {
       const headers = Object.fromEntries(new Headers(request?.headers).entries());
       const sentBody = typeof request?.body === 'string' ? (JSON.parse(request.body) as Record<string, any>) : {};

@@ -330,11 +330,14 @@ describe('useChat: more of what a front end does', () => {
   });
 });
 
-/** `useChat({resume: true})`: after a reload the chat asks for its live turn (reference/vercel-ai-sdk.md §5). */
+/**
+ * `useChat({resume: true})`: after a reload the chat asks for its live turn (reference/vercel-ai-sdk.md
+ * §5), at the transport's default reconnect URL: nothing is configured beyond `api`.
+ */
 describe('resuming a chat whose turn is still running', () => {
   const streamUrl = (chatId: string, projectId = h.projectId) => `${h.url}/services/agent/v0/invoke/${encodeURIComponent(chatId)}/stream?project_id=${projectId}`;
   const resumable = (id: string) =>
-    agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } }, resumeUrl: (chatId) => streamUrl(chatId) });
+    agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } } });
 
   /** A chat whose turn is running: the model has been called and answers `text` after a while. */
   async function running(id: string, text: string) {
@@ -351,6 +354,7 @@ describe('resuming a chat whose turn is still running', () => {
     // A new chat with the same id and nothing in memory: the page after a reload.
     const after = resumable(id);
     await after.resumeStream();
+    expect(after.sent.map((r) => r.url)).toEqual([streamUrl(id)]);
     expect(after.error).toBeUndefined();
     expect(after.status).toBe('ready');
     const answer = after.messages.at(-1);

@@ -94,8 +94,9 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
   });
 
   // useChat's `resume: true` asks for the chat's live turn after a reload (reference/vercel-ai-sdk.md
-  // §5): the turn from its start, as the Vercel stream, and 204 when none runs. The transport's
-  // default URL is `${api}/${chatId}/stream`, which is this route when `api` has no query string.
+  // §5): the turn from its start, as the Vercel stream, and 204 when none runs. The transport puts
+  // `/{chatId}/stream` before `api`'s query string, so a chat whose `api` is the invoke URL lands
+  // here with nothing more configured.
   app.get('/services/agent/v0/invoke/:session_id/stream', async (request, reply) => {
     const principal = await authorize(deps.store, request, 'viewer');
     const sessionId = sessionIdParam(request);
