@@ -47,10 +47,16 @@ export class OtlpExporter {
   private dropped = 0;
   private sending: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
+  /** The URL as logs show it: a user name or password in it stays out of them. */
+  private readonly shownUrl: string;
 
   constructor(settings: OtlpSettings, log: { warn(obj: object, msg: string): void }) {
     this.settings = settings;
     this.log = log;
+    const shown = new URL(settings.url);
+    shown.username = '';
+    shown.password = '';
+    this.shownUrl = shown.href;
     this.timer = setInterval(() => void this.flush(), settings.scheduleDelayMs);
     this.timer.unref();
   }
@@ -72,7 +78,7 @@ export class OtlpExporter {
         await this.send(batch);
       }
       if (this.dropped > 0) {
-        this.log.warn({ dropped: this.dropped, url: this.settings.url }, 'OpenTelemetry spans were dropped: the export queue was full (is the collector reachable?)');
+        this.log.warn({ dropped: this.dropped, url: this.shownUrl }, 'OpenTelemetry spans were dropped: the export queue was full (is the collector reachable?)');
         this.dropped = 0;
       }
     });
@@ -94,9 +100,9 @@ export class OtlpExporter {
         signal: AbortSignal.timeout(10_000),
       });
       await res.arrayBuffer();
-      if (!res.ok) this.log.warn({ status: res.status, spans: batch.length, url: this.settings.url }, 'the OpenTelemetry collector refused a batch of spans; they are dropped');
+      if (!res.ok) this.log.warn({ status: res.status, spans: batch.length, url: this.shownUrl }, 'the OpenTelemetry collector refused a batch of spans; they are dropped');
     } catch (error) {
-      this.log.warn({ err: { message: (error as Error).message }, spans: batch.length, url: this.settings.url }, 'could not send spans to the OpenTelemetry collector; they are dropped');
+      this.log.warn({ err: { message: (error as Error).message }, spans: batch.length, url: this.shownUrl }, 'could not send spans to the OpenTelemetry collector; they are dropped');
     }
   }
 }

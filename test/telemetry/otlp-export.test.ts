@@ -137,15 +137,18 @@ describe('OpenTelemetry export', () => {
     expect(attrs(span.attributes)).toMatchObject({ 'agentd.evaluation.run_id': created.id, 'agentd.evaluation.result_id': result.id, 'gen_ai.conversation.id': result.session_id });
   });
 
-  it('a collector that cannot be reached costs the turns nothing and is reported in the log', async () => {
-    const down = await startHarness({ logs: true, env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces', OTEL_BSP_SCHEDULE_DELAY: '20' } });
+  it('a collector that cannot be reached costs the turns nothing and is reported in the log, without the credentials its URL carries', async () => {
+    const down = await startHarness({ logs: true, env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://otel:url-s3cret@127.0.0.1:9/v1/traces', OTEL_BSP_SCHEDULE_DELAY: '20' } });
     try {
       h.model.script({ text: 'fine' });
       down.model.script({ text: 'fine anyway' });
       const reply = await readJson(await down.invoke(invokeBody([{ role: 'user', content: 'hi' }], template())));
       expect(reply.data.outputs.messages.at(-1).content).toBe('fine anyway');
       for (let i = 0; i < 200 && !down.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
-      expect(down.logs.find((l) => l.includes('could not send spans'))).toMatch(/"spans":1/);
+      const warning = down.logs.find((l) => l.includes('could not send spans'));
+      expect(warning).toMatch(/"spans":1/);
+      expect(warning).toContain('127.0.0.1:9/v1/traces');
+      expect(down.logs.join('\n')).not.toContain('url-s3cret');
     } finally {
       await down.close();
     }
