@@ -15,7 +15,7 @@ import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
 import type { OtlpExporter } from '../telemetry/otlp.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
-import { startTurnSpan, type TurnSpan } from '../telemetry/turn-span.ts';
+import { TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers } from '../agent/mcp.ts';
@@ -220,20 +220,26 @@ export class TurnService {
         : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
     const state = { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision };
     const evaluation = plan.record.evaluation as Record<string, string | number> | undefined;
-    const span = startTurnSpan(this.deps.spans, {
-      ...trace,
-      internal: plan.privateSession === true,
-      startedAt: record.started_at!,
-      attributes: {
-        'gen_ai.conversation.id': sessionId,
-        'gen_ai.provider.name': template.llm.provider,
-        'gen_ai.request.model': template.llm.model,
-        'agentd.project.id': projectId,
-        'agentd.turn.id': turnId,
-        'agentd.evaluation.run_id': evaluation?.run_id,
-        'agentd.evaluation.result_id': evaluation?.result_id,
-      },
-    });
+    // Built only when spans are exported and the caller's trace is sampled: nothing on the path otherwise.
+    const span =
+      this.deps.spans && trace.sampled
+        ? new TurnSpan(this.deps.spans, {
+            traceId: trace.traceId,
+            spanId: trace.spanId,
+            parentSpanId: trace.parentSpanId,
+            internal: plan.privateSession === true,
+            startedAt: record.started_at!,
+            attributes: {
+              'gen_ai.conversation.id': sessionId,
+              'gen_ai.provider.name': template.llm.provider,
+              'gen_ai.request.model': template.llm.model,
+              'agentd.project.id': projectId,
+              'agentd.turn.id': turnId,
+              'agentd.evaluation.run_id': evaluation?.run_id,
+              'agentd.evaluation.result_id': evaluation?.result_id,
+            },
+          })
+        : undefined;
     const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span };
     void this.drive(turn, events, how).finally(async () => {
       if (this.bySession.get(key) === turn) this.bySession.delete(key);

@@ -5,8 +5,6 @@ export interface TurnSpanStart {
   traceId: string;
   spanId: string;
   parentSpanId?: string | undefined;
-  /** The caller's sampling decision (traceparent's flag); an unsampled turn exports nothing. */
-  sampled: boolean;
   /** A turn nobody asked for over HTTP (an evaluation case) is an internal span, not a server one. */
   internal: boolean;
   startedAt: string;
@@ -89,10 +87,6 @@ export class TurnSpan {
     if (outcome.error) span.status = { code: 'error', message: outcome.error.message };
     this.exporter.add(span);
   }
-}
-
-export function startTurnSpan(exporter: OtlpExporter | undefined, start: TurnSpanStart): TurnSpan | undefined {
-  return exporter && start.sampled ? new TurnSpan(exporter, start) : undefined;
 }
 
 function defined(values: Record<string, AttributeValue | undefined>): Record<string, AttributeValue> {
