@@ -1,7 +1,8 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel } from 'ai';
+import type { LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
+import { APICallError, type LanguageModel } from 'ai';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
@@ -61,7 +62,7 @@ export function resolveModel(
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
     case 'openai':
-      return createOpenAI({ ...HTTP, apiKey: requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY'), baseURL: env.OPENAI_BASE_URL || undefined }).responses(llm.model);
+      return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY'), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
       return createAnthropic({ ...HTTP, apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY'), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
     case 'ollama':
@@ -105,7 +106,7 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
   const apiKey = connection.api_key;
   switch (connection.provider) {
     case 'openai':
-      return createOpenAI({ ...HTTP, apiKey, baseURL: connection.base_url ?? 'https://api.openai.com/v1' }).responses(model);
+      return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
     case 'anthropic':
       return createAnthropic({ ...HTTP, apiKey, baseURL: connection.base_url ?? 'https://api.anthropic.com/v1' })(model);
     case 'ollama':
@@ -115,6 +116,46 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
       return createOpenAICompatible({ ...HTTP, name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
   }
+}
+
+const OPENAI_PUBLIC = 'https://api.openai.com/v1';
+
+/** Base URLs that answered the Responses API with "no such route"; their models speak Chat Completions. */
+const chatOnly = new Set<string>();
+
+/**
+ * An OpenAI model over the Responses API. Servers that OPENAI_BASE_URL or a connection points at
+ * often speak only Chat Completions (llama.cpp, older vLLM and gateways), so a 404 or 405 from
+ * such a base URL's `/responses` is answered by making the same call over `/chat/completions`:
+ * when that succeeds, the base URL uses Chat Completions from then on. OpenAI's own API always
+ * has Responses, and there a 404 means something else (an unknown model).
+ */
+function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
+  const provider = createOpenAI({ ...HTTP, apiKey, baseURL });
+  const base = baseURL ?? OPENAI_PUBLIC;
+  if (base === OPENAI_PUBLIC) return provider.responses(modelId);
+  if (chatOnly.has(base)) return provider.chat(modelId);
+  const responses = provider.responses(modelId);
+  async function call<K extends 'doGenerate' | 'doStream'>(method: K, options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4[K]>>> {
+    if (!chatOnly.has(base)) {
+      try {
+        return (await responses[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
+      } catch (error) {
+        if (!(APICallError.isInstance(error) && (error.statusCode === 404 || error.statusCode === 405))) throw error;
+      }
+    }
+    const result = (await provider.chat(modelId)[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
+    chatOnly.add(base);
+    return result;
+  }
+  return {
+    specificationVersion: 'v4',
+    provider: responses.provider,
+    modelId,
+    supportedUrls: responses.supportedUrls,
+    doGenerate: (options) => call('doGenerate', options),
+    doStream: (options) => call('doStream', options),
+  };
 }
 
 /** The provider keys of the server's own environment: an upstream error or a model may echo them. */

@@ -75,7 +75,9 @@ export interface FakeModelServer {
   script(s: FakeScript): void;
   readonly inFlight: number;
   readonly peakInFlight: number;
-  /** Forgets recorded requests and restarts peakInFlight from the current load. */
+  /** `METHOD path` of each request the server had no route for, such as a protocol it does not serve. */
+  readonly unrouted: string[];
+  /** Forgets recorded and unrouted requests and restarts peakInFlight from the current load. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -87,12 +89,14 @@ export interface FakeModelOptions {
   script?: FakeScript;
   /** Long benchmarks can turn recording off so memory stays flat. Default true. */
   record?: boolean;
+  /** The protocols served; the others' paths get a 404, as on a server that lacks them. Default all. */
+  protocols?: FakeProtocol[];
 }
 
 const ITEM_MEMORY_LIMIT = 10_000;
 
 export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeModelServer> {
-  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true);
+  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true, opts.protocols ?? ['chat', 'responses', 'anthropic']);
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     model.server.once('error', reject);
@@ -117,11 +121,13 @@ class FakeModel implements FakeModelServer {
   requests: RecordedRequest[] = [];
   inFlight = 0;
   peakInFlight = 0;
+  unrouted: string[] = [];
   readonly server: Server;
 
   #script: FakeScript;
   #cursor = 0;
   #record: boolean;
+  #protocols: FakeProtocol[];
   #seq = 0;
   #closing = new AbortController();
   #hanging = new Set<ServerResponse>();
@@ -130,9 +136,10 @@ class FakeModel implements FakeModelServer {
   // on (its default), so the server must remember what it said to show the full conversation.
   #items = new Map<string, { text: string } | { call: RecordedToolCall }>();
 
-  constructor(script: FakeScript, record: boolean) {
+  constructor(script: FakeScript, record: boolean, protocols: FakeProtocol[]) {
     this.#script = script;
     this.#record = record;
+    this.#protocols = protocols;
     this.server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => this.#fail(res, err));
     });
@@ -148,6 +155,7 @@ class FakeModel implements FakeModelServer {
   reset(): void {
     // In place, so a test holding `server.requests` keeps seeing the live list.
     this.requests.length = 0;
+    this.unrouted.length = 0;
     this.peakInFlight = this.inFlight;
   }
 
@@ -192,15 +200,17 @@ class FakeModel implements FakeModelServer {
       sendJson(res, 200, JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model', owned_by: 'agentd' }] }));
       return;
     }
-    const protocol: FakeProtocol | undefined = path.endsWith('/chat/completions')
+    const named: FakeProtocol | undefined = path.endsWith('/chat/completions')
       ? 'chat'
       : path.endsWith('/responses')
         ? 'responses'
         : path.endsWith('/messages')
           ? 'anthropic'
           : undefined;
+    const protocol = named && this.#protocols.includes(named) ? named : undefined;
     if (protocol === undefined || req.method !== 'POST') {
       req.resume();
+      this.unrouted.push(`${req.method} ${path}`);
       const status = protocol === undefined ? 404 : 405;
       sendJson(res, status, errorBody(protocol ?? 'chat', status, `fake model: no route for ${req.method} ${path}`));
       return;

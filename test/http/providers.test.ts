@@ -79,3 +79,43 @@ describe('the Responses API as self-hosted servers speak it', () => {
     expect(JSON.stringify(second!.body.input)).toContain('let me look');
   });
 });
+
+describe('an OPENAI_BASE_URL server without the Responses API', () => {
+  let chatOnly: Harness;
+  beforeAll(async () => {
+    chatOnly = await startHarness({ protocols: ['chat'] });
+  });
+  afterAll(async () => chatOnly.close());
+
+  const openaiTurn = (text: string) =>
+    chatOnly.invoke(userTurn(text, { parameters: { agent: { llm: { provider: 'openai', model: 'gpt-x' }, tools: [{ type: 'builtin', name: 'ls' }], runner: { permissions: { default: 'allow' } } } } }));
+
+  it('runs the turn over Chat Completions, and asks for Responses only once', async () => {
+    chatOnly.model.script([{ toolCalls: [{ name: 'ls', input: {} }] }, { text: 'listed' }, { text: 'again' }]);
+    const first = await openaiTurn('hi');
+    expect(first.status).toBe(200);
+    expect((await first.json()).data.outputs.messages.at(-1).content).toBe('listed');
+    expect(chatOnly.model.requests.map((r) => r.protocol)).toEqual(['chat', 'chat']);
+    expect(chatOnly.model.requests[0]!.headers.authorization).toBe('Bearer sk-test-openai-key');
+    expect(chatOnly.model.unrouted).toEqual(['POST /v1/responses']);
+
+    const second = await openaiTurn('more');
+    expect((await second.json()).data.outputs.messages.at(-1).content).toBe('again');
+    expect(chatOnly.model.requests.map((r) => r.protocol)).toEqual(['chat', 'chat', 'chat']);
+    expect(chatOnly.model.unrouted).toHaveLength(1);
+  });
+
+  it('reports a server that speaks neither as a failed dependency that names the base URL', async () => {
+    const neither = await startHarness({ protocols: [] });
+    try {
+      const res = await neither.invoke(userTurn('hi', { parameters: { agent: { llm: { provider: 'openai', model: 'gpt-x' } } } }));
+      const body = await res.json();
+      expect(res.status).toBe(424);
+      expect(body.status.message).toContain('answered 404');
+      expect(body.status.message).toContain(new URL(neither.model.url).host);
+      expect(neither.model.unrouted).toEqual(['POST /v1/responses', 'POST /v1/chat/completions']);
+    } finally {
+      await neither.close();
+    }
+  });
+});

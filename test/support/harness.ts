@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
-import { startFakeModel, type FakeModelServer, type FakeScript } from '../../src/testing/fake-model.ts';
+import { startFakeModel, type FakeModelServer, type FakeProtocol, type FakeScript } from '../../src/testing/fake-model.ts';
 import { freshDatabase } from './database.ts';
 
 export interface Harness {
@@ -34,6 +34,8 @@ export interface HarnessOptions {
   /** Settings from the environment; a function gets the fake model's URL, for settings that name it. */
   env?: Record<string, string> | ((modelUrl: string) => Record<string, string>);
   script?: FakeScript;
+  /** The protocols the fake model serves (default all). */
+  protocols?: FakeProtocol[];
   /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
   logs?: boolean;
   /** Share another harness's data folder (and so its database): a second agentd process, in effect. */
@@ -44,7 +46,7 @@ export interface HarnessOptions {
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const model = await startFakeModel(options.script ? { script: options.script } : {});
+  const model = await startFakeModel({ ...(options.script ? { script: options.script } : {}), ...(options.protocols ? { protocols: options.protocols } : {}) });
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'agentd-test-')));
   const config = loadConfig({
     AGENTD_DATA_DIR: dataDir,
