@@ -1,5 +1,6 @@
-import type { FinishReason, UIMessageChunk } from 'ai';
+import type { FinishReason, UIMessage, UIMessageChunk } from 'ai';
 import type { AgentEvent, EventOf, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
+import { messageChunks } from './message-chunks.ts';
 import { StepTracker } from './steps.ts';
 import { deniedResultText, toolOutputText } from '../contract/tool-messages.ts';
 import { addUsage } from './usage.ts';
@@ -48,6 +49,11 @@ export interface VercelProjectorOptions {
    * turn's `pending_interaction` would outlive its answer unless the finish clears it.
    */
   continues?: boolean;
+  /**
+   * On a replay of a continuation for a client that holds nothing (useChat's resume starts from an
+   * empty message): the continued message, rebuilt first with its metadata under ours.
+   */
+  rebuilds?: UIMessage;
 }
 
 export function finishReasonOf(stopReason: StopReason, pending: PendingInteraction | undefined): FinishReason {
@@ -69,6 +75,7 @@ export class VercelProjector {
   readonly #messageId: string;
   readonly #startMetadata: VercelStartMetadata;
   readonly #continues: boolean;
+  readonly #rebuilds: UIMessage | undefined;
   readonly #steps = new StepTracker();
   readonly #openText = new Set<string>();
   readonly #openReasoning = new Set<string>();
@@ -83,6 +90,7 @@ export class VercelProjector {
     this.#messageId = opts.messageId;
     this.#startMetadata = { ...opts.startMetadata };
     this.#continues = opts.continues ?? false;
+    this.#rebuilds = opts.rebuilds;
   }
 
   push(event: AgentEvent): UIMessageChunk[] {
@@ -91,7 +99,9 @@ export class VercelProjector {
     if (!this.#started) {
       // A stream joined mid-turn still needs `start`, or the client has no message to build.
       this.#started = true;
-      out.push({ type: 'start', messageId: this.#messageId, messageMetadata: { ...this.#startMetadata } });
+      const rebuilt = this.#rebuilds;
+      out.push({ type: 'start', messageId: this.#messageId, messageMetadata: { ...(rebuilt?.metadata as object | undefined), ...this.#startMetadata } });
+      if (rebuilt) out.push(...messageChunks(rebuilt));
     }
     switch (event.type) {
       case 'turn_start':

@@ -48,8 +48,17 @@ export async function overTheWire(chunks: readonly UIMessageChunk[]): Promise<UI
       controller.close();
     },
   });
+  return parsedChunks(bytes);
+}
+
+/** The chunks of an HTTP response carrying the UI message stream, parsed as the SDK's transport does. */
+export async function responseChunks(res: Response): Promise<UIMessageChunk[]> {
+  return parsedChunks(res.body!);
+}
+
+async function parsedChunks(stream: ReadableStream<Uint8Array>): Promise<UIMessageChunk[]> {
   const out: UIMessageChunk[] = [];
-  const reader = parseJsonEventStream({ stream: bytes, schema: uiMessageChunkSchema }).getReader();
+  const reader = parseJsonEventStream({ stream, schema: uiMessageChunkSchema }).getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

@@ -9,6 +9,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sessionFolder } from '../../src/sessions/folders.ts';
 import { agentdChat, type HeadlessChat } from '../support/headless-chat.ts';
+import { readFinal, responseChunks } from '../support/sdk-client.ts';
 import { startHarness, template, type Harness } from '../support/harness.ts';
 import { waitFor } from '../sessions-api/client.ts';
 
@@ -336,8 +337,8 @@ describe('useChat: more of what a front end does', () => {
  */
 describe('resuming a chat whose turn is still running', () => {
   const streamUrl = (chatId: string, projectId = h.projectId) => `${h.url}/services/agent/v0/invoke/${encodeURIComponent(chatId)}/stream?project_id=${projectId}`;
-  const resumable = (id: string) =>
-    agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } } });
+  const resumable = (id: string, messages?: UIMessage[]) =>
+    agentdChat({ id, ...(messages ? { messages } : {}), api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } } });
 
   /** A chat whose turn is running: the model has been called and answers `text` after a while. */
   async function running(id: string, text: string) {
@@ -364,6 +365,67 @@ describe('resuming a chat whose turn is still running', () => {
     await before.untilFinished(1);
     expect(before.messages.at(-1)?.id).toBe(answer?.id);
     expect(h.model.requests).toHaveLength(1);
+  });
+
+  /**
+   * The SDK replays a resumed stream from an empty message, so a turn that continues a paused
+   * message must rebuild it first: a page reloaded while the approved call's turn runs.
+   */
+  /** A chat approved a paused write, and the turn that continues the message is running. */
+  async function continuing(id: string) {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'r.txt', content: 'resumed' } }] }, { text: 'Wrote r.txt.', latencyMs: 400 }]);
+    const chat = agentdChat({
+      id,
+      api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
+      apiKey: h.apiKey,
+      body: { data: { parameters: { agent: writeAgent } } },
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    const paused = await pauseOnWrite(chat, 'r.txt', 'resumed');
+    await chat.addToolApprovalResponse({ id: paused.approvalId, approved: true });
+    await waitFor(async () => h.model.requests.length >= 2, 'the continuation called the model');
+    return { chat, ...paused };
+  }
+
+  /** The continued message as the chat that stayed open ends with it. */
+  async function expectContinued(resumed: UIMessage | undefined, open: Awaited<ReturnType<typeof continuing>>) {
+    expect(resumed?.id).toBe(open.assistant.id);
+    expect(resumed?.parts.map((p) => p.type)).toEqual(['step-start', 'tool-write', 'step-start', 'text']);
+    expect(toolPart(resumed, 'tool-write')).toMatchObject({
+      toolCallId: open.toolCallId,
+      state: 'output-available',
+      input: { path: 'r.txt', content: 'resumed' },
+      approval: { id: open.approvalId, approved: true },
+    });
+    expect(texts(resumed)).toEqual(['Wrote r.txt.']);
+    expect(resumed?.metadata).toMatchObject({ session_id: open.chat.id, stop_reason: 'end_turn', pending_interaction: null });
+    await open.chat.untilFinished(2);
+    expect(JSON.parse(JSON.stringify(open.chat.messages.at(-1)))).toEqual(JSON.parse(JSON.stringify(resumed)));
+    expect(h.model.requests).toHaveLength(2);
+  }
+
+  it.each([
+    ['the page reloaded its saved messages', true],
+    ['the page kept nothing', false],
+  ])('a continuation after an approval resumes whole: %s', async (_case, saved) => {
+    const id = `resume-approval-${saved}-${Date.now()}`;
+    const open = await continuing(id);
+    const after = saved ? resumable(id, open.chat.messages) : resumable(id);
+    await after.resumeStream();
+    expect(after.error).toBeUndefined();
+    expect(after.status).toBe('ready');
+    expect(after.messages.map((m) => m.role)).toEqual(saved ? ['user', 'assistant'] : ['assistant']);
+    await expectContinued(after.messages.at(-1), open);
+  });
+
+  it('a force attach to that continuation starts with the continued message too', async () => {
+    const id = `attach-approval-${Date.now()}`;
+    const open = await continuing(id);
+    const res = await h.invoke({ session_id: id }, { headers: { 'x-ag-session-control': 'force', 'x-ag-messages-format': 'vercel', accept: 'text/event-stream' } });
+    expect(res.status).toBe(200);
+    const { message, errors } = await readFinal(await responseChunks(res));
+    expect(errors).toEqual([]);
+    await expectContinued(message, open);
   });
 
   it('with no live turn the server answers 204 and the chat stays as it was', async () => {

@@ -6,6 +6,7 @@ import type { LiveTurn } from '../../sessions/live-turn.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
 import { trimToTrailingUnit } from '../../stream/fold.ts';
+import type { VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
@@ -54,6 +55,12 @@ function continuedMessage(call: InvokeCall): UIMessage | undefined {
 }
 
 export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
+  /**
+   * The message each live Vercel-format continuation continues, as its client sent it: a reader
+   * that joins the turn later holds no such message, so its replay rebuilds it first.
+   */
+  const continuations = new WeakMap<LiveTurn, UIMessage>();
+
   app.post('/services/agent/v0/invoke', async (request, reply) => {
     const principal = await authorize(deps.store, request, 'editor');
     const call = readInvokeCall(request);
@@ -73,23 +80,17 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     request.run = run;
     const headers = runHeaders(run);
+    const continued = continuedMessage(call);
+    if (continued) continuations.set(turn, continued);
 
     if (!stream) return replyJson(reply, turn, call, headers);
 
     const { head, rest } = await firstEvents(turn);
     if (turn.failure && head.some((e) => e.type === 'error')) throw turn.failure;
     reply.hijack();
-    const continued = continuedMessage(call);
     await writeStream(reply.raw, { ...replyHeaders(reply), ...headers }, concat(head, rest), {
       wire: wire === 'json' ? 'sse' : wire,
-      vercel:
-        call.format === 'vercel'
-          ? {
-              messageId: continued?.id ?? `msg-${turn.id}`,
-              startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
-              continues: continued !== undefined,
-            }
-          : undefined,
+      vercel: call.format === 'vercel' ? vercelStart(turn, continued ?? continuations.get(turn), continued !== undefined) : undefined,
     });
   });
 
@@ -106,9 +107,22 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
       wire: 'sse',
-      vercel: { messageId: `msg-${turn.id}`, startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId }, continues: false },
+      vercel: vercelStart(turn, continuations.get(turn), false),
     });
   });
+}
+
+/**
+ * How a turn's Vercel stream starts. A continuation goes on with the message it continues; a
+ * reader that does not hold that message (it joined later) gets it rebuilt first.
+ */
+function vercelStart(turn: LiveTurn, continued: UIMessage | undefined, readerHoldsIt: boolean): VercelProjectorOptions {
+  return {
+    messageId: continued?.id ?? `msg-${turn.id}`,
+    startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
+    continues: continued !== undefined,
+    ...(continued && !readerHoldsIt ? { rebuilds: continued } : {}),
+  };
 }
 
 async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, headers: Record<string, string>): Promise<InvokeResponse> {
