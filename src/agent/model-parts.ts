@@ -1,4 +1,5 @@
-import { generateText, streamText, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { generateText, simulateStreamingMiddleware, streamText, wrapLanguageModel, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
 import { generatedParts } from './generated-parts.ts';
 
 /** What a turn asks of the model, whichever way it is called. */
@@ -6,6 +7,9 @@ type ModelCall = Parameters<typeof generateText>[0] & Parameters<typeof streamTe
 
 /** Model endpoints that answered a non-streaming call with something unreadable: they only stream. */
 const STREAM_ONLY = new Set<string>();
+
+/** Model endpoints that answered a streaming call with one JSON body: they never stream. */
+const NEVER_STREAMS = new Set<string>();
 
 /** Statuses a server that only streams may answer a non-streaming call with. */
 const REFUSALS = new Set([400, 405, 415, 422, 501]);
@@ -55,9 +59,40 @@ export async function* modelParts(call: ModelCall, options: { streaming: boolean
   }
   yield* streamText({
     ...call,
+    model: typeof call.model !== 'string' && call.model.specificationVersion === 'v4' ? streamedOrSimulated(call.model, endpoint) : call.model,
     timeout: { stepMs: options.timeoutMs, chunkMs: options.timeoutMs },
     // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
     // error reaches the caller through the stream's error part instead.
     onError: () => {},
   }).stream;
+}
+
+function isJson(headers: Record<string, string | undefined> | undefined): boolean {
+  return /^application\/(?:[\w.+-]+\+)?json\b/i.test(headers?.['content-type'] ?? '');
+}
+
+/**
+ * A model whose streaming calls fall back to one non-streaming call retold as a stream, for
+ * servers that ignore `stream: true` and answer with one JSON body (simple OpenAI-compatible
+ * servers and test doubles do). That answer is dropped unread, since the SDK would read it as an
+ * empty stream, and the endpoint is asked without streaming from then on.
+ */
+function streamedOrSimulated(model: LanguageModelV4, endpoint: string): LanguageModelV4 {
+  const simulated = () => wrapLanguageModel({ model, middleware: simulateStreamingMiddleware() });
+  if (NEVER_STREAMS.has(endpoint)) return simulated();
+  return {
+    specificationVersion: 'v4',
+    provider: model.provider,
+    modelId: model.modelId,
+    supportedUrls: model.supportedUrls,
+    doGenerate: (options) => model.doGenerate(options),
+    async doStream(options) {
+      if (NEVER_STREAMS.has(endpoint)) return simulated().doStream(options);
+      const result = await model.doStream(options);
+      if (!isJson(result.response?.headers)) return result;
+      await result.stream.cancel();
+      NEVER_STREAMS.add(endpoint);
+      return simulated().doStream(options);
+    },
+  };
 }

@@ -44,14 +44,18 @@ describe('model calls', () => {
 });
 
 /**
- * A model server that can only stream: every call is forwarded to the fake model as a streaming
- * one, or, with `refuse`, a call that does not ask to stream is answered 400.
+ * A model server that speaks one way only: every call is forwarded to the fake model with `stream`
+ * set to `streams`, or, with `refuse`, a call that asks otherwise is answered 400. `asked` records
+ * what each call asked for.
  */
-async function streamOnlyProxy(target: string, refuse = false): Promise<{ url: string; server: Server }> {
+async function oneWayProxy(target: string, streams: boolean, refuse = false): Promise<{ url: string; server: Server; asked: boolean[] }> {
+  const asked: boolean[] = [];
   const server = createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    if (refuse && JSON.parse(raw).stream !== true) {
+    const stream = JSON.parse(raw).stream === true;
+    asked.push(stream);
+    if (refuse && stream !== streams) {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: 'only streaming is supported', type: 'invalid_request_error' } }));
       return;
@@ -59,19 +63,19 @@ async function streamOnlyProxy(target: string, refuse = false): Promise<{ url: s
     const upstream = await fetch(`${target}${req.url!.replace(/^\/v1/, '')}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
-      body: JSON.stringify({ ...JSON.parse(raw), stream: true }),
+      body: JSON.stringify({ ...JSON.parse(raw), stream: streams }),
     });
-    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'text/event-stream' });
+    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
     res.end(await upstream.text());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server };
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server, asked };
 }
 
 describe('a model server that only streams', () => {
   it('still answers JSON turns: the turn starts over streaming, and that endpoint is streamed after', async () => {
     const upstream = await startHarness();
-    const proxy = await streamOnlyProxy(upstream.model.url);
+    const proxy = await oneWayProxy(upstream.model.url, true);
     // A model name of its own: which endpoints only stream is remembered per provider and model.
     const onlyStreams = await startHarness({ env: { OPENAI_BASE_URL: proxy.url, AGENTD_DEFAULT_MODEL: 'stream-only-model' } });
     try {
@@ -92,7 +96,7 @@ describe('a model server that only streams', () => {
 
   it('still answers JSON turns when the server refuses non-streaming calls', async () => {
     const upstream = await startHarness();
-    const proxy = await streamOnlyProxy(upstream.model.url, true);
+    const proxy = await oneWayProxy(upstream.model.url, true, true);
     const refusing = await startHarness({ env: { OPENAI_BASE_URL: proxy.url } });
     try {
       upstream.model.script({ text: 'streamed after all' });
@@ -101,6 +105,34 @@ describe('a model server that only streams', () => {
       expect(upstream.model.requests.map((r) => r.stream)).toEqual([true]);
     } finally {
       await refusing.close();
+      proxy.server.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe('a model server that never streams', () => {
+  it('still streams turns: one JSON answer per step, retold as a stream, and that endpoint is not asked to stream again', async () => {
+    const upstream = await startHarness();
+    const proxy = await oneWayProxy(upstream.model.url, false);
+    const neverStreams = await startHarness({ env: { OPENAI_BASE_URL: proxy.url } });
+    try {
+      const jsonOnlyAgent = { ...template({ tools: [builtin('ls')] }), llm: { provider: 'openai', model: 'never-streams-model' } };
+      // The first answer is given twice: once to the streaming call that is dropped, once to its retry.
+      const call = { toolCalls: [{ name: 'ls', input: {} }] };
+      upstream.model.script([call, call, { text: 'The folder is empty.' }, { text: 'Still empty.' }]);
+      const first = await readFrames(await neverStreams.invoke(invokeBody([{ role: 'user', content: 'list' }], jsonOnlyAgent, { session_id: sid('never') }), { headers: { accept: 'text/event-stream' } }));
+      expect(first.frames.map((f) => f.type)).toEqual(expect.arrayContaining(['tool_call', 'tool_result', 'message_delta']));
+      expect(first.frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('The folder is empty.');
+      expect(first.frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
+      // The first streaming call's JSON answer was dropped and asked for again without streaming.
+      expect(proxy.asked).toEqual([true, false, false]);
+
+      const second = await readFrames(await neverStreams.invoke(invokeBody([{ role: 'user', content: 'again' }], jsonOnlyAgent, { session_id: sid('never') }), { headers: { accept: 'text/event-stream' } }));
+      expect(second.frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('Still empty.');
+      expect(proxy.asked).toEqual([true, false, false, false]);
+    } finally {
+      await neverStreams.close();
       proxy.server.close();
       await upstream.close();
     }
