@@ -62,9 +62,9 @@ export function resolveModel(
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
     case 'openai':
-      return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY'), env.OPENAI_BASE_URL || undefined, llm.model);
+      return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
-      return createAnthropic({ ...HTTP, apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY'), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
+      return createAnthropic({ ...HTTP, apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
     case 'ollama':
       return createOpenAICompatible({
         ...HTTP,
@@ -169,7 +169,12 @@ export function serverKeys(config: Pick<Config, 'env' | 'openaiCompatible'>): Ar
   ];
 }
 
-function requireKey(value: string | undefined, name: string): string {
+/**
+ * The provider's key. The provider's own API needs one; a server of your own at a base URL may not
+ * (a local model server often has no keys), so there a missing key is sent empty.
+ */
+function requireKey(value: string | undefined, name: string, baseURL: string | undefined): string {
+  if (!value && baseURL) return '';
   if (!value) {
     throw new AppError('upstream-auth', `no API key for the model provider: set ${name} in the server's environment or pass it in the request's secrets.${name}`);
   }
