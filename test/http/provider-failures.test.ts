@@ -146,18 +146,28 @@ describe('a hanging provider', () => {
 describe('no provider key', () => {
   let keyless: Harness;
   beforeAll(async () => {
-    keyless = await startHarness({ env: { OPENAI_API_KEY: '' } });
+    // OpenAI at the fake model's base URL; Anthropic at its own public API.
+    keyless = await startHarness({ env: { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' } });
   });
   afterAll(async () => keyless.close());
+  const anthropicTurn = () => invokeBody([{ role: 'user', content: 'go' }], { ...agent, llm: { provider: 'anthropic', model: 'claude-x' } });
 
-  it('→ 424 naming OPENAI_API_KEY, and no call upstream', async () => {
+  it("for the provider's own API → 424 naming ANTHROPIC_API_KEY, and no call upstream", async () => {
     keyless.model.reset();
-    await expectError(await keyless.invoke(turn()), 424, 'upstream-auth', 'OPENAI_API_KEY');
+    await expectError(await keyless.invoke(anthropicTurn()), 424, 'upstream-auth', 'ANTHROPIC_API_KEY');
     expect(keyless.model.requests).toHaveLength(0);
   });
 
   it('→ the JSON envelope even when streamed', async () => {
-    await expectError(await keyless.invoke(turn(), { headers: { accept: 'text/event-stream' } }), 424, 'upstream-auth', 'OPENAI_API_KEY');
+    await expectError(await keyless.invoke(anthropicTurn(), { headers: { accept: 'text/event-stream' } }), 424, 'upstream-auth', 'ANTHROPIC_API_KEY');
+  });
+
+  it('at a base URL of your own is not needed: the call goes without one', async () => {
+    keyless.model.script({ text: 'no key needed' });
+    const res = await keyless.invoke(turn());
+    expect(res.status).toBe(200);
+    expect((await res.json()).data.outputs.messages.at(-1).content).toBe('no key needed');
+    expect(keyless.model.requests.at(-1)!.headers.authorization).toBe('Bearer');
   });
 
   it('a per-request secret supplies the key', async () => {
