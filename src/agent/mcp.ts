@@ -28,6 +28,8 @@ export interface McpTools {
 export interface ConnectOptions {
   /** The request's `credentials`, sent as a bearer token to servers with `forward_credentials`. */
   credentials?: string | undefined;
+  /** The request's `secrets`, which a server's url and header values name as `{{secrets.NAME}}`. */
+  secrets?: Readonly<Record<string, string>> | undefined;
   /** Whether `stdio` servers may be spawned (AGENTD_ALLOW_STDIO_MCP). */
   allowStdio: boolean;
   /** Deadline for connecting to a server and listing its tools; servers connect in parallel. */
@@ -55,8 +57,9 @@ export function mcpToolName(server: string, tool: string): string {
  * `timeoutMs` is a 424 `mcp-unavailable`; a template that asks for something a server cannot give
  * is a 400. Either way nothing stays open.
  */
-export async function connectMcpServers(servers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
-  checkTemplate(servers, opts);
+export async function connectMcpServers(templateServers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
+  checkTemplate(templateServers, opts);
+  const servers = templateServers.map((server, i) => withSecrets(server, i, opts.secrets ?? {}));
   opts.signal?.throwIfAborted();
   if (servers.length === 0) return { tools: {}, readOnly: new Set(), permissions: new Map(), close: async () => {} };
 
@@ -112,6 +115,28 @@ function checkTemplate(servers: readonly McpServer[], opts: ConnectOptions): voi
   }
 }
 
+const SECRET_REFERENCE = /\{\{\s*secrets\.([A-Za-z0-9_.-]+)\s*\}\}/g;
+
+/**
+ * The server with each `{{secrets.NAME}}` in its url and header values replaced by the request's
+ * secret of that name, so a stored template need not hold the token. Like every secret of a run,
+ * the values are kept out of what the turn records and of error messages.
+ */
+function withSecrets(server: McpServer, i: number, secrets: Readonly<Record<string, string>>): McpServer {
+  const connection = server.connection;
+  if (connection.type === 'stdio') return server;
+  const fill = (text: string, where: string) =>
+    text.replace(SECRET_REFERENCE, (_, name: string) => {
+      const value = secrets[name];
+      if (value === undefined) {
+        throw new AppError('invalid-request', `${WHERE}[${i}].connection.${where} names the secret "${name}", which the request does not carry; send it in secrets.${name}`);
+      }
+      return value;
+    });
+  const headers = connection.headers && Object.fromEntries(Object.entries(connection.headers).map(([name, value]) => [name, fill(value, `headers.${name}`)]));
+  return { ...server, connection: { ...connection, url: fill(connection.url, 'url'), ...(headers ? { headers } : {}) } };
+}
+
 interface Connected {
   client: MCPClient;
   listing: ListToolsResult['tools'];
@@ -146,7 +171,8 @@ async function connectOne(server: McpServer, opts: ConnectOptions, siblings: Abo
     if (siblings.aborted && !deadline.signal.aborted) throw SIBLING_FAILED;
     const reason = deadline.signal.aborted ? `no answer within ${opts.timeoutMs} ms` : scrub(reasonOf(error), secretsOf(server, opts));
     // No `cause`: the raw error quotes the URL, and causes end up in debug stack traces.
-    throw new AppError('mcp-unavailable', `MCP server "${server.name}" at ${endpointOf(server)} could not be reached: ${reason}`, { status: 424 });
+    const endpoint = scrub(endpointOf(server), secretsOf(server, opts));
+    throw new AppError('mcp-unavailable', `MCP server "${server.name}" at ${endpoint} could not be reached: ${reason}`, { status: 424 });
   } finally {
     clearTimeout(timer);
   }
@@ -295,7 +321,12 @@ function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   const connection = server.connection;
   if (connection.type === 'stdio') return [];
   // Short header values are flags and content types, and would blot out ordinary words.
-  const secrets = [connection.url, ...Object.values(connection.headers ?? {}).filter((v) => v.length >= 8)];
+  const headerValues = Object.values(connection.headers ?? {});
+  const secrets = [connection.url, ...headerValues.filter((v) => v.length >= 8)];
+  // The request's secrets that the url or a header was filled with, short ones too (not a letter or two).
+  for (const value of Object.values(opts.secrets ?? {})) {
+    if (value.length >= 4 && [connection.url, ...headerValues].some((text) => text.includes(value))) secrets.push(value);
+  }
   try {
     const url = new URL(connection.url);
     secrets.push(url.href);

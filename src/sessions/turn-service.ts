@@ -164,6 +164,7 @@ export class TurnService {
     const mcp = template.mcps.length
       ? await connectMcpServers(template.mcps, {
           credentials: plan.credentials,
+          secrets,
           allowStdio: config.allowStdioMcp,
           timeoutMs: config.mcp.connectTimeoutMs,
           callTimeoutMs: config.mcp.callTimeoutMs,

@@ -74,6 +74,28 @@ describe('MCP servers', () => {
     expect(mcp.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
   });
 
+  it("fill {{secrets.NAME}} in a server's headers and url from the request's secrets, and keep them out of what is stored", async () => {
+    h.model.script([{ toolCalls: [{ name: 'calc__add', input: { a: 2, b: 3 } }] }, { text: 'five' }]);
+    const token = 'mcp-token-from-the-request-987';
+    const session = sid('mcp-secret');
+    const server = calc({ connection: { type: 'http', url: `${mcp.url}?tenant={{secrets.TENANT}}`, headers: { authorization: 'Bearer {{ secrets.MCP_TOKEN }}' } } });
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'add' }], agent([server], 'allow'), { session_id: session, secrets: { MCP_TOKEN: token, TENANT: 'acme-tenant' } }));
+    const body = await readJson(res);
+    expect(body.data.outputs.messages.at(-1).content).toBe('five');
+    expect(mcp.requests.length).toBeGreaterThan(0);
+    expect(mcp.requests.every((r) => r.headers.authorization === `Bearer ${token}` && r.query === '?tenant=acme-tenant')).toBe(true);
+    const stored = JSON.stringify(await h.store.turns.listForSession(h.projectId, session, { limit: 5 }));
+    expect(stored).not.toContain(token);
+    expect(JSON.stringify(body)).not.toContain(token);
+  });
+
+  it('refuse a server that names a secret the request does not carry, before connecting to anything', async () => {
+    const server = calc({ connection: { type: 'http', url: mcp.url, headers: { 'x-api-key': '{{secrets.MISSING_KEY}}' } } });
+    await expectError(await turn([server]), 400, 'invalid-request', 'mcps[0].connection.headers.x-api-key names the secret "MISSING_KEY"');
+    expect(mcp.requests).toHaveLength(0);
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it('fail with a clear 424, not a hang, when a server cannot be reached or never answers', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

@@ -19,7 +19,7 @@ export interface TestMcpServer {
   /** The endpoint a template's `connection.url` names (`/mcp` for http, `/sse` for sse). */
   url: string;
   /** Every HTTP request the server received, in order, with its headers. */
-  requests: { method: string; path: string; headers: IncomingHttpHeaders }[];
+  requests: { method: string; path: string; query: string; headers: IncomingHttpHeaders }[];
   /** Every tool call the server ran, in order. */
   calls: { name: string; args: Record<string, unknown> }[];
   /** SSE streams still open (sse only): a closed client leaves none. */
@@ -97,7 +97,7 @@ export async function startMcpServer(options: { tools?: TestMcpTool[]; transport
 
   const http = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    requests.push({ method: req.method ?? '', path: url.pathname, headers: req.headers });
+    requests.push({ method: req.method ?? '', path: url.pathname, query: url.search, headers: req.headers });
     void (async () => {
       if (kind === 'http') {
         if (url.pathname !== '/mcp') return fail(res, 404, 'not found');
