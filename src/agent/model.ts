@@ -64,7 +64,11 @@ export function resolveModel(
     case 'openai':
       return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
-      return createAnthropic({ ...HTTP, apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), baseURL: env.ANTHROPIC_BASE_URL || undefined })(llm.model);
+      return createAnthropic({
+        ...HTTP,
+        apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL),
+        baseURL: env.ANTHROPIC_BASE_URL ? anthropicBase(env.ANTHROPIC_BASE_URL) : undefined,
+      })(llm.model);
     case 'ollama':
       return createOpenAICompatible({
         ...HTTP,
@@ -108,7 +112,7 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
     case 'openai':
       return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
     case 'anthropic':
-      return createAnthropic({ ...HTTP, apiKey, baseURL: connection.base_url ?? 'https://api.anthropic.com/v1' })(model);
+      return createAnthropic({ ...HTTP, apiKey, baseURL: anthropicBase(connection.base_url ?? 'https://api.anthropic.com') })(model);
     case 'ollama':
       // Ollama has no public endpoint: unset means the one this server uses.
       return createOpenAICompatible({ ...HTTP, name: 'ollama', baseURL: connection.base_url ?? (env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1'), apiKey, includeUsage: true })(model);
@@ -116,6 +120,15 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
       return createOpenAICompatible({ ...HTTP, name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
   }
+}
+
+/**
+ * An Anthropic base URL as Anthropic's own SDKs and tools take ANTHROPIC_BASE_URL: without the
+ * `/v1` that the AI SDK's provider wants after it. One that already ends in `/v1` is kept as it is.
+ */
+function anthropicBase(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return trimmed.endsWith('/v1') ? trimmed : `${trimmed}/v1`;
 }
 
 const OPENAI_PUBLIC = 'https://api.openai.com/v1';

@@ -43,6 +43,18 @@ describe('providers, each over its real protocol', () => {
     expect(JSON.stringify(requests[1]!.messages)).toContain('"role":"tool"');
   });
 
+  it('takes ANTHROPIC_BASE_URL as Anthropic\'s own SDKs do, without /v1', async () => {
+    const anthropicStyle = await startHarness({ env: (modelUrl) => ({ ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: modelUrl.replace(/\/v1$/, '/') }) });
+    try {
+      anthropicStyle.model.script({ text: 'from /v1/messages' });
+      const res = await anthropicStyle.invoke(userTurn('hi', { parameters: { agent: { llm: { provider: 'anthropic', model: 'claude-x' } } } }));
+      expect((await res.json()).data.outputs.messages.at(-1).content).toBe('from /v1/messages');
+      expect(anthropicStyle.model.requests.map((r) => r.path)).toEqual(['/v1/messages']);
+    } finally {
+      await anthropicStyle.close();
+    }
+  });
+
   it('names the missing setting when an openai-compatible endpoint is not configured', async () => {
     const { res, body } = await run({ provider: 'openai-compatible', model: 'm', connection: { mode: 'self_managed', slug: 'nope' } });
     expect(res.status).toBe(400);
