@@ -67,13 +67,13 @@ export function resolveModel(
       return createAnthropic({
         ...HTTP,
         apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL),
-        baseURL: env.ANTHROPIC_BASE_URL ? anthropicBase(env.ANTHROPIC_BASE_URL) : undefined,
+        baseURL: env.ANTHROPIC_BASE_URL ? withV1(env.ANTHROPIC_BASE_URL) : undefined,
       })(llm.model);
     case 'ollama':
       return createOpenAICompatible({
         ...HTTP,
         name: 'ollama',
-        baseURL: env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1',
+        baseURL: withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL),
         apiKey: key('OLLAMA_API_KEY'),
         includeUsage: true,
       })(llm.model);
@@ -112,21 +112,24 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
     case 'openai':
       return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
     case 'anthropic':
-      return createAnthropic({ ...HTTP, apiKey, baseURL: anthropicBase(connection.base_url ?? 'https://api.anthropic.com') })(model);
+      return createAnthropic({ ...HTTP, apiKey, baseURL: withV1(connection.base_url ?? 'https://api.anthropic.com') })(model);
     case 'ollama':
       // Ollama has no public endpoint: unset means the one this server uses.
-      return createOpenAICompatible({ ...HTTP, name: 'ollama', baseURL: connection.base_url ?? (env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1'), apiKey, includeUsage: true })(model);
+      return createOpenAICompatible({ ...HTTP, name: 'ollama', baseURL: withV1(connection.base_url ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey, includeUsage: true })(model);
     case 'openai-compatible':
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
       return createOpenAICompatible({ ...HTTP, name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
   }
 }
 
+const OLLAMA_LOCAL = 'http://127.0.0.1:11434';
+
 /**
- * An Anthropic base URL as Anthropic's own SDKs and tools take ANTHROPIC_BASE_URL: without the
- * `/v1` that the AI SDK's provider wants after it. One that already ends in `/v1` is kept as it is.
+ * A base URL as Anthropic's and Ollama's own tools take it (ANTHROPIC_BASE_URL, an Ollama host):
+ * without the `/v1` that the AI SDK's providers want after it. One that already ends in `/v1` is
+ * kept as it is.
  */
-function anthropicBase(url: string): string {
+function withV1(url: string): string {
   const trimmed = url.replace(/\/+$/, '');
   return trimmed.endsWith('/v1') ? trimmed : `${trimmed}/v1`;
 }

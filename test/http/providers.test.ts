@@ -43,15 +43,18 @@ describe('providers, each over its real protocol', () => {
     expect(JSON.stringify(requests[1]!.messages)).toContain('"role":"tool"');
   });
 
-  it('takes ANTHROPIC_BASE_URL as Anthropic\'s own SDKs do, without /v1', async () => {
-    const anthropicStyle = await startHarness({ env: (modelUrl) => ({ ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: modelUrl.replace(/\/v1$/, '/') }) });
+  it.each([
+    ['ANTHROPIC_BASE_URL', 'anthropic', '/v1/messages'],
+    ['OLLAMA_BASE_URL', 'ollama', '/v1/chat/completions'],
+  ])('takes %s without /v1, as the provider\'s own tools do', async (setting, provider, path) => {
+    const bare = await startHarness({ env: (modelUrl) => ({ ANTHROPIC_API_KEY: 'sk-ant-test', [setting]: modelUrl.replace(/\/v1$/, '/') }) });
     try {
-      anthropicStyle.model.script({ text: 'from /v1/messages' });
-      const res = await anthropicStyle.invoke(userTurn('hi', { parameters: { agent: { llm: { provider: 'anthropic', model: 'claude-x' } } } }));
-      expect((await res.json()).data.outputs.messages.at(-1).content).toBe('from /v1/messages');
-      expect(anthropicStyle.model.requests.map((r) => r.path)).toEqual(['/v1/messages']);
+      bare.model.script({ text: `from ${path}` });
+      const res = await bare.invoke(userTurn('hi', { parameters: { agent: { llm: { provider, model: 'm' } } } }));
+      expect((await res.json()).data.outputs.messages.at(-1).content).toBe(`from ${path}`);
+      expect(bare.model.requests.map((r) => r.path)).toEqual([path]);
     } finally {
-      await anthropicStyle.close();
+      await bare.close();
     }
   });
 
