@@ -1,7 +1,7 @@
 import { isStepCount, jsonSchema, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
 import { modelParts } from './model-parts.ts';
 import type { Config } from '../config.ts';
-import type { AgentEvent, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
+import type { AgentEvent, EventOf, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
 import { gateFor } from './permissions.ts';
 import { collectCalls, toModelMessages } from './history.ts';
@@ -132,6 +132,20 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   let steps = 0;
   let lastStepHadCalls = false;
   const usage: Usage = { input: 0, output: 0, total: 0 };
+  // A continuation's answered calls settle before its first step: denials at once, approved calls
+  // as they finish. They are told in the order the calls were made, as the model will read them,
+  // so the output does not depend on which tool was quicker.
+  const callOrder = new Map(calls.map((c, i) => [c.toolCallId, i]));
+  let settling: Array<EventOf<'tool_result'>> | undefined = [];
+  const settled = function* () {
+    const results = settling ?? [];
+    settling = undefined;
+    yield* results.sort((a, b) => (callOrder.get(a.data.id) ?? 0) - (callOrder.get(b.data.id) ?? 0));
+  };
+  const result = function* (event: EventOf<'tool_result'>) {
+    if (settling) settling.push(event);
+    else yield event;
+  };
 
   try {
     for await (const part of parts()) {
@@ -161,18 +175,18 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           break;
         case 'tool-result':
           unanswered.delete(part.toolCallId);
-          yield { type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } };
+          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } });
           break;
         case 'tool-error':
           unanswered.delete(part.toolCallId);
-          yield { type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } };
+          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } });
           break;
         case 'tool-approval-response':
           if (!part.approved && part.reason) deniedReasons.set(part.toolCall.toolCallId, part.reason);
           break;
         case 'tool-output-denied': {
           unanswered.delete(part.toolCallId);
-          yield { type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } };
+          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } });
           break;
         }
         case 'tool-approval-request': {
@@ -189,6 +203,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           break;
         }
         case 'start-step':
+          yield* settled();
           steps++;
           lastStepHadCalls = false;
           break;
@@ -215,9 +230,12 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       }
     }
   } catch (error) {
+    // Tools that ran before the failure are part of what the turn did.
+    yield* settled();
     if (input.signal.aborted) throw input.signal.reason ?? error;
     throw toModelError(error);
   }
+  yield* settled();
 
   // Calls left without a result or an approval request belong to client tools: the caller runs them.
   for (const [toolCallId, call] of unanswered) {

@@ -21,6 +21,7 @@ export class TurnFolder {
   #messages: Message[] = [];
   #texts = new Map<string, Message>();
   #calls = new Map<string, Message>();
+  #results = new Set<Message>();
   #usage: Usage | undefined;
   #stopReason: StopReason | undefined;
   #pending: PendingInteraction | undefined;
@@ -51,11 +52,9 @@ export class TurnFolder {
       case 'tool_result': {
         const { id, output, is_error, denied } = event.data;
         const content = toolOutputText(output);
-        this.#messages.push(
-          denied === true
-            ? toolResultMessage(id, content || deniedResultText(), true)
-            : toolResultMessage(id, content, is_error),
-        );
+        const result = denied === true ? toolResultMessage(id, content || deniedResultText(), true) : toolResultMessage(id, content, is_error);
+        this.#results.add(result);
+        this.#messages.push(result);
         break;
       }
       case 'interaction_request': {
@@ -86,9 +85,9 @@ export class TurnFolder {
 
   result(): FoldedTurn {
     // Providers open empty text blocks around tool calls; they carry nothing for the caller.
-    const messages = this.#messages
-      .filter((m) => !(m.role === 'assistant' && m.content === ''))
-      .map((m) => (m.approval === undefined ? { ...m } : { ...m, approval: { ...m.approval } }));
+    const messages = this.#callOrdered(this.#messages.filter((m) => !(m.role === 'assistant' && m.content === ''))).map((m) =>
+      m.approval === undefined ? { ...m } : { ...m, approval: { ...m.approval } },
+    );
     const folded: FoldedTurn = { messages };
     if (this.#stopReason !== undefined) folded.stop_reason = this.#stopReason;
     const pending = this.#pending ?? (this.#stopReason === 'paused' ? this.#lastInteraction : undefined);
@@ -96,6 +95,27 @@ export class TurnFolder {
     if (this.#usage !== undefined) folded.usage = { ...this.#usage };
     if (this.#error !== undefined) folded.error = { ...this.#error };
     return folded;
+  }
+
+  /**
+   * A step's tools run side by side and their results come as each finishes; the output lists
+   * each run of results in the order of their calls, so it does not depend on which was quicker.
+   * Results of calls this turn did not make (a continuation's) keep the order they came in.
+   */
+  #callOrdered(messages: Message[]): Message[] {
+    const order = new Map([...this.#calls.keys()].map((id, i) => [id, i]));
+    const rank = (m: Message) => order.get(m.tool_call_id!) ?? -1;
+    const out: Message[] = [];
+    for (let i = 0; i < messages.length; ) {
+      let end = i;
+      while (end < messages.length && this.#results.has(messages[end]!)) end++;
+      if (end === i) out.push(messages[i++]!);
+      else {
+        out.push(...messages.slice(i, end).sort((a, b) => rank(a) - rank(b)));
+        i = end;
+      }
+    }
+    return out;
   }
 
   #text(id: string): Message {

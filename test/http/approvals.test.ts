@@ -50,6 +50,30 @@ describe('approve', () => {
     expect(h.model.requests[0]!.messages.find((m) => m.role === 'tool')?.content).toContain('a.txt');
   });
 
+  it.each([
+    ['a JSON reply', {} as Record<string, string>],
+    ['a stream', { accept: 'text/event-stream' }],
+  ])('two calls of one step, the first approved and the second denied, settle in call order in %s', async (_how, headers) => {
+    const session = sid('appr2');
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'A' } }, { name: 'write', input: { path: 'b.txt', content: 'B' } }] },
+      { text: 'One written, one refused.' },
+    ]);
+    const pausedTwice = (await readJson(await h.invoke(invokeBody(first, agent, { session_id: session })))).data.outputs.messages as Array<Record<string, any>>;
+    expect(pausedTwice.map((m) => m.approval?.id).filter(Boolean)).toHaveLength(2);
+    const answered = pausedTwice.map((m, i) => ({ ...m, approval: { ...m.approval, approved: i === 0 } }));
+    const res = await repost(session, answered, headers);
+    // The denial settles at once and the write only once it has run; the results still follow the calls.
+    const results = headers.accept
+      ? (await readFrames(res)).frames.filter((f) => f.type === 'tool_result').map((f) => [f.data.id, f.data.is_error])
+      : (await readJson(res)).data.outputs.messages.filter((m: Record<string, unknown>) => m.role === 'tool').map((m: Record<string, unknown>) => [m.tool_call_id, m.is_error]);
+    expect(results).toEqual([
+      [pausedTwice[0]!.tool_call_id, false],
+      [pausedTwice[1]!.tool_call_id, true],
+    ]);
+    expect(existsSync(`${h.sessionDir(session)}/b.txt`)).toBe(false);
+  });
+
   it('works when the continuation is streamed', async () => {
     const p = await paused('streamed');
     const res = await repost(p.session, decide(p.messages, { approved: true }), { accept: 'text/event-stream' });

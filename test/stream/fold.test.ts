@@ -49,6 +49,28 @@ describe('foldEvents', () => {
     expect(folded.pending_interaction).toEqual(f.clientToolRequest);
   });
 
+  it('lists the results of calls made side by side in the order of the calls, not of their ends', () => {
+    const folded = foldEvents([
+      { type: 'turn_start', data: { turn_id: 't', session_id: 's', trace_id: 'x' } },
+      { type: 'tool_call', data: { id: 'slow', name: 'bash', input: { command: 'sleep 1' } } },
+      { type: 'tool_call', data: { id: 'quick', name: 'ls', input: {} } },
+      { type: 'tool_result', data: { id: 'quick', output: 'a.txt', is_error: false } },
+      { type: 'tool_result', data: { id: 'earlier', output: 'from a continued call', is_error: false } },
+      { type: 'tool_result', data: { id: 'slow', output: '', is_error: false } },
+      { type: 'message_start', data: { id: 'm1' } },
+      { type: 'message_delta', data: { id: 'm1', delta: 'done' } },
+      { type: 'done', data: { stop_reason: 'end_turn' } },
+    ]);
+    expect(folded.messages.map((m) => [m.tool_call_id, m.tool_name ?? m.content])).toEqual([
+      ['slow', 'bash'],
+      ['quick', 'ls'],
+      ['earlier', 'from a continued call'],
+      ['slow', ''],
+      ['quick', 'a.txt'],
+      [undefined, 'done'],
+    ]);
+  });
+
   it('a continuation starts with the result of the approved call', () => {
     expect(foldEvents(f.continuedApproved).messages).toEqual([
       { role: 'tool', content: 'removed 12 files', tool_call_id: 'call_1', is_error: false },
