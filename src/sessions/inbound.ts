@@ -1,3 +1,4 @@
+import type { UIMessage } from 'ai';
 import type { Message, MessagesFormat } from '../contract/messages.ts';
 import type { InvokeRequest } from '../contract/invoke.ts';
 import { AppError } from '../errors.ts';
@@ -17,4 +18,16 @@ export function inboundMessages(request: InvokeRequest, format: MessagesFormat):
   if (raw === undefined || raw === null) return undefined;
   if (!Array.isArray(raw)) throw new AppError('invalid-messages', `${where} must be an array of messages`);
   return format === 'vercel' ? uiToNative(raw) : nativeMessages(raw, where);
+}
+
+/**
+ * The assistant message a Vercel-format turn continues: the inbound conversation's last message,
+ * when it is an assistant one (the client re-posts it carrying its decisions or tool outputs).
+ * Read after `inboundMessages` has checked the conversation.
+ */
+export function continuedMessage(request: InvokeRequest, format: MessagesFormat): UIMessage | undefined {
+  if (format !== 'vercel') return undefined;
+  const messages = request.data?.inputs?.messages;
+  const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; id?: unknown } | undefined) : undefined;
+  return last?.role === 'assistant' && typeof last.id === 'string' ? (last as UIMessage) : undefined;
 }

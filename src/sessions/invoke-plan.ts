@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { UIMessage } from 'ai';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSIONS, type InvokeRequest } from '../contract/invoke.ts';
 import type { Message, MessagesFormat } from '../contract/messages.ts';
 import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
-import { inboundMessages } from './inbound.ts';
+import { continuedMessage, inboundMessages } from './inbound.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
 import type { ConfigsRepo } from '../store/configs.ts';
 
@@ -46,6 +47,8 @@ export interface TurnPlan {
    * its turn are written once, when the turn ends: four statements fewer on the path of every case.
    */
   privateSession?: boolean;
+  /** The Vercel-format message this turn continues, as its client sent it (see LiveTurn). */
+  continues?: UIMessage;
 }
 
 export interface PlanDeps {
@@ -79,6 +82,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   const { revision } = configuration;
 
   const messages = inboundMessages(request, params.format);
+  const continues = continuedMessage(request, params.format);
   const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
   if (!messages?.length) {
     if (!params.force) {
@@ -117,6 +121,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
       },
       force: params.force,
       streaming: params.streaming,
+      ...(continues ? { continues } : {}),
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { UIMessage } from 'ai';
 import type { AgentEvent } from '../contract/events.ts';
 import type { AppError } from '../errors.ts';
 import type { FoldedTurn } from '../stream/fold.ts';
@@ -13,6 +14,11 @@ export class LiveTurn {
   readonly sessionId: string;
   readonly traceId: string;
   readonly spanId: string;
+  /**
+   * The Vercel-format message the turn continues, as its client sent it. A reader that joins the
+   * turn later (a resumed chat, an attach) holds no such message, so its replay rebuilds it first.
+   */
+  readonly continues: UIMessage | undefined;
   readonly controller = new AbortController();
   readonly done: Promise<FoldedTurn>;
   /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
@@ -23,12 +29,13 @@ export class LiveTurn {
   private finished = false;
   private resolveDone!: (turn: FoldedTurn) => void;
 
-  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string }) {
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined }) {
     this.id = ids.id;
     this.projectId = ids.projectId;
     this.sessionId = ids.sessionId;
     this.traceId = ids.traceId;
     this.spanId = ids.spanId;
+    this.continues = ids.continues;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
   }

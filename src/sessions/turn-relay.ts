@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { UIMessage } from 'ai';
 import type { AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import { AppError } from '../errors.ts';
@@ -20,7 +21,7 @@ const FOLLOW = 'follow';
 type FollowRequest = { turn_id: string; project_id: string; session_id: string; reply: string };
 type Failure = { type: ErrorType; status: number; message: string; headers?: Record<string, string> };
 type RelayMessage =
-  | { t: 'hello'; trace_id: string; span_id: string }
+  | { t: 'hello'; trace_id: string; span_id: string; continues?: UIMessage }
   | { t: 'events'; from: number; events: AgentEvent[] }
   | { t: 'end'; events: number; failure?: Failure };
 
@@ -49,7 +50,7 @@ export function answerFollowers(
 /** Sends the turn to one follower; events that pile up while a send is under way go out together. */
 async function relay(notifications: Notifications, turn: LiveTurn, channel: string): Promise<void> {
   const send = (message: RelayMessage) => notifications.send(channel, JSON.stringify(message));
-  await send({ t: 'hello', trace_id: turn.traceId, span_id: turn.spanId });
+  await send({ t: 'hello', trace_id: turn.traceId, span_id: turn.spanId, ...(turn.continues ? { continues: turn.continues } : {}) });
   const queued: AgentEvent[] = [];
   let sent = 0;
   let sending: Promise<void> | undefined;
@@ -124,7 +125,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     }
     if (turn?.isFinished) return;
     if (message.t === 'hello') {
-      turn ??= new LiveTurn({ id: turnId, projectId, sessionId, traceId: message.trace_id, spanId: message.span_id });
+      turn ??= new LiveTurn({ id: turnId, projectId, sessionId, traceId: message.trace_id, spanId: message.span_id, continues: message.continues });
       settle(turn);
     } else if (turn && message.t === 'events') {
       // A listening connection that dropped and came back missed what was sent meanwhile.

@@ -200,7 +200,7 @@ export class TurnService {
       throw error;
     }
 
-    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId });
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues: plan.continues });
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);

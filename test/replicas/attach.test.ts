@@ -6,6 +6,7 @@ import { startFakeModel, type FakeModelServer, type FakeReply, type RecordedRequ
 import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
 import { readFrames, sid, type Frame } from '../support/harness.ts';
+import { readFinal, responseChunks } from '../support/sdk-client.ts';
 
 /**
  * Attach (force, no input) to a turn that runs on another replica (issue 7): the replica asked
@@ -63,6 +64,16 @@ async function modelCalledWith(text: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!model.requests.some((r) => r.messages.some((m) => m.role === 'user' && m.content === text))) {
     if (Date.now() > deadline) throw new Error(`the model never saw "${text}"`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until the model has had `count` calls whose last user message is `text`. */
+async function waitForCalls(count: number, text: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  const calls = () => model.requests.filter((r) => r.messages.filter((m) => m.role === 'user').at(-1)?.content === text).length;
+  while (calls() < count) {
+    if (Date.now() > deadline) throw new Error(`the model had ${calls()} of ${count} calls for "${text}"`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -129,6 +140,30 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
     expect(body.turn_id).toBe(ownerBody.turn_id);
     expect(body.data.outputs).toEqual(ownerBody.data.outputs);
     expect(body.data.outputs.messages.at(-1).content).toBe('answered on A');
+  });
+
+  it("resumes a chat's continuation through the other replica with the continued message rebuilt first", async () => {
+    const session = sid('resume-continued');
+    replies.set('resume on B', [{ toolCalls: [{ name: 'write', input: { path: 'r.txt', content: 'resumed' } }] }, { text: 'written on A', latencyMs: 600 }]);
+    const asking = { ...agent, runner: { permissions: { default: 'ask' } } };
+    const vercel = { 'x-ag-messages-format': 'vercel' };
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'resume on B' }] };
+    const paused = await postJson(a.url, '/services/agent/v0/invoke', auth, { session_id: session, data: { inputs: { messages: [user] }, parameters: { agent: asking } } }, vercel);
+    const assistant = (await paused.json()).data.outputs.messages.at(-1);
+    const part = assistant.parts.find((p: { type: string }) => p.type === 'tool-write');
+    expect(part.state).toBe('approval-requested');
+    const answered = { ...assistant, parts: assistant.parts.map((p: { type: string }) => (p === part ? { ...part, state: 'approval-responded', approval: { ...part.approval, approved: true } } : p)) };
+
+    const continuing = postJson(a.url, '/services/agent/v0/invoke', auth, { session_id: session, data: { inputs: { messages: [user, answered] }, parameters: { agent: asking } } }, { ...vercel, accept: 'text/event-stream' });
+    await waitForCalls(2, 'resume on B');
+    const resumed = await fetch(`${b.url}/services/agent/v0/invoke/${session}/stream?project_id=${auth.projectId}`, { headers: { authorization: `ApiKey ${auth.key}` } });
+    expect(resumed.status).toBe(200);
+    const { message, errors } = await readFinal(await responseChunks(resumed));
+    expect(errors).toEqual([]);
+    expect(message?.id).toBe(assistant.id);
+    expect(message?.parts.find((p) => p.type === 'tool-write')).toMatchObject({ state: 'output-available', approval: { id: part.approval.id, approved: true } });
+    expect(message?.parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(['written on A']);
+    await (await continuing).text();
   });
 
   it('is a 404 once the turn has ended, on either replica', async () => {

@@ -39,10 +39,10 @@ export function firstStartCredentials(output: string): { projectId: string; key:
 }
 
 /** POSTs JSON to a child server with the key and project id filled in. */
-export function postJson(url: string, route: string, auth: { projectId: string; key: string }, body: unknown): Promise<Response> {
+export function postJson(url: string, route: string, auth: { projectId: string; key: string }, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${url}${route}?project_id=${auth.projectId}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}` },
+    headers: { 'content-type': 'application/json', authorization: `ApiKey ${auth.key}`, ...headers },
     body: JSON.stringify(body),
   });
 }

@@ -1,4 +1,3 @@
-import type { UIMessage } from 'ai';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentEvent } from '../../contract/events.ts';
 import { CONTRACT_VERSION, type InvokeResponse } from '../../contract/invoke.ts';
@@ -9,6 +8,7 @@ import { trimToTrailingUnit } from '../../stream/fold.ts';
 import type { VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize } from '../auth.ts';
+import { continuedMessage } from '../../sessions/inbound.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate } from '../negotiate.ts';
 import { replyHeaders, runHeaders } from '../run-headers.ts';
@@ -42,25 +42,7 @@ async function* concat(head: AgentEvent[], rest: AsyncIterator<AgentEvent>): Asy
   for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
 }
 
-/**
- * The assistant message a Vercel-format turn continues: the inbound history's last message, when
- * it is an assistant one (the client re-posts it carrying its decisions or tool outputs). By the
- * time this is read the turn has started, so the message already passed `uiToNative`'s checks.
- */
-function continuedMessage(call: InvokeCall): UIMessage | undefined {
-  if (call.format !== 'vercel') return undefined;
-  const messages = call.request.data?.inputs?.messages;
-  const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; id?: unknown } | undefined) : undefined;
-  return last?.role === 'assistant' && typeof last.id === 'string' ? (last as UIMessage) : undefined;
-}
-
 export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
-  /**
-   * The message each live Vercel-format continuation continues, as its client sent it: a reader
-   * that joins the turn later holds no such message, so its replay rebuilds it first.
-   */
-  const continuations = new WeakMap<LiveTurn, UIMessage>();
-
   app.post('/services/agent/v0/invoke', async (request, reply) => {
     const principal = await authorize(deps.store, request, 'editor');
     const call = readInvokeCall(request);
@@ -80,9 +62,6 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     request.run = run;
     const headers = runHeaders(run);
-    const continued = continuedMessage(call);
-    if (continued) continuations.set(turn, continued);
-
     if (!stream) return replyJson(reply, turn, call, headers);
 
     const { head, rest } = await firstEvents(turn);
@@ -90,7 +69,8 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     reply.hijack();
     await writeStream(reply.raw, { ...replyHeaders(reply), ...headers }, concat(head, rest), {
       wire: wire === 'json' ? 'sse' : wire,
-      vercel: call.format === 'vercel' ? vercelStart(turn, continued ?? continuations.get(turn), continued !== undefined) : undefined,
+      // The caller that sent the continued message holds it; one that attached does not.
+      vercel: call.format === 'vercel' ? vercelStart(turn, continuedMessage(call.request, call.format) === undefined) : undefined,
     });
   });
 
@@ -107,7 +87,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
       wire: 'sse',
-      vercel: vercelStart(turn, continuations.get(turn), false),
+      vercel: vercelStart(turn, true),
     });
   });
 }
@@ -116,12 +96,13 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
  * How a turn's Vercel stream starts. A continuation goes on with the message it continues; a
  * reader that does not hold that message (it joined later) gets it rebuilt first.
  */
-function vercelStart(turn: LiveTurn, continued: UIMessage | undefined, readerHoldsIt: boolean): VercelProjectorOptions {
+function vercelStart(turn: LiveTurn, rebuild: boolean): VercelProjectorOptions {
+  const continued = turn.continues;
   return {
     messageId: continued?.id ?? `msg-${turn.id}`,
     startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
     continues: continued !== undefined,
-    ...(continued && !readerHoldsIt ? { rebuilds: continued } : {}),
+    ...(continued && rebuild ? { rebuilds: continued } : {}),
   };
 }
 
@@ -133,7 +114,7 @@ async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, 
   // that format a message holds its tool parts, so the trailing unit is the last message whole.
   const messages =
     call.format === 'vercel'
-      ? nativeToUi(folded.messages, { idPrefix: `msg-${turn.id}`, continues: continuedMessage(call) }).slice(call.trim ? -1 : 0)
+      ? nativeToUi(folded.messages, { idPrefix: `msg-${turn.id}`, continues: turn.continues }).slice(call.trim ? -1 : 0)
       : call.trim
         ? trimToTrailingUnit(folded.messages)
         : folded.messages;
