@@ -200,7 +200,9 @@ export class TurnService {
       throw error;
     }
 
-    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues: plan.continues });
+    // Replayed to readers other than its sender, the continued message is masked as the events are.
+    const continues = plan.continues && redact(plan.continues);
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues });
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);

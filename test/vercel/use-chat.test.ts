@@ -372,16 +372,18 @@ describe('resuming a chat whose turn is still running', () => {
    * message must rebuild it first: a page reloaded while the approved call's turn runs.
    */
   /** A chat approved a paused write, and the turn that continues the message is running. */
-  async function continuing(id: string) {
+  async function continuing(id: string, secret?: string) {
     h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'r.txt', content: 'resumed' } }] }, { text: 'Wrote r.txt.', latencyMs: 400 }]);
     const chat = agentdChat({
       id,
       api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
       apiKey: h.apiKey,
-      body: { data: { parameters: { agent: writeAgent } } },
+      body: { data: { parameters: { agent: writeAgent } }, ...(secret ? { secrets: { APP_TOKEN: secret } } : {}) },
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });
     const paused = await pauseOnWrite(chat, 'r.txt', 'resumed');
+    // The page noted the secret on the message it re-posts.
+    if (secret) chat.messages = chat.messages.map((m) => (m.id === paused.assistant.id ? { ...m, metadata: { ...(m.metadata as object), note: secret } } : m));
     await chat.addToolApprovalResponse({ id: paused.approvalId, approved: true });
     await waitFor(async () => h.model.requests.length >= 2, 'the continuation called the model');
     return { chat, ...paused };
@@ -416,6 +418,16 @@ describe('resuming a chat whose turn is still running', () => {
     expect(after.status).toBe('ready');
     expect(after.messages.map((m) => m.role)).toEqual(saved ? ['user', 'assistant'] : ['assistant']);
     await expectContinued(after.messages.at(-1), open);
+  });
+
+  it("a replay masks the request's secrets in the continued message, as it masks the events", async () => {
+    const id = `resume-secret-${Date.now()}`;
+    const secret = 'app-token-not-for-other-readers-42';
+    await continuing(id, secret);
+    const res = await fetch(streamUrl(id), { headers: { authorization: `ApiKey ${h.apiKey}` } });
+    const raw = await res.text();
+    expect(raw).toContain('"note":"[redacted]"');
+    expect(raw).not.toContain(secret);
   });
 
   it('a force attach to that continuation starts with the continued message too', async () => {
