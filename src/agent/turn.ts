@@ -142,7 +142,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     settling = undefined;
     yield* results.sort((a, b) => (callOrder.get(a.data.id) ?? 0) - (callOrder.get(b.data.id) ?? 0));
   };
-  const result = function* (event: EventOf<'tool_result'>) {
+  const toldResult = function* (event: EventOf<'tool_result'>) {
     if (settling) settling.push(event);
     else yield event;
   };
@@ -175,18 +175,18 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           break;
         case 'tool-result':
           unanswered.delete(part.toolCallId);
-          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } });
+          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } });
           break;
         case 'tool-error':
           unanswered.delete(part.toolCallId);
-          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } });
+          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } });
           break;
         case 'tool-approval-response':
           if (!part.approved && part.reason) deniedReasons.set(part.toolCall.toolCallId, part.reason);
           break;
         case 'tool-output-denied': {
           unanswered.delete(part.toolCallId);
-          yield* result({ type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } });
+          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } });
           break;
         }
         case 'tool-approval-request': {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentEvent } from '../../contract/events.ts';
 import { CONTRACT_VERSION, type InvokeResponse } from '../../contract/invoke.ts';
+import { continuedMessage } from '../../sessions/inbound.ts';
 import type { LiveTurn } from '../../sessions/live-turn.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
@@ -8,7 +9,6 @@ import { trimToTrailingUnit } from '../../stream/fold.ts';
 import type { VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize } from '../auth.ts';
-import { continuedMessage } from '../../sessions/inbound.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate } from '../negotiate.ts';
 import { replyHeaders, runHeaders } from '../run-headers.ts';
