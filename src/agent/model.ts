@@ -136,39 +136,48 @@ function withV1(url: string): string {
 
 const OPENAI_PUBLIC = 'https://api.openai.com/v1';
 
-/** Base URLs that answered the Responses API with "no such route"; their models speak Chat Completions. */
-const chatOnly = new Set<string>();
+/** For each base URL of our own: which of its candidate endpoints answered (see openAIModel). */
+const discovered = new Map<string, number>();
 
 /**
- * An OpenAI model over the Responses API. Servers that OPENAI_BASE_URL or a connection points at
- * often speak only Chat Completions (llama.cpp, older vLLM and gateways), so a 404 or 405 from
- * such a base URL's `/responses` is answered by making the same call over `/chat/completions`:
- * when that succeeds, the base URL uses Chat Completions from then on. OpenAI's own API always
- * has Responses, and there a 404 means something else (an unknown model).
+ * An OpenAI model over the Responses API. OpenAI's own API always has it; a server that
+ * OPENAI_BASE_URL or a connection points at may not. Such a server is asked, in turn, over the
+ * Responses API and over Chat Completions (llama.cpp, older vLLM and gateways have only that),
+ * each at the base URL as given and, when that is a bare origin, at its `/v1` (where every
+ * OpenAI-compatible server has them). A 404 or 405 moves on to the next; the first that answers
+ * is used for that base URL from then on. At OpenAI's API a 404 means something else (an unknown
+ * model), so nothing else is tried there.
  */
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
-  const provider = createOpenAI({ ...HTTP, apiKey, baseURL });
   const base = baseURL ?? OPENAI_PUBLIC;
-  if (base === OPENAI_PUBLIC) return provider.responses(modelId);
-  if (chatOnly.has(base)) return provider.chat(modelId);
-  const responses = provider.responses(modelId);
+  const at = (root: string) => createOpenAI({ ...HTTP, apiKey, baseURL: root });
+  if (base === OPENAI_PUBLIC) return at(base).responses(modelId);
+  const root = base.replace(/\/+$/, '');
+  const roots = URL.parse(root)?.pathname === '/' ? [root, `${root}/v1`] : [root];
+  const candidate = (i: number): LanguageModelV4 => {
+    const provider = at(roots[Math.floor(i / 2)]!);
+    return i % 2 === 0 ? provider.responses(modelId) : provider.chat(modelId);
+  };
+  const known = discovered.get(base);
+  if (known !== undefined) return candidate(known);
   async function call<K extends 'doGenerate' | 'doStream'>(method: K, options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4[K]>>> {
-    if (!chatOnly.has(base)) {
+    const last = roots.length * 2 - 1;
+    for (let i = discovered.get(base) ?? 0; ; i++) {
       try {
-        return (await responses[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
+        const result = (await candidate(i)[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
+        discovered.set(base, i);
+        return result;
       } catch (error) {
-        if (!(APICallError.isInstance(error) && (error.statusCode === 404 || error.statusCode === 405))) throw error;
+        if (i === last || !(APICallError.isInstance(error) && (error.statusCode === 404 || error.statusCode === 405))) throw error;
       }
     }
-    const result = (await provider.chat(modelId)[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
-    chatOnly.add(base);
-    return result;
   }
+  const first = candidate(0);
   return {
     specificationVersion: 'v4',
-    provider: responses.provider,
+    provider: first.provider,
     modelId,
-    supportedUrls: responses.supportedUrls,
+    supportedUrls: first.supportedUrls,
     doGenerate: (options) => call('doGenerate', options),
     doStream: (options) => call('doStream', options),
   };

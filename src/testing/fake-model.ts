@@ -207,7 +207,8 @@ class FakeModel implements FakeModelServer {
         : path.endsWith('/messages')
           ? 'anthropic'
           : undefined;
-    const protocol = named && this.#protocols.includes(named) ? named : undefined;
+    // Served under /v1 only, as every OpenAI- or Anthropic-compatible server serves them.
+    const protocol = named && this.#protocols.includes(named) && path.startsWith('/v1/') ? named : undefined;
     if (protocol === undefined || req.method !== 'POST') {
       req.resume();
       this.unrouted.push(`${req.method} ${path}`);

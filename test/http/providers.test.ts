@@ -120,6 +120,23 @@ describe('an OPENAI_BASE_URL server without the Responses API', () => {
     expect(chatOnly.model.unrouted).toHaveLength(1);
   });
 
+  it('finds the API under /v1 when OPENAI_BASE_URL is a bare origin', async () => {
+    const bare = await startHarness({ env: (modelUrl) => ({ OPENAI_BASE_URL: modelUrl.replace(/\/v1$/, '') }) });
+    try {
+      bare.model.script([{ text: 'found it' }, { text: 'straight there' }]);
+      const agent = { llm: { provider: 'openai', model: 'gpt-x' } };
+      const first = await bare.invoke(userTurn('hi', { parameters: { agent } }));
+      expect((await first.json()).data.outputs.messages.at(-1).content).toBe('found it');
+      expect(bare.model.unrouted).toEqual(['POST /responses', 'POST /chat/completions']);
+      const second = await bare.invoke(userTurn('again', { parameters: { agent } }));
+      expect((await second.json()).data.outputs.messages.at(-1).content).toBe('straight there');
+      expect(bare.model.requests.map((r) => r.path)).toEqual(['/v1/responses', '/v1/responses']);
+      expect(bare.model.unrouted).toHaveLength(2);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('reports a server that speaks neither as a failed dependency that names the base URL', async () => {
     const neither = await startHarness({ protocols: [] });
     try {
