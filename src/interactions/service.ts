@@ -45,6 +45,16 @@ function normalizeAnswer(record: StoredInteraction, answer: Record<string, unkno
   return approval.reason === undefined && message !== undefined ? { ...approval, reason: message } : approval;
 }
 
+/**
+ * What a caller whose answer came too late can do instead (reference issue #6823: a refreshed page
+ * that cannot tell why its approval is refused is stuck).
+ */
+const AFTER_ANSWERED: Record<string, string> = {
+  responded: '; it was answered already and its turn continues: follow the session (GET /services/agent/v0/invoke/{session_id}/stream, or attach with x-ag-session-control: force)',
+  resolved: "; its answer was used: the session's turns hold the outcome (GET /api/sessions/{session_id})",
+  cancelled: '; a newer turn of the session abandoned it: send a new message to go on',
+};
+
 export class InteractionService {
   private readonly deps: ContinuationDeps;
   /** Continuations started by this process, so a shutdown or a test can wait for them. */
@@ -85,7 +95,8 @@ export class InteractionService {
     const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalizeAnswer(record, parsed.data) });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
-      throw new AppError('interaction-not-pending', `interaction "${id}" is ${now?.status ?? 'gone'}, not pending; it cannot be answered`);
+      const status = now?.status ?? 'gone';
+      throw new AppError('interaction-not-pending', `interaction "${id}" is ${status}, not pending; it cannot be answered${AFTER_ANSWERED[status] ?? ''}`);
     }
     this.continueInBackground(projectId, record.turn_id);
     return interactionView(answered);

@@ -98,7 +98,8 @@ describe('interactions API', () => {
     const results = await Promise.all([respond(id, { approved: true }), respond(id, { approved: false })]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
     await settled(session);
-    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending');
+    // A late answer is told where the outcome is, so a refreshed page is not left stuck.
+    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending', /is resolved.*GET \/api\/sessions\/\{session_id\}/);
   });
 
   it('waits for every gated call of a turn before continuing', async () => {
@@ -146,7 +147,7 @@ describe('interactions API', () => {
     const moved = await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'cancelled', resolution: { reason: 'user left' } });
     expect(await moved.json()).toMatchObject({ status: 'cancelled', resolution: { reason: 'user left' } });
     await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'resolved' }), 409);
-    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending');
+    await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending', /is cancelled.*send a new message/);
     await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: 'nope', status: 'cancelled' }), 404, 'not-found');
     await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'done' }), 400, 'invalid-request', /status/);
   });
