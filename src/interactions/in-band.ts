@@ -3,6 +3,7 @@ import type { Message } from '../contract/messages.ts';
 import type { HistoryCall } from '../agent/history.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
+import { lateAnswer } from './late-answers.ts';
 
 export interface InBandAnswers {
   /** The history with each approved call's input replaced by the input that was approved. */
@@ -42,7 +43,7 @@ export async function readInBandAnswers(
         throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at()})`);
       }
       if (record.status !== 'pending' && !(record.status === 'responded' && outOfBand.has(record.id))) {
-        throw new AppError('interaction-not-pending', `interaction "${record.id}" is already ${record.status}; it cannot be answered again (${at('.approval')})`);
+        throw new AppError('interaction-not-pending', lateAnswer(record.id, record.status, ` (${at('.approval')})`));
       }
       out[call.index] = { ...history[call.index]!, input: record.request.args };
       answered.push({ id: record.id, answer: { approved: call.approval.approved, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });

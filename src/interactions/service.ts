@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
 import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
+import { lateAnswer } from './late-answers.ts';
 
 /** The record as the API shows it: the paused turn's stored state stays inside the service. */
 export function interactionView(record: StoredInteraction): InteractionRecord {
@@ -45,16 +46,6 @@ function normalizeAnswer(record: StoredInteraction, answer: Record<string, unkno
   return approval.reason === undefined && message !== undefined ? { ...approval, reason: message } : approval;
 }
 
-/**
- * What a caller whose answer came too late can do instead (reference issue #6823: a refreshed page
- * that cannot tell why its approval is refused is stuck).
- */
-const AFTER_ANSWERED: Record<string, string> = {
-  responded: '; it was answered already and its turn continues: follow the session (GET /services/agent/v0/invoke/{session_id}/stream, or attach with x-ag-session-control: force)',
-  resolved: "; its answer was used: the session's turns hold the outcome (GET /api/sessions/{session_id})",
-  cancelled: '; a newer turn of the session abandoned it: send a new message to go on',
-};
-
 export class InteractionService {
   private readonly deps: ContinuationDeps;
   /** Continuations started by this process, so a shutdown or a test can wait for them. */
@@ -95,8 +86,7 @@ export class InteractionService {
     const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalizeAnswer(record, parsed.data) });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
-      const status = now?.status ?? 'gone';
-      throw new AppError('interaction-not-pending', `interaction "${id}" is ${status}, not pending; it cannot be answered${AFTER_ANSWERED[status] ?? ''}`);
+      throw new AppError('interaction-not-pending', lateAnswer(id, now?.status));
     }
     this.continueInBackground(projectId, record.turn_id);
     return interactionView(answered);
