@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, userTurn, type Harness } from '../support/harness.ts';
+import { readFrames, startHarness, userTurn, type Harness } from '../support/harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -118,6 +118,20 @@ describe('an OPENAI_BASE_URL server without the Responses API', () => {
     expect((await second.json()).data.outputs.messages.at(-1).content).toBe('again');
     expect(chatOnly.model.requests.map((r) => r.protocol)).toEqual(['chat', 'chat', 'chat']);
     expect(chatOnly.model.unrouted).toHaveLength(1);
+  });
+
+  it('finds Chat Completions on a streamed first turn too', async () => {
+    const streamedFirst = await startHarness({ protocols: ['chat'] });
+    try {
+      streamedFirst.model.script({ text: 'streamed over chat' });
+      const res = await streamedFirst.invoke(userTurn('hi', { parameters: { agent: { llm: { provider: 'openai', model: 'gpt-x' } } } }), { headers: { accept: 'text/event-stream' } });
+      const { frames } = await readFrames(res);
+      expect(frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('streamed over chat');
+      expect(streamedFirst.model.requests.map((r) => [r.protocol, r.stream])).toEqual([['chat', true]]);
+      expect(streamedFirst.model.unrouted).toEqual(['POST /v1/responses']);
+    } finally {
+      await streamedFirst.close();
+    }
   });
 
   it('finds the API under /v1 when OPENAI_BASE_URL is a bare origin', async () => {
