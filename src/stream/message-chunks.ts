@@ -5,11 +5,10 @@ type Approval = { id: string; approved?: boolean; reason?: string; descriptor?: 
 
 /**
  * The UI message stream chunks that build `message`'s parts again from nothing, every step closed
- * (its metadata goes on the stream's `start`). A
- * client that resumes a stream treats it as a replay of the whole message and starts from an empty
- * one (the AI SDK's `resumeStreamIsReplay`), so a replay of a turn that continues a message the
- * client held must first rebuild that message, or the continuation's chunks find no parts to
- * apply to.
+ * (its metadata goes on the stream's `start`). A client that resumes a stream treats it as a
+ * replay of the whole message and starts from an empty one (the AI SDK's `resumeStreamIsReplay`),
+ * so a replay of a turn that continues a message the client held must first rebuild that message,
+ * or the continuation's chunks find no parts to apply to.
  */
 export function messageChunks(message: UIMessage): UIMessageChunk[] {
   const out: UIMessageChunk[] = [];
