@@ -1,6 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, simulateStreamingMiddleware, streamText, wrapLanguageModel, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
 import { generatedParts } from './generated-parts.ts';
+import { endpointOf } from './model.ts';
 
 /** What a turn asks of the model, whichever way it is called. */
 type ModelCall = Parameters<typeof generateText>[0] & Parameters<typeof streamText>[0] & { model: LanguageModel };
@@ -13,10 +14,6 @@ const NEVER_STREAMS = new Set<string>();
 
 /** Statuses a server that only streams may answer a non-streaming call with. */
 const REFUSALS = new Set([400, 405, 415, 422, 501]);
-
-function endpointOf(model: LanguageModel): string {
-  return typeof model === 'string' ? model : `${model.provider}:${model.modelId}`;
-}
 
 /** A reply that is not the JSON a non-streaming call expects (e.g. an SSE body). */
 function isUnreadableReply(error: unknown): boolean {

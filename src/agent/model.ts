@@ -64,19 +64,9 @@ export function resolveModel(
     case 'openai':
       return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
-      return createAnthropic({
-        ...HTTP,
-        apiKey: requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL),
-        baseURL: env.ANTHROPIC_BASE_URL ? withV1(env.ANTHROPIC_BASE_URL) : undefined,
-      })(llm.model);
+      return anthropicModel(requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), env.ANTHROPIC_BASE_URL, llm.model);
     case 'ollama':
-      return createOpenAICompatible({
-        ...HTTP,
-        name: 'ollama',
-        baseURL: withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL),
-        apiKey: key('OLLAMA_API_KEY'),
-        includeUsage: true,
-      })(llm.model);
+      return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
       const slug = llm.connection.slug;
       const endpoint = slug ? config.openaiCompatible[slug] : undefined;
@@ -88,13 +78,7 @@ export function resolveModel(
             (known.length ? ` (configured: ${known.join(', ')})` : ' (none is configured on this server)'),
         );
       }
-      return createOpenAICompatible({
-        ...HTTP,
-        name: slug,
-        baseURL: endpoint.base_url,
-        apiKey: endpoint.api_key_env ? key(endpoint.api_key_env) : undefined,
-        includeUsage: true,
-      })(llm.model);
+      return compatibleModel(slug, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
     }
     default:
       throw new AppError('invalid-request', `unknown provider "${llm.provider}" at ${WHERE}.provider; known: ${PROVIDERS.join(', ')}`);
@@ -112,16 +96,43 @@ function connectionModel(connection: ProjectConnection, model: string, env: Node
     case 'openai':
       return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
     case 'anthropic':
-      return createAnthropic({ ...HTTP, apiKey, baseURL: withV1(connection.base_url ?? 'https://api.anthropic.com') })(model);
+      return anthropicModel(apiKey, connection.base_url, model);
     case 'ollama':
       // Ollama has no public endpoint: unset means the one this server uses.
-      return createOpenAICompatible({ ...HTTP, name: 'ollama', baseURL: withV1(connection.base_url ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey, includeUsage: true })(model);
+      return compatibleModel('ollama', withV1(connection.base_url ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey, model);
     case 'openai-compatible':
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
-      return createOpenAICompatible({ ...HTTP, name: connection.slug, baseURL: connection.base_url, apiKey, includeUsage: true })(model);
+      return compatibleModel(connection.slug, connection.base_url, apiKey, model);
   }
 }
 
+/**
+ * Where each model made here sends its calls (base URL and model), so what a turn learns about a
+ * server (it only streams, it never streams) is kept for that server alone.
+ */
+const endpoints = new WeakMap<object, string>();
+
+function at<M extends LanguageModelV4>(baseURL: string, model: M): M {
+  endpoints.set(model, `${baseURL} ${model.modelId}`);
+  return model;
+}
+
+/** The server a model's calls go to, for what is learnt about it; the provider's name when unknown. */
+export function endpointOf(model: LanguageModel): string {
+  if (typeof model === 'string') return model;
+  return endpoints.get(model) ?? `${model.provider}:${model.modelId}`;
+}
+
+function anthropicModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
+  const base = withV1(baseURL || ANTHROPIC_PUBLIC);
+  return at(base, createAnthropic({ ...HTTP, apiKey, baseURL: base })(modelId));
+}
+
+function compatibleModel(name: string, baseURL: string, apiKey: string | undefined, modelId: string): LanguageModelV4 {
+  return at(baseURL, createOpenAICompatible({ ...HTTP, name, baseURL, apiKey, includeUsage: true })(modelId));
+}
+
+const ANTHROPIC_PUBLIC = 'https://api.anthropic.com';
 const OLLAMA_LOCAL = 'http://127.0.0.1:11434';
 
 /**
@@ -150,16 +161,16 @@ const discovered = new Map<string, number>();
  */
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
   const base = baseURL ?? OPENAI_PUBLIC;
-  const at = (root: string) => createOpenAI({ ...HTTP, apiKey, baseURL: root });
-  if (base === OPENAI_PUBLIC) return at(base).responses(modelId);
+  const openAI = (root: string) => createOpenAI({ ...HTTP, apiKey, baseURL: root });
+  if (base === OPENAI_PUBLIC) return at(base, openAI(base).responses(modelId));
   const root = base.replace(/\/+$/, '');
   const roots = URL.parse(root)?.pathname === '/' ? [root, `${root}/v1`] : [root];
   const candidate = (i: number): LanguageModelV4 => {
-    const provider = at(roots[Math.floor(i / 2)]!);
+    const provider = openAI(roots[Math.floor(i / 2)]!);
     return i % 2 === 0 ? provider.responses(modelId) : provider.chat(modelId);
   };
   const known = discovered.get(base);
-  if (known !== undefined) return candidate(known);
+  if (known !== undefined) return at(base, candidate(known));
   async function call<K extends 'doGenerate' | 'doStream'>(method: K, options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4[K]>>> {
     const last = roots.length * 2 - 1;
     for (let i = discovered.get(base) ?? 0; ; i++) {
@@ -173,14 +184,14 @@ function openAIModel(apiKey: string, baseURL: string | undefined, modelId: strin
     }
   }
   const first = candidate(0);
-  return {
+  return at(base, {
     specificationVersion: 'v4',
     provider: first.provider,
     modelId,
     supportedUrls: first.supportedUrls,
     doGenerate: (options) => call('doGenerate', options),
     doStream: (options) => call('doStream', options),
-  };
+  });
 }
 
 /** The provider keys of the server's own environment: an upstream error or a model may echo them. */

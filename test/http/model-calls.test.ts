@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminOf, connectionsApi } from '../connections/client.ts';
 import { builtin, invokeBody, readJson, readFrames, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -76,7 +77,6 @@ describe('a model server that only streams', () => {
   it('still answers JSON turns: the turn starts over streaming, and that endpoint is streamed after', async () => {
     const upstream = await startHarness();
     const proxy = await oneWayProxy(upstream.model.url, true);
-    // A model name of its own: which endpoints only stream is remembered per provider and model.
     const onlyStreams = await startHarness({ env: { OPENAI_BASE_URL: proxy.url, AGENTD_DEFAULT_MODEL: 'stream-only-model' } });
     try {
       const streamOnlyAgent = { ...template(), llm: { provider: 'openai', model: 'stream-only-model' } };
@@ -117,7 +117,8 @@ describe('a model server that never streams', () => {
     const proxy = await oneWayProxy(upstream.model.url, false);
     const neverStreams = await startHarness({ env: { OPENAI_BASE_URL: proxy.url } });
     try {
-      const jsonOnlyAgent = { ...template({ tools: [builtin('ls')] }), llm: { provider: 'openai', model: 'never-streams-model' } };
+      // The model name the other servers of this file use too: what is learnt is kept per server.
+      const jsonOnlyAgent = { ...template({ tools: [builtin('ls')] }), llm: { provider: 'openai', model: 'fake-model' } };
       // The first answer is given twice: once to the streaming call that is dropped, once to its retry.
       const call = { toolCalls: [{ name: 'ls', input: {} }] };
       upstream.model.script([call, call, { text: 'The folder is empty.' }, { text: 'Still empty.' }]);
@@ -131,6 +132,16 @@ describe('a model server that never streams', () => {
       const second = await readFrames(await neverStreams.invoke(invokeBody([{ role: 'user', content: 'again' }], jsonOnlyAgent, { session_id: sid('never') }), { headers: { accept: 'text/event-stream' } }));
       expect(second.frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('Still empty.');
       expect(proxy.asked).toEqual([true, false, false, false]);
+
+      // Another server of the same agentd, with the same model name, still streams.
+      const admin = await adminOf(neverStreams);
+      const created = await connectionsApi(neverStreams, 'POST', '', { as: admin, body: { slug: 'streams', provider: 'openai', base_url: upstream.model.url, api_key: 'sk-streams-1234' } });
+      expect(created.status).toBe(201);
+      upstream.model.reset();
+      upstream.model.script({ text: 'streamed' });
+      const viaConnection = { ...jsonOnlyAgent, llm: { model: 'fake-model', connection: { mode: 'project', slug: 'streams' } } };
+      await readFrames(await neverStreams.invoke(invokeBody([{ role: 'user', content: 'hi' }], viaConnection, { session_id: sid('still-streams') }), { headers: { accept: 'text/event-stream' } }));
+      expect(upstream.model.requests.map((r) => r.stream)).toEqual([true]);
     } finally {
       await neverStreams.close();
       proxy.server.close();
