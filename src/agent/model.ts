@@ -62,9 +62,9 @@ export function resolveModel(
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
     case 'openai':
-      return openAIModel(requireKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
+      return openAIModel(providerKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
-      return anthropicModel(requireKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), env.ANTHROPIC_BASE_URL, llm.model);
+      return anthropicModel(providerKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), env.ANTHROPIC_BASE_URL, llm.model);
     case 'ollama':
       return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
@@ -209,7 +209,7 @@ export function serverKeys(config: Pick<Config, 'env' | 'openaiCompatible'>): Ar
  * The provider's key. The provider's own API needs one; a server of your own at a base URL may not
  * (a local model server often has no keys), so there a missing key is sent empty.
  */
-function requireKey(value: string | undefined, name: string, baseURL: string | undefined): string {
+function providerKey(value: string | undefined, name: string, baseURL: string | undefined): string {
   if (!value && baseURL) return '';
   if (!value) {
     throw new AppError('upstream-auth', `no API key for the model provider: set ${name} in the server's environment or pass it in the request's secrets.${name}`);
