@@ -52,7 +52,7 @@ const revisionSlug = () => randomBytes(6).toString('hex');
 
 const COMMIT_ATTEMPTS = 8;
 
-export function createConfigsRepo(db: Kysely<Database>) {
+export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'postgres') {
   const revisions = () =>
     db
       .selectFrom('revisions as r')
@@ -208,6 +208,8 @@ export function createConfigsRepo(db: Kysely<Database>) {
   /**
    * Writes the variant's next revision. The version is computed in the insert itself and guarded by
    * a unique index, so two commits racing (here or on another replica) get consecutive versions.
+   * On PostgreSQL the variant's row is locked for the commit, so racers take turns instead of
+   * losing the race round after round (ten of them outlasted the retries); SQLite has one writer.
    * With `basedOn`, the commit happens only while that is still the newest version, and undefined
    * says the variant moved on: read it again and redo the change (read-modify-write callers).
    */
@@ -222,32 +224,35 @@ export function createConfigsRepo(db: Kysely<Database>) {
       const id = randomUUID();
       const now = nowIso();
       const latest = sql<number>`coalesce(max(version), 0)`;
-      const result = await db
-        .insertInto('revisions')
-        .columns(['id', 'project_id', 'artifact_id', 'variant_id', 'version', 'slug', 'data_json', 'message', 'created_at'])
-        .expression((eb) => {
-          const next = eb
-            .selectFrom('revisions')
-            .where('variant_id', '=', variant.id)
-            .select([
-              sql.val(id).as('id'),
-              sql.val(projectId).as('project_id'),
-              sql.val(variant.artifact_id).as('artifact_id'),
-              sql.val(variant.id).as('variant_id'),
-              sql<number>`${latest} + 1`.as('version'),
-              sql.val(revisionSlug()).as('slug'),
-              sql.val(json).as('data_json'),
-              sql.val(options.message ?? null).as('message'),
-              sql.val(now).as('created_at'),
-            ]);
-          return options.basedOn === undefined ? next : next.having(latest, '=', options.basedOn);
-        })
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst();
-      if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 1) {
-        await db.updateTable('artifacts').set({ updated_at: now }).where('id', '=', variant.artifact_id).execute();
-        return toRevision(await revisions().where('r.id', '=', id).executeTakeFirstOrThrow());
-      }
+      const inserted = await db.transaction().execute(async (trx) => {
+        if (engine === 'postgres') await trx.selectFrom('variants').select('id').where('id', '=', variant.id).forUpdate().execute();
+        const result = await trx
+          .insertInto('revisions')
+          .columns(['id', 'project_id', 'artifact_id', 'variant_id', 'version', 'slug', 'data_json', 'message', 'created_at'])
+          .expression((eb) => {
+            const next = eb
+              .selectFrom('revisions')
+              .where('variant_id', '=', variant.id)
+              .select([
+                sql.val(id).as('id'),
+                sql.val(projectId).as('project_id'),
+                sql.val(variant.artifact_id).as('artifact_id'),
+                sql.val(variant.id).as('variant_id'),
+                sql<number>`${latest} + 1`.as('version'),
+                sql.val(revisionSlug()).as('slug'),
+                sql.val(json).as('data_json'),
+                sql.val(options.message ?? null).as('message'),
+                sql.val(now).as('created_at'),
+              ]);
+            return options.basedOn === undefined ? next : next.having(latest, '=', options.basedOn);
+          })
+          .onConflict((oc) => oc.doNothing())
+          .executeTakeFirst();
+        if (Number(result.numInsertedOrUpdatedRows ?? 0n) !== 1) return false;
+        await trx.updateTable('artifacts').set({ updated_at: now }).where('id', '=', variant.artifact_id).execute();
+        return true;
+      });
+      if (inserted) return toRevision(await revisions().where('r.id', '=', id).executeTakeFirstOrThrow());
       if (options.basedOn !== undefined) return undefined;
     }
     throw new AppError('conflict', 'too many commits raced for this variant; commit again');

@@ -150,7 +150,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   // Before the database opens: a key file that cannot be read stops the start, not a later turn.
   const box = createSecretBox(loadSecretKey(options.dataDir, options.secretKey));
 
-  const engine = isPostgresUrl(options.databaseUrl) ? openPostgres(options.databaseUrl, options.poolSize) : openSqlite(location);
+  const url = options.databaseUrl;
+  const postgres = isPostgresUrl(url);
+  const kind = postgres ? 'postgres' : 'sqlite';
+  const engine = postgres ? openPostgres(url, options.poolSize) : openSqlite(location);
   const db = engine.db;
   let schema: string | undefined;
   try {
@@ -170,9 +173,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     interactions: createInteractionsRepo(db),
     leases: createLeasesRepo(db),
     connections: createConnectionsRepo(db, box),
-    configs: createConfigsRepo(db),
-    evaluations: createEvaluationsRepo(db, isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite'),
-    engine: isPostgresUrl(options.databaseUrl) ? 'postgres' : 'sqlite',
+    configs: createConfigsRepo(db, kind),
+    evaluations: createEvaluationsRepo(db, kind),
+    engine: kind,
     notifications: engine.notifications(schema),
     close: () => engine.close(),
   };
