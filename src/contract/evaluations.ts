@@ -70,7 +70,8 @@ export const TestsetView = z.object({
 });
 export type TestsetView = z.infer<typeof TestsetView>;
 
-export const TestsetReply = z.object({ count: z.number().int(), testset: TestsetView });
+/** `revision_id` also at the top: spec §4.5 says the creation's response carries it. */
+export const TestsetReply = z.object({ count: z.number().int(), revision_id: z.string(), testset: TestsetView });
 export const TestsetList = z.object({ count: z.number().int(), testsets: z.array(TestsetView) });
 
 // ---------------------------------------------------------------- evaluators

@@ -68,7 +68,7 @@ export function toTestsetView(artifact: ArtifactRecord, revision: RevisionRecord
   };
 }
 
-const notFound = (idOrSlug: string) => new AppError('not-found', `this project has no test set "${idOrSlug}"; GET /api/simple/testsets/ lists the ones it has`);
+const notFound = (id: string, what = 'test set') => new AppError('not-found', `this project has no ${what} "${id}"; GET /api/simple/testsets/ lists the ones it has`);
 
 export class TestsetService {
   private readonly repo: ConfigsRepo;
@@ -89,13 +89,25 @@ export class TestsetService {
   private async latest(projectId: string, idOrSlug: string): Promise<{ artifact: ArtifactRecord; revision: RevisionRecord }> {
     const artifact = await this.repo.artifactByIdOrSlug(projectId, 'testset', idOrSlug);
     if (!artifact) throw notFound(idOrSlug);
-    const variant = (await this.repo.variantsOf([artifact.id]))[0]!;
-    return { artifact, revision: (await this.repo.revisionOf(variant.id))! };
+    return { artifact, revision: await this.newest(artifact) };
   }
 
-  async get(projectId: string, idOrSlug: string): Promise<TestsetView> {
-    const { artifact, revision } = await this.latest(projectId, idOrSlug);
-    return toTestsetView(artifact, revision);
+  private async newest(artifact: ArtifactRecord): Promise<RevisionRecord> {
+    const variant = (await this.repo.variantsOf([artifact.id]))[0]!;
+    return (await this.repo.revisionOf(variant.id))!;
+  }
+
+  /**
+   * A test set's newest revision, by the test set's id or slug; or one revision, by its own id
+   * (what creation answers with and what a run names in `testset_steps`).
+   */
+  async get(projectId: string, id: string): Promise<TestsetView> {
+    const artifact = await this.repo.artifactByIdOrSlug(projectId, 'testset', id);
+    if (artifact) return toTestsetView(artifact, await this.newest(artifact));
+    const revision = await this.repo.findRevision(projectId, 'testset', { id });
+    const owner = revision && (await this.repo.artifactByIdOrSlug(projectId, 'testset', revision.artifact.id));
+    if (!revision || !owner) throw notFound(id, 'test set or test set revision');
+    return toTestsetView(owner, revision);
   }
 
   /** Every test set with its newest revision's row ids (rows themselves: read one test set). */

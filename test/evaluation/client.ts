@@ -7,6 +7,8 @@ import { configsApi } from '../configs/client.ts';
 export async function createTestset(h: Harness, testset: Record<string, unknown>): Promise<any> {
   const { body } = await okJsonText(await configsApi(h, 'POST', '/simple/testsets/', { testset }));
   expect(body.count).toBe(1);
+  // Spec §4.5: the creation's response carries `revision_id`; at the top as on the test set.
+  expect(body.revision_id).toBe(body.testset.revision_id);
   return body.testset;
 }
 

@@ -40,6 +40,7 @@ function post(path: string, text: string, type: string, as: ConfigCaller = { key
 async function imported(query: string, text: string, type: string): Promise<any> {
   const { body } = await okJsonText(await post(`/simple/testsets/import${query ? `?${query}` : ''}`, text, type));
   expect(body.count).toBe(1);
+  expect(body.revision_id).toBe(body.testset.revision_id);
   return body.testset;
 }
 
@@ -135,6 +136,7 @@ describe('editing a test set', () => {
     }));
     const v2 = body.testset;
     expect(body.count).toBe(1);
+    expect(body.revision_id).toBe(v2.revision_id);
     expect(v2).toMatchObject({ id: v1.id, slug, variant_id: v1.variant_id, version: 2, name: 'after', tags: { owner: 'qa' } });
     expect(v2.revision_id).not.toBe(v1.revision_id);
     expect(v2.data.testcase_ids[0]).toBe('stays');
@@ -145,6 +147,11 @@ describe('editing a test set', () => {
       { id: v2.data.testcase_ids[1], data: { messages: message('v2 added') } },
     ]);
     expect((await okJsonText(await api('GET', `/simple/testsets/${slug}`))).body.testset).toEqual(v2);
+    // A revision's own id reads that revision's rows, the older one included; the name is the
+    // test set's, not a revision's.
+    const { body: first } = await okJsonText(await api('GET', `/simple/testsets/${v1.revision_id}`));
+    expect(first).toEqual({ count: 1, revision_id: v1.revision_id, testset: { ...v1, name: 'after', updated_at: v2.updated_at } });
+    expect((await okJsonText(await api('GET', `/simple/testsets/${v2.revision_id}`))).body.testset).toEqual(v2);
 
     // A duplicate id in an edit commits nothing.
     await expectError(
@@ -244,6 +251,7 @@ describe('who may see and change test sets', () => {
     const outsider = { key: (await h.store.apiKeys.create(other.id, 'editor')).key, projectId: other.id };
     await expectError(await api('GET', `/simple/testsets/${testset.id}`, undefined, outsider), 404, 'not-found');
     await expectError(await api('GET', `/simple/testsets/${testset.slug}`, undefined, outsider), 404, 'not-found');
+    await expectError(await api('GET', `/simple/testsets/${testset.revision_id}`, undefined, outsider), 404, 'not-found');
     await expectError(await api('PUT', `/simple/testsets/${testset.id}`, { testset: { data: { testcases: [row('x')] } } }, outsider), 404, 'not-found');
     expect((await okJsonText(await api('GET', '/simple/testsets/', undefined, outsider))).body).toMatchObject({ count: 0, testsets: [] });
     // Its key in this project: refused outright.

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit } from '../../contract/evaluations.ts';
+import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit, type TestsetView } from '../../contract/evaluations.ts';
 import { ConfigSlug } from '../../contract/configs.ts';
 import type { RunService } from '../../evaluation/runs.ts';
 import { parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
@@ -35,6 +35,8 @@ const ImportQuery = z.object({
 const CSV = 'text/csv';
 const JSONL = ['application/x-ndjson', 'application/jsonl'];
 
+const testsetReply = (testset: TestsetView) => ({ count: 1, revision_id: testset.revision_id, testset });
+
 /**
  * Test sets and evaluation runs (spec §4.5), on the paths the reference uses. Replies carry
  * `count` beside the object, as the reference's do. Reading takes `viewer`; the rest `editor`.
@@ -50,7 +52,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   app.post('/api/simple/testsets/', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { testset } = parseWith(TestsetCreate, request.body);
-    return { count: 1, testset: await testsets.create(projectId, testset) };
+    return testsetReply(await testsets.create(projectId, testset));
   });
 
   app.post('/api/simple/testsets/import', async (request) => {
@@ -64,7 +66,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     const rows = format === 'csv' ? parseCsv(request.body) : parseJsonl(request.body);
     const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
     const input = { slug: query.slug, name: query.name, data: { testcases } };
-    return { count: 1, testset: query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input) };
+    return testsetReply(query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input));
   });
 
   app.get('/api/simple/testsets/', async (request) => {
@@ -75,13 +77,13 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
 
   app.get('/api/simple/testsets/:testset_id', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
-    return { count: 1, testset: await testsets.get(projectId, param(request, 'testset_id')) };
+    return testsetReply(await testsets.get(projectId, param(request, 'testset_id')));
   });
 
   app.put('/api/simple/testsets/:testset_id', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { testset } = parseWith(TestsetEdit, request.body);
-    return { count: 1, testset: await testsets.edit(projectId, param(request, 'testset_id'), testset) };
+    return testsetReply(await testsets.edit(projectId, param(request, 'testset_id'), testset));
   });
 
   app.post('/api/simple/evaluations/', async (request) => {
