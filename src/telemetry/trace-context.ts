@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /** W3C trace context (https://www.w3.org/TR/trace-context/): every run gets a trace and a span. */
 export interface TraceContext {
@@ -12,12 +12,28 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
 
+/**
+ * Ids come from a pool refilled a few hundred turns at a time, as `randomUUID` does for its own:
+ * a call to the random generator per id cost more than the id is worth on every turn's path.
+ */
+const pool = Buffer.allocUnsafe(4096);
+let used = pool.length;
+
+function randomHex(bytes: number): string {
+  if (used + bytes > pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  used += bytes;
+  return pool.toString('hex', used - bytes, used);
+}
+
 export function newSpanId(): string {
-  return randomBytes(8).toString('hex');
+  return randomHex(8);
 }
 
 export function newTraceId(): string {
-  return randomBytes(16).toString('hex');
+  return randomHex(16);
 }
 
 /** Continues the caller's trace when it sent a valid `traceparent`; an invalid one starts a new trace, as the W3C spec asks. */

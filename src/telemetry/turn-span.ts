@@ -1,4 +1,5 @@
-import type { AgentEvent, Usage } from '../contract/events.ts';
+import type { AgentEvent, EventOf, Usage } from '../contract/events.ts';
+import { newSpanId } from './trace-context.ts';
 import type { AttributeValue, OtlpExporter, SpanRecord } from './otlp.ts';
 
 export interface TurnSpanStart {
@@ -9,6 +10,8 @@ export interface TurnSpanStart {
   internal: boolean;
   startedAt: string;
   attributes: Record<string, AttributeValue | undefined>;
+  /** Calls of the conversation this turn may settle (a continuation's): their tools run from its start. */
+  calls: ReadonlyArray<{ toolCallId: string; toolName: string }>;
 }
 
 export interface TurnSpanEnd {
@@ -19,15 +22,18 @@ export interface TurnSpanEnd {
 }
 
 /**
- * One turn as one OpenTelemetry span, built from the turn's own (already redacted) events like
- * every other projection of them. Its ids are the turn's `trace_id` and `span_id`, so the trace a
- * reply names is the one the backend shows. It keeps names, ids, counts and outcomes, following
- * the GenAI semantic conventions where they have a name for it, and never a message, an input or
- * an output: what the conversation says stays in agentd's own records.
+ * One turn as an OpenTelemetry span, built from the turn's own (already redacted) events like
+ * every other projection of them, with a child span for each tool it ran. Its ids are the turn's
+ * `trace_id` and `span_id`, so the trace a reply names is the one the backend shows. It keeps
+ * names, ids, counts and outcomes, following the GenAI semantic conventions where they have a
+ * name for it, and never a message, an input or an output: what the conversation says stays in
+ * agentd's own records.
  */
 export class TurnSpan {
   private readonly exporter: OtlpExporter;
   private readonly span: SpanRecord;
+  /** When each call of this turn was made, and its tool: a tool's span runs from there to its result. */
+  private readonly calls = new Map<string, { name: string; atMs: number }>();
 
   constructor(exporter: OtlpExporter, start: TurnSpanStart) {
     this.exporter = exporter;
@@ -43,20 +49,17 @@ export class TurnSpan {
       events: [],
       status: { code: 'ok' },
     };
+    for (const call of start.calls) this.calls.set(call.toolCallId, { name: call.toolName, atMs: this.span.startMs });
   }
 
   event(event: AgentEvent): void {
     const at = Date.now();
     switch (event.type) {
       case 'tool_call':
-        this.span.events.push({ name: 'tool_call', timeMs: at, attributes: { 'gen_ai.tool.name': event.data.name, 'gen_ai.tool.call.id': event.data.id } });
+        this.calls.set(event.data.id, { name: event.data.name, atMs: at });
         break;
       case 'tool_result':
-        this.span.events.push({
-          name: 'tool_result',
-          timeMs: at,
-          attributes: { 'gen_ai.tool.call.id': event.data.id, 'agentd.tool.is_error': event.data.is_error, ...(event.data.denied ? { 'agentd.tool.denied': true } : {}) },
-        });
+        this.toolSpan(event.data, at);
         break;
       case 'interaction_request':
         this.span.events.push({
@@ -68,6 +71,31 @@ export class TurnSpan {
       default:
         break;
     }
+  }
+
+  /** A tool's run as a child span: from its call (or from the turn's start, for a call this turn settles) to its result. */
+  private toolSpan(result: EventOf<'tool_result'>['data'], atMs: number): void {
+    const call = this.calls.get(result.id);
+    const failed = result.is_error && !result.denied;
+    this.exporter.add({
+      traceId: this.span.traceId,
+      spanId: newSpanId(),
+      parentSpanId: this.span.spanId,
+      name: call ? `execute_tool ${call.name}` : 'execute_tool',
+      kind: 'internal',
+      startMs: call?.atMs ?? this.span.startMs,
+      endMs: atMs,
+      attributes: defined({
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': call?.name,
+        'gen_ai.tool.call.id': result.id,
+        'agentd.tool.is_error': result.is_error,
+        'agentd.tool.denied': result.denied,
+        'error.type': failed ? 'tool_error' : undefined,
+      }),
+      events: [],
+      status: failed ? { code: 'error' } : { code: 'ok' },
+    });
   }
 
   end(outcome: TurnSpanEnd): void {

@@ -89,11 +89,18 @@ describe('OpenTelemetry export', () => {
       'agentd.turn.stop_reason': 'end_turn',
       'gen_ai.usage.input_tokens': String(reply.data.outputs.usage.input),
     });
-    const events = span.events.map((e: any) => ({ name: e.name, ...attrs(e.attributes) }));
-    expect(events).toEqual([
-      { name: 'tool_call', 'gen_ai.tool.name': 'ls', 'gen_ai.tool.call.id': expect.any(String) },
-      { name: 'tool_result', 'gen_ai.tool.call.id': events[0]['gen_ai.tool.call.id'], 'agentd.tool.is_error': false },
-    ]);
+    // The tool ran as a child span of the turn, inside it.
+    const { span: tool } = await spanWhere((s) => s.parentSpanId === reply.span_id, 'the tool span');
+    expect(tool).toMatchObject({ traceId: TRACE, name: 'execute_tool ls', kind: 1, status: { code: 1 } });
+    expect(attrs(tool.attributes)).toEqual({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'ls',
+      'gen_ai.tool.call.id': expect.any(String),
+      'agentd.tool.is_error': false,
+    });
+    expect(BigInt(tool.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(span.startTimeUnixNano));
+    expect(BigInt(tool.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(span.endTimeUnixNano));
+    expect(span.events).toEqual([]);
     expect(attrs(resource.attributes)).toMatchObject({ 'service.name': 'agentd-under-test' });
 
     const request = received.find((r) => r.raw.includes(reply.span_id))!;
@@ -104,6 +111,24 @@ describe('OpenTelemetry export', () => {
     // Names, ids and counts only: neither the conversation nor a secret leaves in a span.
     expect(request.raw).not.toContain(SECRET);
     expect(request.raw).not.toContain('list it');
+  });
+
+  it('gives a tool run after an approval a span in the turn that ran it, named for its tool', async () => {
+    const session = sid('otel-approval');
+    const agent = template({ tools: [builtin('write')], mode: 'ask' });
+    const first = [{ role: 'user', content: 'write it' }];
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'o.txt', content: 'x' } }] }, { text: 'written' }]);
+    const paused = await readJson(await h.invoke(invokeBody(first, agent, { session_id: session })));
+    const { span: pausedSpan } = await spanOf(paused.span_id);
+    expect(pausedSpan.events.map((e: any) => e.name)).toEqual(['interaction_request']);
+
+    const decided = paused.data.outputs.messages.map((m: any) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
+    const done = await readJson(await h.invoke(invokeBody([...first, ...decided], agent, { session_id: session })));
+    const { span: turn } = await spanOf(done.span_id);
+    const { span: tool } = await spanWhere((s) => s.parentSpanId === done.span_id, 'the tool span');
+    expect(tool).toMatchObject({ name: 'execute_tool write', startTimeUnixNano: turn.startTimeUnixNano, status: { code: 1 } });
+    expect(attrs(tool.attributes)).toMatchObject({ 'gen_ai.tool.name': 'write', 'agentd.tool.is_error': false });
+    expect(spans().filter((s) => s.span.parentSpanId === paused.span_id)).toEqual([]);
   });
 
   it('marks a failed turn as an error with its type', async () => {
