@@ -87,8 +87,8 @@ export interface LocalAgentd {
 
 export async function startLocalAgentd(modelUrl: string, env: Record<string, string> = {}): Promise<LocalAgentd> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-'));
-  // AGENTD_TURN_WORKERS from the bench's environment, so both ways of running turns can be measured.
-  const workers = process.env.AGENTD_TURN_WORKERS ? { AGENTD_TURN_WORKERS: process.env.AGENTD_TURN_WORKERS } : {};
+  // Where turns run, from the bench's environment, so every way of running them can be measured.
+  const workers = Object.fromEntries(['AGENTD_TURN_WORKERS', 'AGENTD_TURN_WORKERS_LOAD'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
   const config = loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: modelUrl, ...workers, ...env });
   const store = await openStore({ dataDir });
   const project = await store.projects.ensure('bench');

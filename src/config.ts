@@ -30,6 +30,8 @@ export interface Config {
   maxSteps: number;
   /** Worker threads that run turns beside the server's own (0: turns run on the server's thread). */
   turnWorkers: number;
+  /** The server thread's load (event-loop utilization) above which new turns go to those threads; 0: every turn does. */
+  turnWorkersLoad: number;
   modelTimeoutMs: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
@@ -55,6 +57,16 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) {
     throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  }
+  return value;
+}
+
+function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) {
+    throw new Error(`${name} must be a number from 0 to 1, got "${raw}"`);
   }
   return value;
 }
@@ -90,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
     maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
     turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
+    turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {

@@ -1,4 +1,4 @@
-import type { AssistantContent, ModelMessage, ToolContent } from 'ai';
+import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from 'ai';
 import type { Message } from '../contract/messages.ts';
 import { messagePath } from '../contract/message-sources.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';
@@ -45,8 +45,14 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
   return { calls, trailing: calls.filter((c) => c.index > lastUser) };
 }
 
-function resultOutput(result: NonNullable<HistoryCall['result']>) {
-  return result.isError ? { type: 'error-text' as const, value: result.content } : { type: 'text' as const, value: result.content };
+/**
+ * A call's result as the model reads it. A call the user denied is told as the SDK's own
+ * `execution-denied`, as it was right after the decision: providers render that as the reason
+ * alone, and the re-sent conversation must read the same as the one the model already answered.
+ */
+function resultOutput(call: HistoryCall, result: NonNullable<HistoryCall['result']>): ToolResultPart['output'] {
+  if (call.approval?.approved === false) return { type: 'execution-denied', ...(call.approval.reason ? { reason: call.approval.reason } : {}) };
+  return result.isError ? { type: 'error-text', value: result.content } : { type: 'text', value: result.content };
 }
 
 /**
@@ -100,7 +106,7 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
     const answered = resultAt.get(index);
     if (answered?.result) {
       tool ??= [];
-      tool.push({ type: 'tool-result', toolCallId: answered.toolCallId, toolName: answered.toolName, output: resultOutput(answered.result) });
+      tool.push({ type: 'tool-result', toolCallId: answered.toolCallId, toolName: answered.toolName, output: resultOutput(answered, answered.result) });
       sawResult = true;
       return;
     }

@@ -59,7 +59,7 @@ export function mcpToolName(server: string, tool: string): string {
  */
 export async function connectMcpServers(templateServers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
   checkTemplate(templateServers, opts);
-  const servers = templateServers.map((server, i) => withSecrets(server, i, opts.secrets ?? {}));
+  const servers = withMcpSecrets(templateServers, opts.secrets ?? {});
   opts.signal?.throwIfAborted();
   if (servers.length === 0) return { tools: {}, readOnly: new Set(), permissions: new Map(), close: async () => {} };
 
@@ -135,6 +135,11 @@ function withSecrets(server: McpServer, i: number, secrets: Readonly<Record<stri
     });
   const headers = connection.headers && Object.fromEntries(Object.entries(connection.headers).map(([name, value]) => [name, fill(value, `headers.${name}`)]));
   return { ...server, connection: { ...connection, url: fill(connection.url, 'url'), ...(headers ? { headers } : {}) } };
+}
+
+/** Every server with the request's secrets filled in; a 400 naming the first secret the request lacks. */
+export function withMcpSecrets(servers: readonly McpServer[], secrets: Readonly<Record<string, string>>): McpServer[] {
+  return servers.map((server, i) => withSecrets(server, i, secrets));
 }
 
 interface Connected {

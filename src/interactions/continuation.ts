@@ -1,19 +1,12 @@
+import type { UIMessage } from 'ai';
 import type { Message } from '../contract/messages.ts';
-import type { EffectiveTemplate } from '../agent/template.ts';
 import { toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
+import { nativeToUi } from '../stream/native-to-ui.ts';
+import { streamMessageId } from '../stream/vercel.ts';
+import type { PausedState } from '../sessions/paused-state.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
 import type { InteractionRecord } from '../store/interactions.ts';
-
-/** What a paused turn stored with its interactions, so it can be continued by any process later. */
-export interface PausedState {
-  template: EffectiveTemplate;
-  history: Message[];
-  /** The stored configuration the paused turn ran as, recorded again on its continuation. */
-  references?: unknown;
-  /** The stored revision it ran, when references named one. */
-  revision?: unknown;
-}
 
 export interface ContinuationDeps {
   store: Store;
@@ -21,9 +14,9 @@ export interface ContinuationDeps {
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
-/** The paused conversation with the API's answers written in, as an in-band re-post would carry them. */
-function answeredHistory(state: PausedState, output: Message[], answered: InteractionRecord[]): Message[] {
-  const messages = [...state.history, ...output];
+/** The paused turn's output with the API's answers written in, as an in-band re-post would carry them. */
+function answeredOutput(output: Message[], answered: InteractionRecord[]): Message[] {
+  const messages = [...output];
   for (const record of answered) {
     const answer = record.answer ?? {};
     const at = messages.findIndex((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined);
@@ -38,6 +31,15 @@ function answeredHistory(state: PausedState, output: Message[], answered: Intera
     }
   }
   return messages;
+}
+
+/**
+ * The Vercel message a client of the paused turn holds, answered: the message the continuation
+ * goes on, so a `useChat` page that resumes the session appends to it (and one that holds nothing
+ * gets it rebuilt) instead of meeting results of calls it never saw.
+ */
+function answeredMessage(pausedTurnId: string, state: PausedState, output: Message[]): UIMessage | undefined {
+  return nativeToUi(output, { messageId: streamMessageId(pausedTurnId, state.continues), continues: state.continues })[0];
 }
 
 /**
@@ -58,13 +60,14 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
     log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
     return;
   }
-  const output = ((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[];
+  const output = answeredOutput(((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[], answered);
+  const continues = answeredMessage(pausedTurnId, state, output);
   try {
     await turns.run({
       projectId,
       sessionId: first.session_id,
       template: state.template,
-      messages: answeredHistory(state, output, answered),
+      messages: [...state.history, ...output],
       secrets: {},
       credentials: undefined,
       traceparent: `00-${paused.trace_id}-${paused.span_id}-01`,
@@ -78,6 +81,7 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
       // Nobody asked for it, but a client following the session usually attaches to it (force).
       streaming: true,
       outOfBand: new Set(answered.map((r) => r.id)),
+      ...(continues ? { continues } : {}),
     });
   } catch (error) {
     // Left `responded`: the next start (or the next answer) tries again.

@@ -1,6 +1,7 @@
 import { ApprovalAnswer, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus, type TransitionBody } from '../contract/interactions.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
-import { AppError } from '../errors.ts';
+import { AppError, isAppError } from '../errors.ts';
+import type { PausedState } from '../sessions/paused-state.ts';
 import type { Store } from '../store/db.ts';
 import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
 import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
@@ -83,7 +84,9 @@ export class InteractionService {
       const shape = record.kind === 'user_approval' ? '{"approved": true|false, "reason"?: "…"}' : record.kind === 'client_tool' ? '{"output": …} or {"error": "…"}' : 'an object';
       throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
     }
-    const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalizeAnswer(record, parsed.data) });
+    const normalized = normalizeAnswer(record, parsed.data);
+    if (record.status === 'pending') await this.checkContinuable(projectId, record);
+    const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalized });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
       throw new AppError('interaction-not-pending', lateAnswer(id, now?.status));
@@ -110,6 +113,28 @@ export class InteractionService {
     });
     if (!moved) throw new AppError('interaction-not-pending', `interaction "${record.id}" changed meanwhile; read it again`);
     return interactionView(moved);
+  }
+
+  /**
+   * An answer through the API is acted on with the server's own keys. One its turn could not
+   * continue with is refused, and the interaction stays pending, rather than taken and left
+   * waiting where nobody sees why.
+   */
+  private async checkContinuable(projectId: string, record: StoredInteraction): Promise<void> {
+    const state = record.state as PausedState | null;
+    if (!state) return;
+    try {
+      await this.deps.turns.checkRunsWithoutSecrets(projectId, state.template);
+    } catch (error) {
+      if (!isAppError(error)) throw error;
+      throw new AppError(
+        error.type,
+        `interaction "${record.id}" cannot be answered through the API, because its turn could not go on: ${error.message}. ` +
+          "Answered that way, a turn goes on with the server's own keys, not the secrets of the request that paused it (those are never stored): " +
+          "answer it in band instead (re-post the conversation with the decision and its secrets), or give the server what it lacks",
+        { status: error.status },
+      );
+    }
   }
 
   private continueInBackground(projectId: string, turnId: string): void {

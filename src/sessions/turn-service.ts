@@ -5,6 +5,7 @@ import { collectCalls } from '../agent/history.ts';
 import { resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
+import { ServerLoad } from '../agent/server-load.ts';
 import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { readInBandAnswers } from '../interactions/in-band.ts';
@@ -18,9 +19,10 @@ import { startSpan } from '../telemetry/trace-context.ts';
 import { TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
-import { connectMcpServers } from '../agent/mcp.ts';
+import { connectMcpServers, withMcpSecrets } from '../agent/mcp.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
 import { LiveTurn } from './live-turn.ts';
+import type { PausedState } from './paused-state.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
 import { openProjectConnection } from './project-connection.ts';
 import { answerFollowers, followRemoteTurn } from './turn-relay.ts';
@@ -28,7 +30,7 @@ import { answerFollowers, followRemoteTurn } from './turn-relay.ts';
 export interface TurnServiceDeps {
   store: Store;
   config: Config;
-  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** Where each turn's span goes, when OpenTelemetry export is configured. */
   spans?: OtlpExporter | undefined;
 }
@@ -47,12 +49,18 @@ export class TurnService {
   /** The server's own provider keys: an upstream error or a model may echo them too. */
   private readonly serverSecrets: Array<string | undefined>;
   private readonly pool: TurnPool | undefined;
+  /** Whether the server's thread is busy enough to hand turns to the pool. */
+  private readonly load: ServerLoad | undefined;
+  /** Where this process's turns ran: on the server's thread, or on a turn thread. */
+  readonly placement = { server: 0, threads: 0 };
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
     this.pricing = pricingFrom(deps.config.prices);
     const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = deps.config;
-    this.pool = turnWorkers > 0 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
+    // At a load line of 1 no turn would ever go to a thread: none is started.
+    this.pool = turnWorkers > 0 && deps.config.turnWorkersLoad < 1 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
+    this.load = this.pool && new ServerLoad(deps.config.turnWorkersLoad);
     this.serverSecrets = serverKeys(deps.config);
   }
 
@@ -142,17 +150,32 @@ export class TurnService {
     }
   }
 
+  /**
+   * Throws what starting `template` would throw without a request's secrets, which are never
+   * stored: a turn continued after an answer through the API runs with the server's own keys.
+   */
+  async checkRunsWithoutSecrets(projectId: string, template: EffectiveTemplate): Promise<void> {
+    await this.modelFor(projectId, template, {});
+    withMcpSecrets(template.mcps, {});
+  }
+
+  /**
+   * The model a turn of `template` calls. A project connection supplies provider, base URL, key and
+   * default model; its key is redacted like any secret of the run. Resolved here even for a turn a
+   * worker thread runs (which resolves it again there): a missing key or an unknown provider fails
+   * the request before the turn starts.
+   */
+  private async modelFor(projectId: string, template: EffectiveTemplate, secrets: Record<string, string>) {
+    const connection = await openProjectConnection(this.deps.store, projectId, template.llm);
+    const runnable: RunnableTemplate = { ...template, llm: settleLlm(template.llm, connection) };
+    return { connection, template: runnable, model: resolveModel(runnable.llm, this.deps.config, secrets, connection) };
+  }
+
   private async begin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
     const { store, config } = this.deps;
     const { projectId, sessionId, messages, secrets } = plan;
     const outOfBand = plan.outOfBand ?? new Set<string>();
-    // A project connection supplies provider, base URL, key and default model; its key is redacted
-    // below like any secret of the run.
-    const connection = await openProjectConnection(store, projectId, plan.template.llm);
-    const template: RunnableTemplate = { ...plan.template, llm: settleLlm(plan.template.llm, connection) };
-    // Resolved here even for a turn a worker thread runs (which resolves it again there): a missing
-    // key or an unknown provider fails the request before the turn starts.
-    const model = resolveModel(template.llm, config, secrets, connection);
+    const { connection, template, model } = await this.modelFor(projectId, plan.template, secrets);
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
 
@@ -217,11 +240,18 @@ export class TurnService {
       streaming: plan.streaming,
     };
     // MCP tools hold their connections here, so a turn that has them runs on this thread.
-    const events =
-      this.pool && !mcp
-        ? this.pool.run({ ...input, secrets, connection }, turn.controller.signal)
-        : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
-    const state = { template: plan.template, history: answers.history, references: plan.record.references, revision: plan.record.revision };
+    const pool = !mcp && this.load?.busy ? this.pool : undefined;
+    this.placement[pool ? 'threads' : 'server']++;
+    const events = pool
+      ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
+      : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
+    const state: PausedState = {
+      template: plan.template,
+      history: answers.history,
+      references: plan.record.references,
+      revision: plan.record.revision,
+      ...(continues ? { continues } : {}),
+    };
     const evaluation = plan.record.evaluation as Record<string, string | number> | undefined;
     // Built only when spans are exported and the caller's trace is sampled: nothing on the path otherwise.
     const span =
@@ -232,6 +262,7 @@ export class TurnService {
             parentSpanId: trace.parentSpanId,
             internal: plan.privateSession === true,
             startedAt: record.started_at!,
+            calls: trailing,
             attributes: {
               'gen_ai.conversation.id': sessionId,
               'gen_ai.provider.name': template.llm.provider,
@@ -264,7 +295,7 @@ export class TurnService {
     const renewal = unrecorded ? undefined : this.keepLease(turn);
     // The conversation a pause keeps may repeat the caller's secrets in its own messages; the
     // database never gets them. Masked once, at the first pause: most turns never pause.
-    let stored: Record<string, unknown> | undefined;
+    let stored: PausedState | undefined;
     try {
       for await (const raw of events) {
         for (const event of redactEvent(raw)) {
@@ -373,7 +404,9 @@ export class TurnService {
 
   /** Turn worker threads end once their turns have; no turn starts after this. */
   close(): void {
+    this.load?.stop();
     this.pool?.close();
+    if (this.pool) this.deps.log.info({ turns: this.placement }, 'where turns ran: on the server thread, or on turn threads while it was busy');
   }
 
   /**
@@ -396,7 +429,7 @@ interface DriveOptions {
   redact: <T>(v: T) => T;
   redactEvent: (event: AgentEvent) => AgentEvent[];
   /** What a pause keeps for the turn's continuation. */
-  state: Record<string, unknown>;
+  state: PausedState;
   /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
   unrecorded: NewTurn | undefined;
   span: TurnSpan | undefined;

@@ -12,6 +12,8 @@ import { isToolCallMessage } from '../contract/tool-messages.ts';
 export interface NativeToUiOptions {
   /** Ids for messages that have none: `${idPrefix}${index}`. */
   idPrefix?: string;
+  /** The id of the first assistant message built, when it continues none: a turn's, as its stream names it. */
+  messageId?: string;
   /**
    * The assistant message a continuation turn continues. The turn's first assistant run is merged
    * into it (its id kept, the results of its calls applied in place), as the streaming client does.
@@ -125,8 +127,9 @@ export function nativeToUi(messages: readonly Message[], opts: NativeToUiOptions
 
   const assistant = (): AssistantBuilder => {
     if (current === undefined) {
+      const first = builders.length === 0;
       const continues = out.length === 0 ? opts.continues : undefined;
-      current = new AssistantBuilder(nextId(), continues);
+      current = new AssistantBuilder((first && opts.messageId) || nextId(), continues);
       builders.push(current);
       out.push(current.message);
     }

@@ -27,6 +27,14 @@ export function vercelSseFrame(chunk: UIMessageChunk): string {
   return `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
+/**
+ * The id of the assistant message a turn's Vercel stream builds: the message it continues, or a
+ * new one named for the turn. A continuation answered through the API rebuilds it from here too.
+ */
+export function streamMessageId(turnId: string, continues: UIMessage | undefined): string {
+  return continues?.id ?? `msg-${turnId}`;
+}
+
 export interface VercelStartMetadata {
   session_id: string;
   trace_id: string;

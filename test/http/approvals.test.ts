@@ -120,6 +120,12 @@ describe('deny', () => {
     expect(toolMessage?.content).toContain('not today');
     const record = await h.store.interactions.get(h.projectId, p.id);
     expect(record).toMatchObject({ status: 'resolved', answer: { approved: false, reason: 'not today' } });
+
+    // The next turn carries the whole conversation: the denied call reads as it did just now.
+    h.model.script({ text: 'Anything else?' });
+    const history = [...decide(p.messages, { approved: false, reason: 'not today' }), ...out.messages, { role: 'user', content: 'no' }];
+    expect((await readJson(await repost(p.session, history))).data.outputs.stop_reason).toBe('end_turn');
+    expect(h.model.requests.at(-1)!.messages.find((m) => m.role === 'tool')).toEqual(toolMessage);
   });
 
   it('a denial without a reason still reaches the model as a denial', async () => {

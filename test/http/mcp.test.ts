@@ -89,6 +89,23 @@ describe('MCP servers', () => {
     expect(JSON.stringify(body)).not.toContain(token);
   });
 
+  it('refuse an answer through the API to a pause whose server needs a secret of the paused request; in band it goes on', async () => {
+    const session = sid('mcp-secret-pause');
+    h.model.script([{ toolCalls: [{ name: 'calc__write_note', input: { text: 'later' } }] }, { text: 'noted' }]);
+    const server = calc({ connection: { type: 'http', url: mcp.url, headers: { authorization: 'Bearer {{secrets.MCP_TOKEN}}' } } });
+    const first = [{ role: 'user', content: 'note it' }];
+    const secrets = { MCP_TOKEN: 'mcp-token-of-the-paused-request' };
+    const paused = await readJson(await h.invoke(invokeBody(first, agent([server]), { session_id: session, secrets })));
+    const id = paused.data.outputs.pending_interaction.id;
+    await expectError(await h.respond(id, { approved: true }), 400, 'invalid-request', /"MCP_TOKEN".*never stored.*in band/);
+    expect((await h.store.interactions.get(h.projectId, id))?.status).toBe('pending');
+
+    const decided = paused.data.outputs.messages.map((m: { approval?: object }) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
+    const done = await readJson(await h.invoke(invokeBody([...first, ...decided], agent([server]), { session_id: session, secrets })));
+    expect(done.data.outputs.messages.at(-1).content).toBe('noted');
+    expect(mcp.calls).toEqual([{ name: 'write_note', args: { text: 'later' } }]);
+  });
+
   it('refuse a server that names a secret the request does not carry, before connecting to anything', async () => {
     const server = calc({ connection: { type: 'http', url: mcp.url, headers: { 'x-api-key': '{{secrets.MISSING_KEY}}' } } });
     await expectError(await turn([server]), 400, 'invalid-request', 'mcps[0].connection.headers.x-api-key names the secret "MISSING_KEY"');

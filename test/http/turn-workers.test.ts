@@ -1,5 +1,8 @@
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServerLoad, utilizationSampler } from '../../src/agent/server-load.ts';
+import { loadConfig } from '../../src/config.ts';
 import { TurnPool } from '../../src/agent/turn-pool.ts';
 import type { PooledTurnInput, WorkerSettings } from '../../src/agent/turn-wire.ts';
 import type { AgentEvent } from '../../src/contract/events.ts';
@@ -8,15 +11,25 @@ import { builtin, expectError, invokeBody, readFrames, readJson, sid, startHarne
 
 /**
  * AGENTD_TURN_WORKERS: turns on worker threads give what turns on the server's thread give. Each
- * case runs on both, one server of each kind, and compares.
+ * case runs on both, one server of each kind (the pooled one sends every turn to its threads,
+ * AGENTD_TURN_WORKERS_LOAD=0), and compares.
  */
 
 let inline: Harness;
 let pooled: Harness;
 beforeAll(async () => {
-  [inline, pooled] = await Promise.all([startHarness({ env: { AGENTD_TURN_WORKERS: '0' } }), startHarness({ env: { AGENTD_TURN_WORKERS: '2' } })]);
+  [inline, pooled] = await Promise.all([
+    startHarness({ env: { AGENTD_TURN_WORKERS: '0' } }),
+    startHarness({ env: { AGENTD_TURN_WORKERS: '2', AGENTD_TURN_WORKERS_LOAD: '0' } }),
+  ]);
 });
-afterAll(async () => Promise.all([inline.close(), pooled.close()]));
+afterAll(async () => {
+  // Every turn of the pooled server ran on a thread, every turn of the other on its own.
+  expect(pooled.app.turns.placement.server).toBe(0);
+  expect(pooled.app.turns.placement.threads).toBeGreaterThan(0);
+  expect(inline.app.turns.placement.threads).toBe(0);
+  await Promise.all([inline.close(), pooled.close()]);
+});
 
 const both = () => [inline, pooled] as const;
 /** Ids that differ between runs (turn, call and message ids) left out. */
@@ -88,6 +101,54 @@ describe('turns on worker threads', () => {
     expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
     await expectError(await old, 409, 'turn-cancelled');
     await waitFor(() => h.model.inFlight === 0);
+  });
+});
+
+describe('where a turn runs', () => {
+  it('with AGENTD_TURN_WORKERS_LOAD=1 the server thread is never busy enough: every turn stays on it', async () => {
+    const h = await startHarness({ env: { AGENTD_TURN_WORKERS: '1', AGENTD_TURN_WORKERS_LOAD: '1' } });
+    try {
+      h.model.script({ text: 'ok' });
+      expect((await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'go' }], template())))).data.outputs.stop_reason).toBe('end_turn');
+      expect(h.app.turns.placement).toEqual({ server: 1, threads: 0 });
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('the load gauge: busy above the line, back only well under it; 0 means always', () => {
+    const readings: number[] = [];
+    const load = new ServerLoad(0.9, () => readings.shift()!, false);
+    const after = (value: number) => {
+      readings.push(value);
+      load.update();
+      return load.busy;
+    };
+    expect(load.busy).toBe(false);
+    expect(after(0.6)).toBe(false);
+    expect(after(0.95)).toBe(true);
+    // Sending turns away lowers the load; they stay away until it is well under the line.
+    expect(after(0.7)).toBe(true);
+    expect(after(0.55)).toBe(true);
+    expect(after(0.4)).toBe(false);
+    expect(after(0.85)).toBe(false);
+    expect(new ServerLoad(0, () => 0, false).busy).toBe(true);
+  });
+
+  it('AGENTD_TURN_WORKERS_LOAD is a share from 0 to 1, 0.9 unless set; anything else stops the start, saying so', () => {
+    expect(loadConfig({}).turnWorkersLoad).toBe(0.9);
+    expect(loadConfig({ AGENTD_TURN_WORKERS_LOAD: '0' }).turnWorkersLoad).toBe(0);
+    for (const bad of ['1.5', '-0.1', 'busy']) {
+      expect(() => loadConfig({ AGENTD_TURN_WORKERS_LOAD: bad })).toThrow(`AGENTD_TURN_WORKERS_LOAD must be a number from 0 to 1, got "${bad}"`);
+    }
+  });
+
+  it("the load it reads is the server thread's event-loop utilization", () => {
+    const read = utilizationSampler();
+    const until = performance.now() + 30;
+    while (performance.now() < until);
+    // Never back in the event loop since the last reading: all of the window was work.
+    expect(read()).toBeGreaterThan(0.9);
   });
 });
 

@@ -22,11 +22,7 @@ describe('an interaction answered on another replica', () => {
       expect(paused.data.outputs.stop_reason).toBe('paused');
       const interaction = paused.data.outputs.pending_interaction.id;
 
-      const res = await fetch(`${b.url}/api/sessions/interactions/${interaction}/respond?project_id=${b.projectId}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `ApiKey ${b.apiKey}` },
-        body: JSON.stringify({ answer: { approved: true } }),
-      });
+      const res = await b.respond(interaction, { approved: true });
       expect(res.status).toBe(200);
       await waitFor(async () => (await b.store.turns.listForSession(b.projectId, session, { limit: 1 }))[0]?.status === 'completed');
 
@@ -39,6 +35,34 @@ describe('an interaction answered on another replica', () => {
       expect((await b.store.interactions.get(b.projectId, interaction))?.status).toBe('resolved');
     } finally {
       await b.close();
+      await a.close();
+    }
+  });
+
+  it('is refused, and stays pending, where the turn could not go on: the model key came with the paused request', async () => {
+    const a = await startHarness();
+    // A replica with no key of its own for OpenAI's API: the paused request had brought it.
+    const keyless = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl, env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    try {
+      const session = sid('keyless');
+      a.model.script([{ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: 'kept' } }] }, { text: 'written' }]);
+      const body = { ...invokeBody([{ role: 'user', content: 'write it' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: session }), secrets: { OPENAI_API_KEY: 'sk-from-the-request-only' } };
+      const paused = await readJson(await a.invoke(body));
+      const interaction = paused.data.outputs.pending_interaction.id;
+      const refused = await keyless.respond(interaction, { approved: true });
+      expect(refused.status).toBe(424);
+      const { status } = (await refused.json()) as { status: { type: string; message: string } };
+      expect(status.type).toBe('upstream-auth');
+      expect(status.message).toMatch(/OPENAI_API_KEY.*never stored.*in band/);
+      expect(status.message).not.toContain('sk-from-the-request-only');
+      expect((await a.store.interactions.get(a.projectId, interaction))?.status).toBe('pending');
+
+      // Where the key is, the same answer is taken and the turn goes on.
+      expect((await a.respond(interaction, { approved: true })).status).toBe(200);
+      await waitFor(async () => (await a.store.turns.listForSession(a.projectId, session, { limit: 1 }))[0]?.status === 'completed');
+      expect(await readFile(`${a.sessionDir(session)}/k.txt`, 'utf8')).toBe('kept');
+    } finally {
+      await keyless.close();
       await a.close();
     }
   });

@@ -25,6 +25,8 @@ export interface Harness {
   logs: string[];
   /** POST to invoke with auth and project id filled in. */
   invoke(body: unknown, init?: { headers?: Record<string, string>; query?: string; signal?: AbortSignal }): Promise<Response>;
+  /** Answers an interaction through the API (`/respond`), as another tab or a back office would. */
+  respond(interactionId: string, answer: Record<string, unknown>): Promise<Response>;
   /** The session's working folder on the host. */
   sessionDir(sessionId: string): string;
   close(): Promise<void>;
@@ -56,6 +58,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     OLLAMA_BASE_URL: model.url,
     AGENTD_DEFAULT_PROVIDER: 'openai',
     AGENTD_DEFAULT_MODEL: 'fake-model',
+    // Pinned by the test run (vitest.config.ts), so where a turn runs never depends on the load.
+    ...(process.env.AGENTD_TURN_WORKERS_LOAD ? { AGENTD_TURN_WORKERS_LOAD: process.env.AGENTD_TURN_WORKERS_LOAD } : {}),
     ...(typeof options.env === 'function' ? options.env(model.url) : options.env),
   });
   const database = options.dataDir ? { url: options.databaseUrl, drop: async () => {} } : await freshDatabase();
@@ -85,6 +89,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         headers: { 'content-type': 'application/json', authorization: `ApiKey ${key.key}`, ...init.headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
         ...(init.signal ? { signal: init.signal } : {}),
+      }),
+    respond: (interactionId, answer) =>
+      fetch(`${url}/api/sessions/interactions/${encodeURIComponent(interactionId)}/respond?project_id=${project.id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `ApiKey ${key.key}` },
+        body: JSON.stringify({ answer }),
       }),
     sessionDir: (sessionId) => path.join(dataDir, 'sessions', project.id, sessionId),
     async close() {

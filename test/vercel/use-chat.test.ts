@@ -174,6 +174,14 @@ describe('useChat (headless AbstractChat + DefaultChatTransport) against agentd'
     expect(last.messages.flatMap((m) => m.tool_calls ?? []).map((c) => c.id)).toEqual([toolCallId]);
     expect(last.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: toolCallId, name: 'write', content: 'not that file' });
     expect(all[0]!.metadata).toMatchObject({ stop_reason: 'end_turn', pending_interaction: null });
+
+    // The next turn re-sends the denied call in its history: the model reads the same result as it
+    // did right after the decision, so the conversation it sees never changes behind it.
+    h.model.script({ text: 'Fine.' });
+    await chat.sendMessage({ text: 'ok' });
+    await chat.untilFinished(3);
+    const denial = (r: (typeof h.model.requests)[number]) => r.messages.find((m) => m.role === 'tool' && m.tool_call_id === toolCallId);
+    expect(denial(h.model.requests.at(-1)!)).toEqual(denial(last));
   });
 
   it('client tool round trip: addToolOutput, automatic re-post, the model gets the output', async () => {
@@ -340,6 +348,17 @@ describe('resuming a chat whose turn is still running', () => {
   const resumable = (id: string, messages?: UIMessage[]) =>
     agentdChat({ id, ...(messages ? { messages } : {}), api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: template() } } } });
 
+  /** Resumes the session's live turn into `chat` and checks it ended cleanly; the chat's messages after it. */
+  async function resumeReady(chat: HeadlessChat): Promise<UIMessage[]> {
+    await chat.resumeStream();
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    return chat.messages;
+  }
+
+  /** A chat on the gated write agent that sends nothing by itself. */
+  const writeChat = (id: string) => agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: writeAgent } } } });
+
   /** A chat whose turn is running: the model has been called and answers `text` after a while. */
   async function running(id: string, text: string) {
     h.model.script({ text, latencyMs: 400 });
@@ -413,11 +432,9 @@ describe('resuming a chat whose turn is still running', () => {
     const id = `resume-approval-${saved}-${Date.now()}`;
     const open = await continuing(id);
     const after = saved ? resumable(id, open.chat.messages) : resumable(id);
-    await after.resumeStream();
-    expect(after.error).toBeUndefined();
-    expect(after.status).toBe('ready');
-    expect(after.messages.map((m) => m.role)).toEqual(saved ? ['user', 'assistant'] : ['assistant']);
-    await expectContinued(after.messages.at(-1), open);
+    const messages = await resumeReady(after);
+    expect(messages.map((m) => m.role)).toEqual(saved ? ['user', 'assistant'] : ['assistant']);
+    await expectContinued(messages.at(-1), open);
   });
 
   it("a replay masks the request's secrets in the continued message, as it masks the events", async () => {
@@ -440,12 +457,84 @@ describe('resuming a chat whose turn is still running', () => {
     await expectContinued(message, open);
   });
 
+  /** A chat paused on a write, approved through /respond: the continuation runs on its own. */
+  async function respondedOutOfBand(id: string) {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'o.txt', content: 'out of band' } }] }, { text: 'Wrote o.txt.', latencyMs: 400 }]);
+    const chat = writeChat(id);
+    const paused = await pauseOnWrite(chat, 'o.txt', 'out of band');
+    expect((await h.respond(paused.approvalId, { approved: true })).status).toBe(200);
+    await waitFor(async () => h.model.requests.length >= 2, 'the continuation called the model');
+    return { chat, ...paused };
+  }
+
+  it.each([
+    ['the open page follows it', true],
+    ['a reloaded page that kept nothing', false],
+  ])('an approval answered through /respond: %s, and the paused message goes on', async (_case, open) => {
+    const id = `resume-respond-${open}-${Date.now()}`;
+    const paused = await respondedOutOfBand(id);
+    const chat = open ? paused.chat : resumable(id);
+    const messages = await resumeReady(chat);
+    expect(messages.map((m) => m.role)).toEqual(open ? ['user', 'assistant'] : ['assistant']);
+    const resumed = messages.at(-1);
+    expect(resumed?.id).toBe(paused.assistant.id);
+    expect(resumed?.parts.map((p) => p.type)).toEqual(['step-start', 'tool-write', 'step-start', 'text']);
+    expect(toolPart(resumed, 'tool-write')).toMatchObject({
+      toolCallId: paused.toolCallId,
+      state: 'output-available',
+      approval: { id: paused.approvalId, approved: true },
+    });
+    expect(texts(resumed)).toEqual(['Wrote o.txt.']);
+    expect(resumed?.metadata).toMatchObject({ session_id: id, stop_reason: 'end_turn', pending_interaction: null });
+    expect(await readFile(path.join(sessionFolder(h.dataDir, h.projectId, id), 'o.txt'), 'utf8')).toBe('out of band');
+  });
+
+  it('a paused message read as JSON, answered through /respond, resumes as that same message', async () => {
+    const id = `resume-json-${Date.now()}`;
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'j.txt', content: 'json' } }] }, { text: 'Wrote j.txt.', latencyMs: 400 }]);
+    const user: UIMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'write a file' }] };
+    const res = await h.invoke(
+      { session_id: id, data: { inputs: { messages: [user] }, parameters: { agent: writeAgent } } },
+      { headers: { 'x-ag-messages-format': 'vercel', accept: 'application/json' } },
+    );
+    const body = (await res.json()) as { turn_id: string; data: { outputs: { messages: UIMessage[]; pending_interaction: { id: string } } } };
+    const [paused] = body.data.outputs.messages;
+    // The id the same turn's stream gives its message, so either reply can be continued.
+    expect(paused?.id).toBe(`msg-${body.turn_id}`);
+    expect((await h.respond(body.data.outputs.pending_interaction.id, { approved: true })).status).toBe(200);
+    await waitFor(async () => h.model.requests.length >= 2, 'the continuation called the model');
+
+    const messages = await resumeReady(resumable(id, [user, paused!]));
+    expect(messages.map((m) => [m.role, m.id])).toEqual([['user', 'u1'], ['assistant', paused!.id]]);
+    expect(texts(messages[1])).toEqual(['Wrote j.txt.']);
+  });
+
+  it('two pauses answered through /respond in a row still build one message', async () => {
+    const id = `resume-respond-twice-${Date.now()}`;
+    h.model.script([
+      { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'a' } }] },
+      { toolCalls: [{ name: 'write', input: { path: 'b.txt', content: 'b' } }] },
+      { text: 'Wrote both.', latencyMs: 400 },
+    ]);
+    const chat = writeChat(id);
+    const first = await pauseOnWrite(chat, 'a.txt', 'a');
+    expect((await h.respond(first.approvalId, { approved: true })).status).toBe(200);
+    const pending = async () => (await h.store.interactions.query(h.projectId, { session_id: id, status: 'pending' }, { limit: 10 })).items;
+    await waitFor(async () => (await pending()).length === 1, 'the second pause');
+    const [second] = await pending();
+    expect((await h.respond(second!.id, { approved: true })).status).toBe(200);
+    await waitFor(async () => h.model.requests.length >= 3, 'the second continuation called the model');
+
+    const messages = await resumeReady(resumable(id));
+    expect(messages.map((m) => [m.role, m.id])).toEqual([['assistant', first.assistant.id]]);
+    const message = messages[0];
+    expect(message?.parts.filter((p) => p.type === 'tool-write').map((p) => (p as ToolPart).state)).toEqual(['output-available', 'output-available']);
+    expect(texts(message)).toEqual(['Wrote both.']);
+  });
+
   it('with no live turn the server answers 204 and the chat stays as it was', async () => {
     const chat = resumable(`idle-${Date.now()}`);
-    await chat.resumeStream();
-    expect(chat.error).toBeUndefined();
-    expect(chat.status).toBe('ready');
-    expect(chat.messages).toEqual([]);
+    expect(await resumeReady(chat)).toEqual([]);
   });
 
   it("a key of another project finds no live turn in its own project, whatever session it names", async () => {

@@ -6,7 +6,7 @@ import type { LiveTurn } from '../../sessions/live-turn.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
 import { trimToTrailingUnit } from '../../stream/fold.ts';
-import type { VercelProjectorOptions } from '../../stream/vercel.ts';
+import { streamMessageId, type VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
@@ -99,7 +99,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
 function vercelStart(turn: LiveTurn, rebuild: boolean): VercelProjectorOptions {
   const continued = turn.continues;
   return {
-    messageId: continued?.id ?? `msg-${turn.id}`,
+    messageId: streamMessageId(turn.id, continued),
     startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
     continues: continued !== undefined,
     ...(continued && rebuild ? { rebuilds: continued } : {}),
@@ -114,7 +114,7 @@ async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, 
   // that format a message holds its tool parts, so the trailing unit is the last message whole.
   const messages =
     call.format === 'vercel'
-      ? nativeToUi(folded.messages, { idPrefix: `msg-${turn.id}`, continues: turn.continues }).slice(call.trim ? -1 : 0)
+      ? nativeToUi(folded.messages, { idPrefix: `msg-${turn.id}`, messageId: streamMessageId(turn.id, turn.continues), continues: turn.continues }).slice(call.trim ? -1 : 0)
       : call.trim
         ? trimToTrailingUnit(folded.messages)
         : folded.messages;
