@@ -123,9 +123,24 @@ export function endpointOf(model: LanguageModel): string {
   return endpoints.get(model) ?? `${model.provider}:${model.modelId}`;
 }
 
+/**
+ * How a provider's calls go out. With no key (a server of your own), without the auth header the
+ * provider would fill with an empty key: a proxy in front of such a server may refuse that.
+ */
+function http(apiKey: string, authHeader: string): { fetch: typeof keepAliveFetch } {
+  if (apiKey !== '') return HTTP;
+  return {
+    fetch: (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.delete(authHeader);
+      return keepAliveFetch(input, { ...init, headers });
+    },
+  };
+}
+
 function anthropicModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
   const base = withV1(baseURL || ANTHROPIC_PUBLIC);
-  return at(base, createAnthropic({ ...HTTP, apiKey, baseURL: base })(modelId));
+  return at(base, createAnthropic({ ...http(apiKey, 'x-api-key'), apiKey, baseURL: base })(modelId));
 }
 
 function compatibleModel(name: string, baseURL: string, apiKey: string | undefined, modelId: string): LanguageModelV4 {
@@ -161,7 +176,7 @@ const discovered = new Map<string, number>();
  */
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
   const base = baseURL ?? OPENAI_PUBLIC;
-  const openAI = (root: string) => createOpenAI({ ...HTTP, apiKey, baseURL: root });
+  const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
   if (base === OPENAI_PUBLIC) return at(base, openAI(base).responses(modelId));
   const root = base.replace(/\/+$/, '');
   const roots = URL.parse(root)?.pathname === '/' ? [root, `${root}/v1`] : [root];
@@ -207,7 +222,7 @@ export function serverKeys(config: Pick<Config, 'env' | 'openaiCompatible'>): Ar
 
 /**
  * The provider's key. The provider's own API needs one; a server of your own at a base URL may not
- * (a local model server often has no keys), so there a missing key is sent empty.
+ * (a local model server often has no keys), so there a call without one goes without an auth header.
  */
 function providerKey(value: string | undefined, name: string, baseURL: string | undefined): string {
   if (!value && baseURL) return '';

@@ -167,7 +167,19 @@ describe('no provider key', () => {
     const res = await keyless.invoke(turn());
     expect(res.status).toBe(200);
     expect((await res.json()).data.outputs.messages.at(-1).content).toBe('no key needed');
-    expect(keyless.model.requests.at(-1)!.headers.authorization).toBe('Bearer');
+    expect(keyless.model.requests.at(-1)!.headers).not.toHaveProperty('authorization');
+  });
+
+  it('nor for Anthropic at a base URL of your own: no x-api-key header at all', async () => {
+    const local = await startHarness({ env: (url) => ({ ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: url }) });
+    try {
+      local.model.script({ text: 'no key needed' });
+      const res = await local.invoke(anthropicTurn());
+      expect(res.status).toBe(200);
+      expect(local.model.requests.at(-1)!.headers).not.toHaveProperty('x-api-key');
+    } finally {
+      await local.close();
+    }
   });
 
   it('a per-request secret supplies the key', async () => {
