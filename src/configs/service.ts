@@ -26,8 +26,6 @@ import { resolveRunConfig } from './run-config.ts';
 export const KNOWN_URIS: readonly string[] = [AGENT_WORKFLOW_URI];
 
 const ENVIRONMENT_VARIANT = 'default';
-/** How often a deploy re-reads the environment when other deploys keep landing first. */
-const DEPLOY_ATTEMPTS = 10;
 
 export function toVariantView(variant: VariantRecord) {
   return { id: variant.id, slug: variant.slug, created_at: variant.created_at, ...optional('latest_version', variant.latest_version) };
@@ -116,7 +114,7 @@ export class ConfigService {
     if (input.data) await this.validate(projectId, input.data, undefined);
     const { artifact, variant } = await this.repo.createArtifact(projectId, { kind: 'workflow', family: input.family, slug: input.slug, name: input.name, description: input.description, variant: input.variant });
     if (!input.data) return { workflow: toWorkflowView(artifact, [variant]) };
-    const revision = (await this.repo.commit(projectId, variant, input.data, { message: input.message }))!;
+    const revision = await this.repo.commit(projectId, variant, input.data, { message: input.message });
     return { workflow: toWorkflowView({ ...artifact, updated_at: revision.created_at }, [{ ...variant, latest_version: revision.version }]), revision: toRevisionView(revision) };
   }
 
@@ -137,7 +135,7 @@ export class ConfigService {
     const existing = (await this.repo.findVariants(projectId, 'workflow', { slug: input.variant }, artifact.id))[0];
     await this.validate(projectId, input.data, existing?.id);
     const variant = existing ?? (await this.repo.ensureVariant(projectId, artifact.id, input.variant));
-    return toRevisionView((await this.repo.commit(projectId, variant, input.data, { message: input.message }))!);
+    return toRevisionView(await this.repo.commit(projectId, variant, input.data, { message: input.message }));
   }
 
   async listRevisions(projectId: string, idOrSlug: string, page: PageRequest, variantSlug?: string): Promise<Page<RevisionView>> {
@@ -205,8 +203,8 @@ export class ConfigService {
   }
 
   /**
-   * Commits the environment's next revision with one key changed. Read-modify-write: should another
-   * deploy land in between, the change is redone on top of it rather than undoing it.
+   * Commits the environment's next revision with one key changed, on top of whatever the newest
+   * revision is when the commit takes its turn: concurrent deploys under different keys all land.
    */
   private async changeDeployments(
     projectId: string,
@@ -215,14 +213,8 @@ export class ConfigService {
     message: string | undefined,
   ): Promise<EnvironmentView> {
     const { artifact, variant } = await this.environment(projectId, idOrSlug);
-    for (let attempt = 0; attempt < DEPLOY_ATTEMPTS; attempt++) {
-      const latest = await this.repo.revisionOf(variant.id);
-      const deployed = (latest?.data as EnvironmentData | undefined)?.references ?? {};
-      const data: EnvironmentData = { references: change(deployed) };
-      const committed = await this.repo.commit(projectId, variant, data, { message, basedOn: latest?.version ?? 0 });
-      if (committed) return this.environmentView(artifact, committed);
-    }
-    throw new AppError('conflict', `environment "${artifact.slug}" kept changing while deploying; deploy again`);
+    const committed = await this.repo.commit(projectId, variant, (latest) => ({ references: change((latest as EnvironmentData | undefined)?.references ?? {}) }), { message });
+    return this.environmentView(artifact, committed);
   }
 
   /** Deploys the workflow revision the references name under `key` (default: the workflow's slug). */

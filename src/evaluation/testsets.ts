@@ -82,7 +82,7 @@ export class TestsetService {
     const data = revisionData(input);
     const slug = input.slug ?? `testset-${randomBytes(4).toString('hex')}`;
     const { artifact, variant } = await this.repo.createArtifact(projectId, { kind: 'testset', family: null, slug, name: input.name, description: input.description, variant: VARIANT });
-    const revision = (await this.repo.commit(projectId, variant, data as unknown as JsonObject, { message: input.message }))!;
+    const revision = await this.repo.commit(projectId, variant, data as unknown as JsonObject, { message: input.message });
     return toTestsetView(artifact, revision);
   }
 
@@ -124,9 +124,10 @@ export class TestsetService {
   /** Commits the rows as they now are; tags, meta and flags carry over unless sent. */
   async edit(projectId: string, idOrSlug: string, input: TestsetInput): Promise<TestsetView> {
     const { artifact, revision } = await this.latest(projectId, idOrSlug);
-    const data = revisionData(input, revision.data as unknown as TestsetRevisionData);
     const renamed = await this.repo.describeArtifact(artifact, { name: input.name, description: input.description });
-    const committed = (await this.repo.commit(projectId, { id: revision.variant.id, artifact_id: artifact.id }, data as unknown as JsonObject, { message: input.message }))!;
+    // What carries over is read when the commit takes its turn, so a concurrent edit's tags are kept.
+    const data = (latest: Record<string, unknown> | undefined) => revisionData(input, (latest ?? revision.data) as unknown as TestsetRevisionData) as unknown as JsonObject;
+    const committed = await this.repo.commit(projectId, { id: revision.variant.id, artifact_id: artifact.id }, data, { message: input.message });
     return toTestsetView(renamed, committed);
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { AppError } from '../errors.ts';
 import { fromJson, nowIso } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
@@ -50,7 +50,8 @@ export interface NewArtifact {
 /** Short and random: the reference names revisions by such slugs too. */
 const revisionSlug = () => randomBytes(6).toString('hex');
 
-const COMMIT_ATTEMPTS = 8;
+/** Commits take turns, so an insert is refused only for a revision slug drawn twice, or beside a replica of an older agentd that commits without the lock. */
+const COMMIT_ATTEMPTS = 4;
 
 export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'postgres') {
   const revisions = () =>
@@ -207,44 +208,36 @@ export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'post
 
   /**
    * Writes the variant's next revision. The version is computed in the insert itself and guarded by
-   * a unique index, so two commits racing (here or on another replica) get consecutive versions.
-   * On PostgreSQL the variant's row is locked for the commit, so racers take turns instead of
-   * losing the race round after round (ten of them outlasted the retries); SQLite has one writer.
-   * With `basedOn`, the commit happens only while that is still the newest version, and undefined
-   * says the variant moved on: read it again and redo the change (read-modify-write callers).
+   * a unique index. Commits to one variant take turns: on PostgreSQL the variant's row is locked
+   * for the commit (here or on another replica), and SQLite has one writer. Racers therefore never
+   * lose (ten of them once outlasted an unguarded retry loop), and `data` given as a function of
+   * the newest revision's data is a read-modify-write that no other commit can slip into.
    */
   async function commit(
     projectId: string,
     variant: { id: string; artifact_id: string },
-    data: Record<string, unknown>,
-    options: { message?: string | undefined; basedOn?: number } = {},
-  ): Promise<RevisionRecord | undefined> {
-    const json = JSON.stringify(data);
+    data: Record<string, unknown> | ((latest: Record<string, unknown> | undefined) => Record<string, unknown>),
+    options: { message?: string | undefined } = {},
+  ): Promise<RevisionRecord> {
     for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
       const id = randomUUID();
       const now = nowIso();
-      const latest = sql<number>`coalesce(max(version), 0)`;
       const inserted = await db.transaction().execute(async (trx) => {
         if (engine === 'postgres') await trx.selectFrom('variants').select('id').where('id', '=', variant.id).forUpdate().execute();
+        const latest = await trx.selectFrom('revisions').select(['version', 'data_json']).where('variant_id', '=', variant.id).orderBy('version', 'desc').limit(1).executeTakeFirst();
+        const json = JSON.stringify(typeof data === 'function' ? data(latest && (fromJson<Record<string, unknown>>(latest.data_json) ?? {})) : data);
         const result = await trx
           .insertInto('revisions')
-          .columns(['id', 'project_id', 'artifact_id', 'variant_id', 'version', 'slug', 'data_json', 'message', 'created_at'])
-          .expression((eb) => {
-            const next = eb
-              .selectFrom('revisions')
-              .where('variant_id', '=', variant.id)
-              .select([
-                sql.val(id).as('id'),
-                sql.val(projectId).as('project_id'),
-                sql.val(variant.artifact_id).as('artifact_id'),
-                sql.val(variant.id).as('variant_id'),
-                sql<number>`${latest} + 1`.as('version'),
-                sql.val(revisionSlug()).as('slug'),
-                sql.val(json).as('data_json'),
-                sql.val(options.message ?? null).as('message'),
-                sql.val(now).as('created_at'),
-              ]);
-            return options.basedOn === undefined ? next : next.having(latest, '=', options.basedOn);
+          .values({
+            id,
+            project_id: projectId,
+            artifact_id: variant.artifact_id,
+            variant_id: variant.id,
+            version: Number(latest?.version ?? 0) + 1,
+            slug: revisionSlug(),
+            data_json: json,
+            message: options.message ?? null,
+            created_at: now,
           })
           .onConflict((oc) => oc.doNothing())
           .executeTakeFirst();
@@ -253,7 +246,6 @@ export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'post
         return true;
       });
       if (inserted) return toRevision(await revisions().where('r.id', '=', id).executeTakeFirstOrThrow());
-      if (options.basedOn !== undefined) return undefined;
     }
     throw new AppError('conflict', 'too many commits raced for this variant; commit again');
   }

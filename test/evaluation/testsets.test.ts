@@ -126,6 +126,16 @@ describe('reading test sets', () => {
 });
 
 describe('editing a test set', () => {
+  it('keeps what a concurrent edit sent: tags carried over are read when the commit takes its turn', async () => {
+    const v1 = await create({ slug: unique('busy'), tags: { owner: 'qa' }, data: { testcases: [row('v1')] } });
+    const rowsOnly = (i: number) => api('PUT', `/simple/testsets/${v1.id}`, { testset: { data: { testcases: [row(`edit ${i}`)] } } });
+    const retag = () => api('PUT', `/simple/testsets/${v1.id}`, { testset: { tags: { owner: 'ml' }, data: { testcases: [row('retagged')] } } });
+    const replies = await Promise.all([...Array.from({ length: 10 }, (_, i) => rowsOnly(i)), retag(), ...Array.from({ length: 10 }, (_, i) => rowsOnly(10 + i))]);
+    for (const reply of replies) await okJsonText(reply);
+    const { body } = await okJsonText(await api('GET', `/simple/testsets/${v1.id}`));
+    expect(body.testset).toMatchObject({ version: 22, tags: { owner: 'ml' } });
+  });
+
   it('commits version 2, keeping sent row ids, while a run on the old revision reads the old rows', async () => {
     const slug = unique('editable');
     const v1 = await create({ slug, name: 'before', tags: { owner: 'qa' }, data: { testcases: [{ id: 'stays', data: { messages: message('v1 kept') } }, row('v1 dropped')] } });
