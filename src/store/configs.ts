@@ -209,9 +209,9 @@ export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'post
   /**
    * Writes the variant's next revision. The version is computed in the insert itself and guarded by
    * a unique index. Commits to one variant take turns: on PostgreSQL the variant's row is locked
-   * for the commit (here or on another replica), and SQLite has one writer. Racers therefore never
-   * lose (ten of them once outlasted an unguarded retry loop), and `data` given as a function of
-   * the newest revision's data is a read-modify-write that no other commit can slip into.
+   * for the commit (here or on another replica), and SQLite has one writer. So however many race,
+   * none is refused, and `data` given as a function of the newest revision's data is a
+   * read-modify-write that no other commit can slip into.
    */
   async function commit(
     projectId: string,
