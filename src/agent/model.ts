@@ -170,10 +170,17 @@ const discovered = new Map<string, number>();
  * OPENAI_BASE_URL or a connection points at may not. Such a server is asked, in turn, over the
  * Responses API and over Chat Completions (llama.cpp, older vLLM and gateways have only that),
  * each at the base URL as given and, when that is a bare origin, at its `/v1` (where every
- * OpenAI-compatible server has them). A 404 or 405 moves on to the next; the first that answers
- * is used for that base URL from then on. At OpenAI's API a 404 means something else (an unknown
- * model), so nothing else is tried there.
+ * OpenAI-compatible server has them). A refusal moves on to the next (`NOT_SERVED`); the first
+ * that answers is used for that base URL from then on, and nothing else is tried there. At OpenAI's
+ * API a 404 means something else (an unknown model), so nothing else is tried there either.
  */
+/**
+ * How servers answer a path they do not serve: most with 404 or 405, but small servers and test
+ * doubles also with 400, 422 (a catch-all route that fails validation) or 501. Only calls made
+ * before the server is known are moved on by them, so a genuine 400 costs one extra call, once.
+ */
+const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
+
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
   const base = baseURL ?? OPENAI_PUBLIC;
   const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
@@ -188,13 +195,17 @@ function openAIModel(apiKey: string, baseURL: string | undefined, modelId: strin
   if (known !== undefined) return at(base, candidate(known));
   async function call<K extends 'doGenerate' | 'doStream'>(method: K, options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4[K]>>> {
     const last = roots.length * 2 - 1;
+    // When every way fails, the answer that said most (a 400's reason) over a later "no such path".
+    let telling: unknown;
     for (let i = discovered.get(base) ?? 0; ; i++) {
       try {
         const result = (await candidate(i)[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
         discovered.set(base, i);
         return result;
       } catch (error) {
-        if (i === last || !(APICallError.isInstance(error) && (error.statusCode === 404 || error.statusCode === 405))) throw error;
+        if (!(APICallError.isInstance(error) && NOT_SERVED.has(error.statusCode ?? 0))) throw error;
+        if (error.statusCode !== 404 && error.statusCode !== 405) telling ??= error;
+        if (i === last) throw telling ?? error;
       }
     }
   }

@@ -89,14 +89,16 @@ export interface FakeModelOptions {
   script?: FakeScript;
   /** Long benchmarks can turn recording off so memory stays flat. Default true. */
   record?: boolean;
-  /** The protocols served; the others' paths get a 404, as on a server that lacks them. Default all. */
+  /** The protocols served; the others' paths get `unroutedStatus`, as on a server that lacks them. Default all. */
   protocols?: FakeProtocol[];
+  /** What a path that is not served answers (404 unless told; small servers also say 400 or 501). */
+  unroutedStatus?: number;
 }
 
 const ITEM_MEMORY_LIMIT = 10_000;
 
 export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeModelServer> {
-  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true, opts.protocols ?? ['chat', 'responses', 'anthropic']);
+  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true, opts.protocols ?? ['chat', 'responses', 'anthropic'], opts.unroutedStatus ?? 404);
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     model.server.once('error', reject);
@@ -128,6 +130,7 @@ class FakeModel implements FakeModelServer {
   #cursor = 0;
   #record: boolean;
   #protocols: FakeProtocol[];
+  #unroutedStatus: number;
   #seq = 0;
   #closing = new AbortController();
   #hanging = new Set<ServerResponse>();
@@ -136,10 +139,11 @@ class FakeModel implements FakeModelServer {
   // on (its default), so the server must remember what it said to show the full conversation.
   #items = new Map<string, { text: string } | { call: RecordedToolCall }>();
 
-  constructor(script: FakeScript, record: boolean, protocols: FakeProtocol[]) {
+  constructor(script: FakeScript, record: boolean, protocols: FakeProtocol[], unroutedStatus: number) {
     this.#script = script;
     this.#record = record;
     this.#protocols = protocols;
+    this.#unroutedStatus = unroutedStatus;
     this.server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => this.#fail(res, err));
     });
@@ -212,7 +216,7 @@ class FakeModel implements FakeModelServer {
     if (protocol === undefined || req.method !== 'POST') {
       req.resume();
       this.unrouted.push(`${req.method} ${path}`);
-      const status = protocol === undefined ? 404 : 405;
+      const status = protocol === undefined ? this.#unroutedStatus : 405;
       sendJson(res, status, errorBody(protocol ?? 'chat', status, `fake model: no route for ${req.method} ${path}`));
       return;
     }

@@ -134,6 +134,36 @@ describe('an OPENAI_BASE_URL server without the Responses API', () => {
     }
   });
 
+  it.each([400, 422, 501])('finds Chat Completions on a server that answers an unknown path with %i', async (status) => {
+    const other = await startHarness({ protocols: ['chat'], unroutedStatus: status });
+    try {
+      other.model.script([{ text: 'over chat' }, { text: 'straight there' }]);
+      const agent = { llm: { provider: 'openai', model: 'gpt-x' } };
+      const first = await other.invoke(userTurn('hi', { parameters: { agent } }));
+      expect((await first.json()).data.outputs.messages.at(-1).content).toBe('over chat');
+      const second = await other.invoke(userTurn('again', { parameters: { agent } }), { headers: { accept: 'text/event-stream' } });
+      expect((await readFrames(second)).frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join('')).toBe('straight there');
+      expect(other.model.requests.map((r) => r.protocol)).toEqual(['chat', 'chat']);
+      expect(other.model.unrouted).toEqual(['POST /v1/responses']);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("reports a first call's real refusal, not the 404 of the way tried after it", async () => {
+    const responsesOnly = await startHarness({ protocols: ['responses'] });
+    try {
+      responsesOnly.model.script({ error: { status: 400, message: 'tools[0].name is too long' } });
+      const res = await responsesOnly.invoke(userTurn('hi', { parameters: { agent: { llm: { provider: 'openai', model: 'gpt-x' } } } }));
+      const body = await res.json();
+      expect(body.status.message).toContain('tools[0].name is too long');
+      expect(responsesOnly.model.unrouted.length).toBeGreaterThan(0);
+      expect(new Set(responsesOnly.model.unrouted)).toEqual(new Set(['POST /v1/chat/completions']));
+    } finally {
+      await responsesOnly.close();
+    }
+  });
+
   it('finds the API under /v1 when OPENAI_BASE_URL is a bare origin', async () => {
     const bare = await startHarness({ env: (modelUrl) => ({ OPENAI_BASE_URL: modelUrl.replace(/\/v1$/, '') }) });
     try {

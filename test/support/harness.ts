@@ -38,6 +38,8 @@ export interface HarnessOptions {
   script?: FakeScript;
   /** The protocols the fake model serves (default all). */
   protocols?: FakeProtocol[];
+  /** What the fake model answers on a path it does not serve (default 404). */
+  unroutedStatus?: number;
   /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
   logs?: boolean;
   /** Share another harness's data folder (and so its database): a second agentd process, in effect. */
@@ -48,7 +50,7 @@ export interface HarnessOptions {
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const model = await startFakeModel({ ...(options.script ? { script: options.script } : {}), ...(options.protocols ? { protocols: options.protocols } : {}) });
+  const model = await startFakeModel({ ...(options.script ? { script: options.script } : {}), ...(options.protocols ? { protocols: options.protocols } : {}), ...(options.unroutedStatus ? { unroutedStatus: options.unroutedStatus } : {}) });
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'agentd-test-')));
   const config = loadConfig({
     AGENTD_DATA_DIR: dataDir,
