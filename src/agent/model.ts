@@ -166,21 +166,21 @@ const OPENAI_PUBLIC = 'https://api.openai.com/v1';
 const discovered = new Map<string, number>();
 
 /**
- * An OpenAI model over the Responses API. OpenAI's own API always has it; a server that
- * OPENAI_BASE_URL or a connection points at may not. Such a server is asked, in turn, over the
- * Responses API and over Chat Completions (llama.cpp, older vLLM and gateways have only that),
- * each at the base URL as given and, when that is a bare origin, at its `/v1` (where every
- * OpenAI-compatible server has them). A refusal moves on to the next (`NOT_SERVED`); the first
- * that answers is used for that base URL from then on, and nothing else is tried there. At OpenAI's
- * API a 404 means something else (an unknown model), so nothing else is tried there either.
- */
-/**
  * How servers answer a path they do not serve: most with 404 or 405, but small servers and test
  * doubles also with 400, 422 (a catch-all route that fails validation) or 501. Only calls made
  * before the server is known are moved on by them, so a genuine 400 costs one extra call, once.
  */
 const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
 
+/**
+ * An OpenAI model over the Responses API. OpenAI's own API always has it; a server that
+ * OPENAI_BASE_URL or a connection points at may not. Such a server is asked, in turn, over the
+ * Responses API and over Chat Completions (llama.cpp, older vLLM and gateways have only that),
+ * each at the base URL as given and, when that is a bare origin, at its `/v1` (where every
+ * OpenAI-compatible server has them). A refusal moves on to the next (`NOT_SERVED`); the first
+ * that answers is used for that base URL from then on, with no more trying. At OpenAI's
+ * API a 404 means something else (an unknown model), so nothing else is tried there either.
+ */
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
   const base = baseURL ?? OPENAI_PUBLIC;
   const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
