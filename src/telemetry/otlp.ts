@@ -25,7 +25,7 @@ export interface SpanRecord {
   spanId: string;
   parentSpanId?: string | undefined;
   name: string;
-  kind: 'server' | 'internal';
+  kind: 'server' | 'internal' | 'client';
   startMs: number;
   endMs: number;
   attributes: Record<string, AttributeValue>;
@@ -37,7 +37,7 @@ export interface SpanRecord {
 const MAX_QUEUE = 2048;
 /** Spans per request. */
 const MAX_BATCH = 512;
-const KIND = { internal: 1, server: 2 } as const;
+const KIND = { internal: 1, server: 2, client: 3 } as const;
 const STATUS = { ok: 1, error: 2 } as const;
 
 export class OtlpExporter {

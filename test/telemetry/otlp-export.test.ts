@@ -64,6 +64,13 @@ async function spanWhere(match: (span: any) => boolean, what: string): Promise<{
 
 const spanOf = (spanId: string) => spanWhere((span) => span.spanId === spanId, `span ${spanId}`);
 
+/** A span's children already received (named starting with `prefix`), in the order they started. */
+const childrenOf = (spanId: string, prefix = ''): any[] =>
+  spans()
+    .map((s) => s.span)
+    .filter((span) => span.parentSpanId === spanId && span.name.startsWith(prefix))
+    .sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1));
+
 const attrs = (list: Array<{ key: string; value: Record<string, unknown> }>) => Object.fromEntries(list.map((a) => [a.key, Object.values(a.value)[0]]));
 
 describe('OpenTelemetry export', () => {
@@ -90,7 +97,7 @@ describe('OpenTelemetry export', () => {
       'gen_ai.usage.input_tokens': String(reply.data.outputs.usage.input),
     });
     // The tool ran as a child span of the turn, inside it.
-    const { span: tool } = await spanWhere((s) => s.parentSpanId === reply.span_id, 'the tool span');
+    const { span: tool } = await spanWhere((s) => s.parentSpanId === reply.span_id && s.name.startsWith('execute_tool'), 'the tool span');
     expect(tool).toMatchObject({ traceId: TRACE, name: 'execute_tool ls', kind: 1, status: { code: 1 } });
     expect(attrs(tool.attributes)).toEqual({
       'gen_ai.operation.name': 'execute_tool',
@@ -100,6 +107,19 @@ describe('OpenTelemetry export', () => {
     });
     expect(BigInt(tool.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(span.startTimeUnixNano));
     expect(BigInt(tool.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(span.endTimeUnixNano));
+    // Each model call is a client span of the turn: the one that asked for the tool, then the
+    // one that answered after it, one on each side of the tool's run.
+    const calls = childrenOf(reply.span_id, 'chat');
+    expect(calls).toHaveLength(2);
+    for (const call of calls) {
+      expect(call).toMatchObject({ traceId: TRACE, name: 'chat fake-model', kind: 3, status: { code: 1 } });
+      expect(attrs(call.attributes)).toEqual({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'fake-model' });
+    }
+    const [asked, answered] = calls;
+    expect(BigInt(asked.startTimeUnixNano)).toBe(BigInt(span.startTimeUnixNano));
+    expect(BigInt(asked.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(tool.startTimeUnixNano));
+    expect(BigInt(answered.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(tool.endTimeUnixNano));
+    expect(BigInt(answered.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(span.endTimeUnixNano));
     expect(span.events).toEqual([]);
     expect(attrs(resource.attributes)).toMatchObject({ 'service.name': 'agentd-under-test' });
 
@@ -125,10 +145,15 @@ describe('OpenTelemetry export', () => {
     const decided = paused.data.outputs.messages.map((m: any) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
     const done = await readJson(await h.invoke(invokeBody([...first, ...decided], agent, { session_id: session })));
     const { span: turn } = await spanOf(done.span_id);
-    const { span: tool } = await spanWhere((s) => s.parentSpanId === done.span_id, 'the tool span');
+    const { span: tool } = await spanWhere((s) => s.parentSpanId === done.span_id && s.name.startsWith('execute_tool'), 'the tool span');
     expect(tool).toMatchObject({ name: 'execute_tool write', startTimeUnixNano: turn.startTimeUnixNano, status: { code: 1 } });
     expect(attrs(tool.attributes)).toMatchObject({ 'gen_ai.tool.name': 'write', 'agentd.tool.is_error': false });
-    expect(spans().filter((s) => s.span.parentSpanId === paused.span_id)).toEqual([]);
+    // The paused turn ran no tool, only the model call that asked for it; the continuation asked
+    // the model once, after the tool.
+    expect(childrenOf(paused.span_id).map((s) => s.name)).toEqual(['chat fake-model']);
+    const [answered] = childrenOf(done.span_id, 'chat');
+    expect(BigInt(answered.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(tool.endTimeUnixNano));
+    expect(childrenOf(done.span_id, 'chat')).toHaveLength(1);
   });
 
   it('marks a failed turn as an error with its type', async () => {
@@ -139,6 +164,10 @@ describe('OpenTelemetry export', () => {
     const { span } = await spanOf(reply.span_id);
     expect(span.status).toMatchObject({ code: 2, message: reply.status.message });
     expect(attrs(span.attributes)).toMatchObject({ 'error.type': 'upstream-auth', 'agentd.turn.status': 'failed' });
+    // The model call it failed on is the error's, too.
+    const [call] = childrenOf(reply.span_id, 'chat');
+    expect(call).toMatchObject({ name: 'chat fake-model', status: { code: 2, message: reply.status.message } });
+    expect(attrs(call.attributes)).toMatchObject({ 'error.type': 'upstream-auth' });
   });
 
   it('exports nothing for a turn whose caller did not sample its trace', async () => {
@@ -157,7 +186,7 @@ describe('OpenTelemetry export', () => {
     const created = await startRun(h, revision, appRevision, { concurrency: { batch_size: 1 } });
     expect((await runEnded(h, created.id)).data.status).toBe('success');
     const [result] = await runResults(h, created.id);
-    const { span } = await spanWhere((s) => s.traceId === result.trace_id, "the case's span");
+    const { span } = await spanWhere((s) => s.traceId === result.trace_id && s.name === 'invoke_agent', "the case's span");
     expect(span).toMatchObject({ name: 'invoke_agent', kind: 1 });
     expect(attrs(span.attributes)).toMatchObject({ 'agentd.evaluation.run_id': created.id, 'agentd.evaluation.result_id': result.id, 'gen_ai.conversation.id': result.session_id });
   });
@@ -171,7 +200,8 @@ describe('OpenTelemetry export', () => {
       expect(reply.data.outputs.messages.at(-1).content).toBe('fine anyway');
       for (let i = 0; i < 200 && !down.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
       const warning = down.logs.find((l) => l.includes('could not send spans'));
-      expect(warning).toMatch(/"spans":1/);
+      // The turn and its one model call.
+      expect(warning).toMatch(/"spans":2/);
       expect(warning).toContain('127.0.0.1:9/v1/traces');
       expect(down.logs.join('\n')).not.toContain('url-s3cret');
     } finally {
