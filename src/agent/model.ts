@@ -6,6 +6,7 @@ import { APICallError, type LanguageModel } from 'ai';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
+import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
@@ -177,7 +178,8 @@ const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
  * OPENAI_BASE_URL or a connection points at may not. Such a server is asked, in turn, over the
  * Responses API and over Chat Completions (llama.cpp, older vLLM and gateways have only that),
  * each at the base URL as given and, when that is a bare origin, at its `/v1` (where every
- * OpenAI-compatible server has them). A refusal moves on to the next (`NOT_SERVED`); the first
+ * OpenAI-compatible server has them). A refusal (`NOT_SERVED`), or an answer in Chat Completions'
+ * shape from a server that routes nothing (chat-answered.ts), moves on to the next; the first
  * that answers is used for that base URL from then on, with no more trying. At OpenAI's
  * API a 404 means something else (an unknown model), so nothing else is tried there either.
  */
@@ -199,12 +201,15 @@ function openAIModel(apiKey: string, baseURL: string | undefined, modelId: strin
     let telling: unknown;
     for (let i = discovered.get(base) ?? 0; ; i++) {
       try {
-        const result = (await candidate(i)[method](options)) as Awaited<ReturnType<LanguageModelV4[K]>>;
+        const model = candidate(i);
+        const result = method === 'doStream' ? await unlessAnsweredAsChat(await model.doStream(options)) : await model.doGenerate(options);
         discovered.set(base, i);
-        return result;
+        return result as Awaited<ReturnType<LanguageModelV4[K]>>;
       } catch (error) {
-        if (!(APICallError.isInstance(error) && NOT_SERVED.has(error.statusCode ?? 0))) throw error;
-        if (error.statusCode !== 404 && error.statusCode !== 405) telling ??= error;
+        if (!APICallError.isInstance(error)) throw error;
+        const status = error.statusCode ?? 0;
+        if (!NOT_SERVED.has(status) && !answeredAsChat(error)) throw error;
+        if (NOT_SERVED.has(status) && status !== 404 && status !== 405) telling ??= error;
         if (i === last) throw telling ?? error;
       }
     }

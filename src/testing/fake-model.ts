@@ -93,12 +93,14 @@ export interface FakeModelOptions {
   protocols?: FakeProtocol[];
   /** What a path that is not served answers (404 unless told; small servers also say 400 or 501). */
   unroutedStatus?: number;
+  /** Answer every POST as Chat Completions, whatever its path, as a server that routes nothing does. */
+  chatEverywhere?: boolean;
 }
 
 const ITEM_MEMORY_LIMIT = 10_000;
 
 export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeModelServer> {
-  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true, opts.protocols ?? ['chat', 'responses', 'anthropic'], opts.unroutedStatus ?? 404);
+  const model = new FakeModel(opts.script ?? echoScript, opts.record ?? true, opts.protocols ?? ['chat', 'responses', 'anthropic'], opts.unroutedStatus ?? 404, opts.chatEverywhere ?? false);
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     model.server.once('error', reject);
@@ -131,6 +133,7 @@ class FakeModel implements FakeModelServer {
   #record: boolean;
   #protocols: FakeProtocol[];
   #unroutedStatus: number;
+  #chatEverywhere: boolean;
   #seq = 0;
   #closing = new AbortController();
   #hanging = new Set<ServerResponse>();
@@ -139,11 +142,12 @@ class FakeModel implements FakeModelServer {
   // on (its default), so the server must remember what it said to show the full conversation.
   #items = new Map<string, { text: string } | { call: RecordedToolCall }>();
 
-  constructor(script: FakeScript, record: boolean, protocols: FakeProtocol[], unroutedStatus: number) {
+  constructor(script: FakeScript, record: boolean, protocols: FakeProtocol[], unroutedStatus: number, chatEverywhere: boolean) {
     this.#script = script;
     this.#record = record;
     this.#protocols = protocols;
     this.#unroutedStatus = unroutedStatus;
+    this.#chatEverywhere = chatEverywhere;
     this.server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => this.#fail(res, err));
     });
@@ -212,7 +216,7 @@ class FakeModel implements FakeModelServer {
           ? 'anthropic'
           : undefined;
     // Served under /v1 only, as every OpenAI- or Anthropic-compatible server serves them.
-    const protocol = named && this.#protocols.includes(named) && path.startsWith('/v1/') ? named : undefined;
+    const protocol = this.#chatEverywhere ? 'chat' : named && this.#protocols.includes(named) && path.startsWith('/v1/') ? named : undefined;
     if (protocol === undefined || req.method !== 'POST') {
       req.resume();
       this.unrouted.push(`${req.method} ${path}`);

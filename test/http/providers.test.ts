@@ -150,6 +150,29 @@ describe('an OPENAI_BASE_URL server without the Responses API', () => {
     }
   });
 
+  it.each([
+    ['a JSON reply', 'application/json'],
+    ['a stream', 'text/event-stream'],
+  ])('finds Chat Completions on a server that answers every path as Chat Completions, asked first for %s', async (_, accept) => {
+    const naive = await startHarness({ chatEverywhere: true });
+    try {
+      // The first answer goes to the Responses call, which cannot read it and is not used.
+      naive.model.script([{ text: 'unread' }, { text: 'first' }, { text: 'second' }]);
+      const agent = { llm: { provider: 'openai', model: 'gpt-x' } };
+      const texts: string[] = [];
+      for (const type of [accept, accept === 'application/json' ? 'text/event-stream' : 'application/json']) {
+        const res = await naive.invoke(userTurn('hi', { parameters: { agent } }), { headers: { accept: type } });
+        expect(res.status).toBe(200);
+        texts.push(type === 'application/json' ? (await res.json()).data.outputs.messages.at(-1).content : (await readFrames(res)).frames.filter((f) => f.type === 'message_delta').map((f) => f.data.delta).join(''));
+      }
+      expect(texts).toEqual(['first', 'second']);
+      // Asked over the Responses API once, then over Chat Completions only.
+      expect(naive.model.requests.map((r) => r.path)).toEqual(['/v1/responses', '/v1/chat/completions', '/v1/chat/completions']);
+    } finally {
+      await naive.close();
+    }
+  });
+
   it("reports a first call's real refusal, not the 404 of the way tried after it", async () => {
     const responsesOnly = await startHarness({ protocols: ['responses'] });
     try {

@@ -40,6 +40,8 @@ export interface HarnessOptions {
   protocols?: FakeProtocol[];
   /** What the fake model answers on a path it does not serve (default 404). */
   unroutedStatus?: number;
+  /** The fake model answers every POST as Chat Completions, whatever its path. */
+  chatEverywhere?: boolean;
   /** Capture the server's log lines in `logs` (at AGENTD_LOG_LEVEL, default `trace`). */
   logs?: boolean;
   /** Share another harness's data folder (and so its database): a second agentd process, in effect. */
@@ -50,7 +52,7 @@ export interface HarnessOptions {
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const model = await startFakeModel({ ...(options.script ? { script: options.script } : {}), ...(options.protocols ? { protocols: options.protocols } : {}), ...(options.unroutedStatus ? { unroutedStatus: options.unroutedStatus } : {}) });
+  const model = await startFakeModel({ ...(options.script ? { script: options.script } : {}), ...(options.protocols ? { protocols: options.protocols } : {}), ...(options.unroutedStatus ? { unroutedStatus: options.unroutedStatus } : {}), ...(options.chatEverywhere ? { chatEverywhere: true } : {}) });
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'agentd-test-')));
   const config = loadConfig({
     AGENTD_DATA_DIR: dataDir,
