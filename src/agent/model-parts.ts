@@ -1,16 +1,11 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, simulateStreamingMiddleware, streamText, wrapLanguageModel, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
 import { generatedParts } from './generated-parts.ts';
+import { learn, neverStreams, streamOnly } from './model-facts.ts';
 import { endpointOf } from './model.ts';
 
 /** What a turn asks of the model, whichever way it is called. */
 type ModelCall = Parameters<typeof generateText>[0] & Parameters<typeof streamText>[0] & { model: LanguageModel };
-
-/** Model endpoints that answered a non-streaming call with something unreadable: they only stream. */
-const STREAM_ONLY = new Set<string>();
-
-/** Model endpoints that answered a streaming call with one JSON body: they never stream. */
-const NEVER_STREAMS = new Set<string>();
 
 /** Statuses a server that only streams may answer a non-streaming call with. */
 const REFUSALS = new Set([400, 405, 415, 422, 501]);
@@ -34,7 +29,7 @@ function isRefusedCall(error: unknown): boolean {
  */
 export async function* modelParts(call: ModelCall, options: { streaming: boolean; timeoutMs: number }): AsyncGenerator<TextStreamPart<ToolSet>> {
   const endpoint = endpointOf(call.model);
-  if (!options.streaming && !STREAM_ONLY.has(endpoint)) {
+  if (!options.streaming && !streamOnly.has(endpoint)) {
     let started = false;
     try {
       const result = await generateText({
@@ -50,7 +45,7 @@ export async function* modelParts(call: ModelCall, options: { streaming: boolean
       // has run yet, so the turn starts over streaming. An unreadable reply is a sure sign, and
       // that endpoint is streamed from now on; a refusal may have other causes, so it is not.
       if (started) throw error;
-      if (isUnreadableReply(error)) STREAM_ONLY.add(endpoint);
+      if (isUnreadableReply(error)) learn({ kind: 'stream-only', endpoint });
       else if (!isRefusedCall(error)) throw error;
     }
   }
@@ -76,7 +71,7 @@ function isJson(headers: Record<string, string | undefined> | undefined): boolea
  */
 function streamedOrSimulated(model: LanguageModelV4, endpoint: string): LanguageModelV4 {
   const simulated = () => wrapLanguageModel({ model, middleware: simulateStreamingMiddleware() });
-  if (NEVER_STREAMS.has(endpoint)) return simulated();
+  if (neverStreams.has(endpoint)) return simulated();
   return {
     specificationVersion: 'v4',
     provider: model.provider,
@@ -84,11 +79,11 @@ function streamedOrSimulated(model: LanguageModelV4, endpoint: string): Language
     supportedUrls: model.supportedUrls,
     doGenerate: (options) => model.doGenerate(options),
     async doStream(options) {
-      if (NEVER_STREAMS.has(endpoint)) return simulated().doStream(options);
+      if (neverStreams.has(endpoint)) return simulated().doStream(options);
       const result = await model.doStream(options);
       if (!isJson(result.response?.headers)) return result;
       await result.stream.cancel();
-      NEVER_STREAMS.add(endpoint);
+      learn({ kind: 'never-streams', endpoint });
       return simulated().doStream(options);
     },
   };

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
+import { learn, wayIn } from './model-facts.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
@@ -163,9 +164,6 @@ function withV1(url: string): string {
 
 const OPENAI_PUBLIC = 'https://api.openai.com/v1';
 
-/** For each base URL of our own: which of its candidate endpoints answered (see openAIModel). */
-const discovered = new Map<string, number>();
-
 /**
  * How servers answer a path they do not serve: most with 404 or 405, but small servers and test
  * doubles also with 400, 422 (a catch-all route that fails validation) or 501. Only calls made
@@ -193,17 +191,17 @@ function openAIModel(apiKey: string, baseURL: string | undefined, modelId: strin
     const provider = openAI(roots[Math.floor(i / 2)]!);
     return i % 2 === 0 ? provider.responses(modelId) : provider.chat(modelId);
   };
-  const known = discovered.get(base);
+  const known = wayIn.get(base);
   if (known !== undefined) return at(base, candidate(known));
   async function call<K extends 'doGenerate' | 'doStream'>(method: K, options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4[K]>>> {
     const last = roots.length * 2 - 1;
     // When every way fails, the answer that said most (a 400's reason) over a later "no such path".
     let telling: unknown;
-    for (let i = discovered.get(base) ?? 0; ; i++) {
+    for (let i = wayIn.get(base) ?? 0; ; i++) {
       try {
         const model = candidate(i);
         const result = method === 'doStream' ? await unlessAnsweredAsChat(await model.doStream(options)) : await model.doGenerate(options);
-        discovered.set(base, i);
+        learn({ kind: 'way-in', base, index: i });
         return result as Awaited<ReturnType<LanguageModelV4[K]>>;
       } catch (error) {
         if (!APICallError.isInstance(error)) throw error;

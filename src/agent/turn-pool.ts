@@ -1,7 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { AgentEvent } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
-import { fromWire, type FromPool, type PooledTurnInput, type ToPool, type WorkerSettings } from './turn-wire.ts';
+import { knownFacts, learn, onLearned, type ModelFact } from './model-facts.ts';
+import { fromWire, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
 
 /** One turn's events as they arrive from its thread, read by one consumer. */
 class Channel {
@@ -37,9 +38,14 @@ class PoolThread {
   private started(): Worker {
     if (this.closing) throw new AppError('unavailable', 'the server is shutting down; send the turn again once it is back');
     if (this.worker) return this.worker;
-    const worker = new Worker(this.entry, { workerData: this.settings });
+    const workerData: WorkerData = { settings: this.settings, facts: knownFacts() };
+    const worker = new Worker(this.entry, { workerData });
     worker.on('message', (batch: ToPool[]) => {
       for (const message of batch) {
+        if (message.type === 'fact') {
+          learn(message.fact);
+          continue;
+        }
         const channel = this.channels.get(message.id);
         if (!channel) continue;
         if (message.type === 'event') channel.events.push(message.event);
@@ -98,6 +104,11 @@ class PoolThread {
     if (this.channels.size === 0) this.started().unref();
   }
 
+  /** Tells a running thread what another learnt; one that starts later is told at its start. */
+  tell(fact: ModelFact): void {
+    this.worker?.postMessage({ type: 'fact', fact } satisfies FromPool);
+  }
+
   /** No more turns; the thread ends now if idle, else when its last turn does. */
   close(): void {
     this.closing = true;
@@ -120,9 +131,16 @@ export class TurnPool {
   private readonly threads: PoolThread[];
   private nextId = 1;
 
+  private readonly stopTelling: () => void;
+
   /** `entry` is the thread's script: turn-worker.ts, unless a test stands a failing one in. */
   constructor(size: number, settings: WorkerSettings, entry = new URL('./turn-worker.ts', import.meta.url)) {
     this.threads = Array.from({ length: size }, () => new PoolThread(settings, entry));
+    // Whatever this thread learns (its own turns' findings, or a pool thread's, relayed here) every
+    // pool thread hears; the one that found it out already knows, and ignores it.
+    this.stopTelling = onLearned((fact) => {
+      for (const thread of this.threads) thread.tell(fact);
+    });
   }
 
   run(input: PooledTurnInput, signal: AbortSignal): AsyncGenerator<AgentEvent, void, undefined> {
@@ -136,6 +154,7 @@ export class TurnPool {
 
   /** Takes no more turns: idle threads end at once, busy ones when their turns have ended. */
   close(): void {
+    this.stopTelling();
     for (const thread of this.threads) thread.close();
   }
 }

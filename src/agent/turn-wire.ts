@@ -2,11 +2,18 @@ import type { Config } from '../config.ts';
 import type { AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import { AppError } from '../errors.ts';
+import type { ModelFact } from './model-facts.ts';
 import type { ProjectConnection } from './model.ts';
 import type { TurnInput } from './turn.ts';
 
-/** What a pool thread is given once, at its start: the parts of the server's config a turn reads. */
+/** The parts of the server's config a turn reads. */
 export type WorkerSettings = Pick<Config, 'env' | 'openaiCompatible' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
+
+/** What a pool thread is given once, at its start: those settings, and what is known of model servers so far. */
+export interface WorkerData {
+  settings: WorkerSettings;
+  facts: ModelFact[];
+}
 
 /**
  * A turn as it crosses to a pool thread: everything but what cannot be copied there. The thread
@@ -17,10 +24,10 @@ export type PooledTurnInput = Omit<TurnInput, 'model' | 'mcp' | 'config' | 'pric
   connection: ProjectConnection | undefined;
 };
 
-export type FromPool = { type: 'run'; id: number; input: PooledTurnInput } | { type: 'abort'; id: number; reason: string };
+export type FromPool = { type: 'run'; id: number; input: PooledTurnInput } | { type: 'abort'; id: number; reason: string } | { type: 'fact'; fact: ModelFact };
 
 /** A thread posts these in batches (`ToPool[]`), one per pass of its event loop. */
-export type ToPool = { type: 'event'; id: number; event: AgentEvent } | { type: 'end'; id: number } | { type: 'error'; id: number; error: WireError };
+export type ToPool = { type: 'event'; id: number; event: AgentEvent } | { type: 'end'; id: number } | { type: 'error'; id: number; error: WireError } | { type: 'fact'; fact: ModelFact };
 
 /** An error as structured cloning keeps it: an AppError keeps its type, status and headers. */
 export type WireError =

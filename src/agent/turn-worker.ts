@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import module from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import { toWire, type FromPool, type ToPool, type WorkerSettings } from './turn-wire.ts';
+import { applyFact, onLearned } from './model-facts.ts';
+import { toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
 
 // Each thread compiles the AI SDK afresh; the cache (bin/agentd.js enables it for the main thread
 // only) halves a thread's start, 0.23 → 0.12 s of CPU. So the rest loads after it.
@@ -15,9 +16,10 @@ const { runTurn } = await import('./turn.ts');
  * model's HTTP client, the AI SDK's parsing and the tools all cost CPU here instead — and posts
  * each turn's events back as they come.
  */
-const settings = workerData as WorkerSettings;
+const { settings, facts } = workerData as WorkerData;
 const pricing = pricingFrom(settings.prices);
 const port = parentPort!;
+for (const fact of facts) applyFact(fact);
 const running = new Map<number, AbortController>();
 /**
  * Messages go over in batches, since every postMessage costs both threads a copy and a wake-up. A
@@ -39,8 +41,13 @@ function flush(): void {
   port.postMessage(batch);
 }
 
+// What a turn here finds out about a model server goes to the server's thread at once, which
+// tells the other threads; what they found out arrives as `fact` messages.
+onLearned((fact) => post({ type: 'fact', fact }, true));
+
 port.on('message', (message: FromPool) => {
   if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
+  else if (message.type === 'fact') applyFact(message.fact);
   else void run(message);
 });
 

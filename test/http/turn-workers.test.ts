@@ -104,6 +104,50 @@ describe('turns on worker threads', () => {
   });
 });
 
+describe('what threads learn about a model server', () => {
+  const ask = (h: Harness, content: string, llm = { provider: 'openai', model: 'gpt-x' }) => h.invoke(invokeBody([{ role: 'user', content }], { ...template(), llm }));
+  /** One turn on each of the two threads: the first is still at the model when the second is placed. */
+  async function onBothThreads(h: Harness, llm?: { provider: string; model: string }): Promise<void> {
+    const first = ask(h, 'slow', llm);
+    await waitFor(() => h.model.inFlight === 1);
+    expect((await ask(h, 'quick', llm)).status).toBe(200);
+    expect((await first).status).toBe(200);
+  }
+
+  it('a thread that finds out which way in a server answers tells the threads already running', async () => {
+    const h = await startHarness({
+      protocols: ['chat', 'anthropic'],
+      env: (url) => ({ AGENTD_TURN_WORKERS: '2', AGENTD_TURN_WORKERS_LOAD: '0', ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test' }),
+    });
+    try {
+      // Both threads start on Anthropic turns, which have nothing to find out.
+      h.model.script([{ text: 'a', latencyMs: 300 }, { text: 'b' }, { text: 'found' }, { text: 'c', latencyMs: 300 }, { text: 'd' }]);
+      await onBothThreads(h, { provider: 'anthropic', model: 'claude-x' });
+      expect(h.model.unrouted).toEqual([]);
+      // The first thread finds that only Chat Completions answers; then both threads ask that way.
+      expect((await readJson(await ask(h, 'find out'))).data.outputs.messages.at(-1).content).toBe('found');
+      expect(h.model.unrouted).toEqual(['POST /v1/responses']);
+      await onBothThreads(h);
+      expect(h.model.unrouted).toEqual(['POST /v1/responses']);
+      expect(h.app.turns.placement).toEqual({ server: 0, threads: 5 });
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a thread that starts later is told at its start', async () => {
+    const h = await startHarness({ protocols: ['chat'], env: { AGENTD_TURN_WORKERS: '2', AGENTD_TURN_WORKERS_LOAD: '0' } });
+    try {
+      h.model.script([{ text: 'found' }, { text: 'c', latencyMs: 300 }, { text: 'd' }]);
+      await readJson(await ask(h, 'find out'));
+      await onBothThreads(h);
+      expect(h.model.unrouted).toEqual(['POST /v1/responses']);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('where a turn runs', () => {
   it('with AGENTD_TURN_WORKERS_LOAD=1 the server thread is never busy enough: every turn stays on it', async () => {
     const h = await startHarness({ env: { AGENTD_TURN_WORKERS: '1', AGENTD_TURN_WORKERS_LOAD: '1' } });
