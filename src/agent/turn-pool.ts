@@ -130,7 +130,6 @@ class PoolThread {
 export class TurnPool {
   private readonly threads: PoolThread[];
   private nextId = 1;
-
   private readonly stopTelling: () => void;
 
   /** `entry` is the thread's script: turn-worker.ts, unless a test stands a failing one in. */
