@@ -134,7 +134,7 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     provider = model.slice(0, slash);
     model = model.slice(slash + 1);
   }
-  const connection = llm.connection ?? { mode: 'self_managed' as const };
+  const connection = fromReferenceMode(llm.connection ?? { mode: 'self_managed' as const });
   let effectiveLlm: EffectiveLlm | ProjectLlm;
   if (connection.mode === 'project') {
     if (!connection.slug) {
@@ -163,6 +163,17 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     },
     sandbox: { kind: t.sandbox?.kind ?? 'local', permissions: { network: { mode: t.sandbox?.permissions?.network?.mode ?? 'off' } } },
   };
+}
+
+type TemplateConnection = NonNullable<NonNullable<AgentTemplate['llm']>['connection']>;
+
+/**
+ * The reference's `agenta` mode names a connection the platform keeps (by `slug`) or, without one,
+ * the platform's own keys: here a project connection, or the server's keys (`self_managed`).
+ */
+function fromReferenceMode({ mode, slug }: TemplateConnection): { mode: 'self_managed' | 'project'; slug?: string | null | undefined } {
+  if (mode !== 'agenta') return { mode, slug };
+  return slug ? { mode: 'project', slug } : { mode: 'self_managed' };
 }
 
 export function builtinNames(template: EffectiveTemplate): BuiltinToolName[] {

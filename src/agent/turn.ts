@@ -1,7 +1,7 @@
 import { isStepCount, jsonSchema, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
 import { modelParts } from './model-parts.ts';
 import type { Config } from '../config.ts';
-import type { AgentEvent, EventOf, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
+import { doneEvent, pendingInteraction, type AgentEvent, type EventOf, type PendingInteraction, type StopReason, type Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
 import { gateFor } from './permissions.ts';
 import { collectCalls, toModelMessages } from './history.ts';
@@ -192,12 +192,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
         case 'tool-approval-request': {
           if (part.isAutomatic) break;
           unanswered.delete(part.toolCall.toolCallId);
-          const interaction: PendingInteraction = {
-            id: input.newInteractionId(),
-            kind: 'user_approval',
-            tool: part.toolCall.toolName,
-            payload: { tool_call_id: part.toolCall.toolCallId, tool_name: part.toolCall.toolName, input: part.toolCall.input },
-          };
+          const interaction = pendingInteraction(input.newInteractionId(), 'user_approval', part.toolCall);
           pending.push(interaction);
           yield { type: 'interaction_request', data: interaction };
           break;
@@ -240,12 +235,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   // Calls left without a result or an approval request belong to client tools: the caller runs them.
   for (const [toolCallId, call] of unanswered) {
     if (entries.get(call.name)?.type !== 'client') continue;
-    const interaction: PendingInteraction = {
-      id: input.newInteractionId(),
-      kind: 'client_tool',
-      tool: call.name,
-      payload: { tool_call_id: toolCallId, tool_name: call.name, input: call.input },
-    };
+    const interaction = pendingInteraction(input.newInteractionId(), 'client_tool', { toolCallId, toolName: call.name, input: call.input });
     pending.push(interaction);
     yield { type: 'interaction_request', data: interaction };
   }
@@ -257,5 +247,5 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   if (pending.length) stopReason = 'paused';
   else if (finishReason === 'length') stopReason = 'max_tokens';
   else if (lastStepHadCalls && steps >= maxSteps) stopReason = 'max_steps';
-  yield { type: 'done', data: pending[0] ? { stop_reason: stopReason, pending_interaction: pending[0] } : { stop_reason: stopReason } };
+  yield doneEvent(stopReason, pending[0]);
 }

@@ -70,6 +70,21 @@ export const TestsetView = z.object({
 });
 export type TestsetView = z.infer<typeof TestsetView>;
 
+/**
+ * The reference's test set query: every attribute given in `testset` must match, `testset_refs`
+ * keeps the test sets named (by id or slug), `windowing.limit` caps the list.
+ */
+export const TestsetQuery = z.strictObject({
+  testset: z
+    .strictObject({ name: z.string().optional(), slug: z.string().optional(), tags: record.optional(), meta: record.optional(), flags: record.optional() })
+    .optional(),
+  testset_refs: z.array(z.strictObject({ id: z.string().min(1).optional(), slug: z.string().min(1).optional(), version: z.union([z.string(), z.number()]).optional() })).optional(),
+  /** Nothing is archived here: with or without, every test set is listed. */
+  include_archived: z.boolean().optional(),
+  windowing: z.strictObject({ limit: Paging.limit }).optional(),
+});
+export type TestsetQuery = z.infer<typeof TestsetQuery>;
+
 /** `revision_id` also at the top: spec §4.5 says the creation's response carries it. */
 export const TestsetReply = z.object({ count: z.number().int(), revision_id: z.string(), testset: TestsetView });
 export const TestsetList = z.object({ count: z.number().int(), testsets: z.array(TestsetView) });
@@ -190,6 +205,8 @@ export const EvaluationView = z.object({
 export type EvaluationView = z.infer<typeof EvaluationView>;
 
 export const EvaluationReply = z.object({ count: z.number().int(), evaluation: EvaluationView });
+/** A run as the reference's run routes answer it: `run.status` beside `run.data.status`. */
+export const RunReply = z.object({ count: z.number().int(), run: EvaluationView.extend({ status: RunStatus }) });
 export const EvaluationList = z.object({ count: z.number().int(), evaluations: z.array(EvaluationView), next: z.string().optional() });
 
 export const Attempt = z.object({
@@ -271,9 +288,9 @@ export type Stats = z.infer<typeof Stats>;
 const MetricsFilter = z.strictObject({
   run_id: z.string().optional(),
   run_ids: z.array(z.string()).min(1).optional(),
-  /** One test case's record (besides the run's). */
+  /** One test case's record (instead of the run's). */
   scenario_id: z.string().optional(),
-  /** true: one record per test case too (across its repeats); or the test cases wanted. */
+  /** true: one record per test case (across its repeats) instead of the run's; or the test cases wanted. */
   scenario_ids: z.union([z.boolean(), z.array(z.string()).min(1)]).optional(),
   /** The reference's switch for records over time; none are kept here, so only `false` can be met. */
   timestamp: z.literal(false).optional(),

@@ -20,9 +20,31 @@ export const PendingInteraction = z.object({
     tool_call_id: z.string(),
     tool_name: z.string(),
     input: z.unknown(),
+    /** The reference's names for the same call, which its clients read (`payload.toolCallId`, `payload.toolCall`). */
+    toolCallId: z.string(),
+    toolName: z.string(),
+    toolCall: z.object({ toolCallId: z.string(), name: z.string(), title: z.string(), rawInput: z.unknown(), kind: z.literal('client').optional() }),
   }),
 });
 export type PendingInteraction = z.infer<typeof PendingInteraction>;
+
+/** An interaction a turn asks for on one tool call, under agentd's names and the reference's. */
+export function pendingInteraction(id: string, kind: InteractionKind, call: { toolCallId: string; toolName: string; input: unknown }): PendingInteraction {
+  const { toolCallId, toolName, input } = call;
+  return {
+    id,
+    kind,
+    tool: toolName,
+    payload: {
+      tool_call_id: toolCallId,
+      tool_name: toolName,
+      input,
+      toolCallId,
+      toolName,
+      toolCall: { toolCallId, name: toolName, title: toolName, rawInput: input, ...(kind === 'client_tool' ? { kind: 'client' as const } : {}) },
+    },
+  };
+}
 
 export const Usage = z.object({
   input: z.number().int().nonnegative(),
@@ -67,9 +89,15 @@ export const AgentEvent = z.discriminatedUnion('type', [
   }),
   z.object({
     type: z.literal('done'),
-    data: z.object({ stop_reason: StopReason, pending_interaction: PendingInteraction.optional() }),
+    /** `stopReason` repeats `stop_reason` under the name the reference's clients read. */
+    data: z.object({ stop_reason: StopReason, stopReason: StopReason, pending_interaction: PendingInteraction.optional() }),
   }),
 ]);
 export type AgentEvent = z.infer<typeof AgentEvent>;
 export type AgentEventType = AgentEvent['type'];
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
+
+/** A turn's last event. */
+export function doneEvent(stopReason: StopReason, pending?: PendingInteraction): EventOf<'done'> {
+  return { type: 'done', data: { stop_reason: stopReason, stopReason, ...(pending ? { pending_interaction: pending } : {}) } };
+}

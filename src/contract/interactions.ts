@@ -98,6 +98,13 @@ export const ApprovalAnswer = z.strictObject({
   tool_call_id: z.string().min(1).optional(),
 });
 export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
+/** The reference's resolution of an approval, which its clients send to `/transition`. */
+export const ApprovalVerdict = z.strictObject({
+  verdict: z.enum(['approved', 'denied']),
+  tool_call_id: z.string().min(1).optional(),
+  reason: z.string().max(4096).optional(),
+  message: z.string().max(4096).optional(),
+});
 /** A client tool's answer (`client_tool`): its output, or the error it failed with. */
 export const ClientToolAnswer = z.union([z.strictObject({ output: z.unknown() }), z.strictObject({ error: z.string() })]);
 /** `user_input` answers are free-form objects. */

@@ -100,7 +100,8 @@ export const AgentTemplate = z.strictObject({
       model: z.string().min(1).nullish(),
       connection: z
         .strictObject({
-          mode: z.enum(['self_managed', 'project']),
+          /** `agenta` is the reference's name: with a slug a `project` connection, without one the server's keys. */
+          mode: z.enum(['self_managed', 'project', 'agenta']),
           slug: z.string().min(1).nullish(),
         })
         .nullish(),

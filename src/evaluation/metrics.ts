@@ -40,12 +40,13 @@ function summarizeResults(run: RunLike, results: readonly ResultRecord[]): Metri
 }
 
 /**
- * The run's record, then one per test case (across its repeats) when `perCase` asks: true for
- * every case, or a list of the test case ids wanted.
+ * The run's record; or, when `perCase` asks for test cases (true for every case, or a list of the
+ * test case ids wanted), one record per case across its repeats, and not the run's: the reference's
+ * clients read every record of such a query as a case's.
  */
 export function runMetrics(run: RunLike, results: readonly ResultRecord[], perCase: boolean | readonly string[]): MetricsRecord[] {
-  const records: MetricsRecord[] = [{ run_id: run.id, status: run.status, data: summarizeResults(run, results) }];
-  if (perCase === false) return records;
+  if (perCase === false) return [{ run_id: run.id, status: run.status, data: summarizeResults(run, results) }];
+  const records: MetricsRecord[] = [];
   const byCase = new Map<string, ResultRecord[]>();
   for (const result of results) {
     if (perCase !== true && !perCase.includes(result.testcase_id)) continue;

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Testcase, TestsetView } from '../contract/evaluations.ts';
+import { isDeepStrictEqual } from 'node:util';
+import type { Testcase, TestsetQuery, TestsetView } from '../contract/evaluations.ts';
 import { AppError } from '../errors.ts';
 import { optional } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord } from '../store/configs.ts';
@@ -119,6 +120,17 @@ export class TestsetService {
         return toTestsetView(artifact, revision, false);
       }),
     );
+  }
+
+  /** The test sets the reference's query asks for: named ones, whose given attributes all match. */
+  async query(projectId: string, query: TestsetQuery): Promise<TestsetView[]> {
+    const { testset: filter = {}, testset_refs: refs } = query;
+    const matches = (view: TestsetView) =>
+      (filter.name === undefined || view.name === filter.name) &&
+      (filter.slug === undefined || view.slug === filter.slug) &&
+      (['tags', 'meta', 'flags'] as const).every((field) => Object.entries(filter[field] ?? {}).every(([key, value]) => isDeepStrictEqual(view[field]?.[key], value))) &&
+      (refs === undefined || refs.some((ref) => (ref.id === undefined || ref.id === view.id) && (ref.slug === undefined || ref.slug === view.slug)));
+    return (await this.list(projectId)).filter(matches).slice(0, query.windowing?.limit);
   }
 
   /** Commits the rows as they now are; tags, meta and flags carry over unless sent. */

@@ -13,12 +13,23 @@ export interface Principal {
 
 const SCHEME = /^(?:apikey|bearer)\s+(\S+)\s*$/i;
 
+export interface AuthorizeOptions {
+  /**
+   * The services surface names its project in every call (spec §4.1). On `/api` a missing
+   * `project_id` means the key's own project, as the reference takes it (design.md §4).
+   */
+  projectRequired?: boolean;
+}
+
+/** How the services surface authorizes: its calls always name their project. */
+export const SERVICES: AuthorizeOptions = { projectRequired: true };
+
 /**
  * Authenticates a request for one project (spec §5, design.md §4): no or unknown key → 401; a
- * missing `project_id` → 400; a key of another project, or a role below `need` → 403. A key of
- * another project gets the same answer whether that project exists or not.
+ * missing `project_id` where one is required → 400; a key of another project, or a role below
+ * `need` → 403. A key of another project gets the same answer whether that project exists or not.
  */
-export async function authorize(store: Store, request: FastifyRequest, need: Role): Promise<Principal> {
+export async function authorize(store: Store, request: FastifyRequest, need: Role, options: AuthorizeOptions = {}): Promise<Principal> {
   const header = request.headers.authorization;
   const match = header ? SCHEME.exec(header) : null;
   if (!match) {
@@ -26,10 +37,11 @@ export async function authorize(store: Store, request: FastifyRequest, need: Rol
   }
   const key = await store.apiKeys.verify(match[1]!);
   if (!key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
-  const projectId = (request.query as Record<string, unknown> | undefined)?.project_id;
-  if (Array.isArray(projectId)) {
+  const given = (request.query as Record<string, unknown> | undefined)?.project_id;
+  if (Array.isArray(given)) {
     throw new AppError('invalid-request', 'the query parameter project_id is given more than once; give it once');
   }
+  const projectId = given === undefined && !options.projectRequired ? key.project_id : given;
   if (typeof projectId !== 'string' || projectId === '') {
     throw new AppError('missing-project-id', 'the query parameter project_id is required, e.g. ?project_id=<your project id>');
   }

@@ -36,7 +36,9 @@ import {
   TestsetCreate,
   TestsetEdit,
   TestsetList,
+  TestsetQuery,
   TestsetReply,
+  RunReply,
 } from '../contract/evaluations.ts';
 
 /**
@@ -308,6 +310,14 @@ const ROUTES: Route[] = [
     ok: { status: 200, schema: TestsetList, description: 'The test sets' },
   },
   {
+    method: 'post',
+    path: '/api/simple/testsets/query',
+    summary: "List test sets by the reference's query: attributes, names, a limit",
+    role: 'viewer',
+    body: TestsetQuery,
+    ok: { status: 200, schema: TestsetList, description: 'The test sets that match' },
+  },
+  {
     method: 'get',
     path: '/api/simple/testsets/{testset_id}',
     summary: 'Read a test set (id or slug): its newest revision and rows',
@@ -347,6 +357,14 @@ const ROUTES: Route[] = [
     role: 'viewer',
     params: ['evaluation_id'],
     ok: { status: 200, schema: EvaluationReply, description: 'The run' },
+  },
+  {
+    method: 'get',
+    path: '/api/evaluations/runs/{run_id}',
+    summary: "Read an evaluation run as the reference's SDK does, its status at run.status",
+    role: 'viewer',
+    params: ['run_id'],
+    ok: { status: 200, schema: RunReply, description: 'The run' },
   },
   {
     method: 'post',
@@ -389,7 +407,9 @@ const jsonSchema = (schema: Schema, io: 'input' | 'output') => {
 
 function operation(route: Route) {
   const parameters = [
-    { name: 'project_id', in: 'query', required: true, schema: { type: 'string' }, description: 'The project to act in' },
+    route.path.startsWith('/api/')
+      ? { name: 'project_id', in: 'query', required: false, schema: { type: 'string' }, description: "The project to act in; absent, the API key's own project" }
+      : { name: 'project_id', in: 'query', required: true, schema: { type: 'string' }, description: 'The project to act in' },
     ...(route.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
     ...Object.entries(route.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, schema: { type: 'string' }, description })),
   ];

@@ -1,10 +1,14 @@
 import type { z } from 'zod';
+import { safeParseNullsAbsent } from '../contract/optional-nulls.ts';
 import { describeIssue, jsonPath } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 
-/** Validates a request part against its contract schema; the 400 names the first wrong path. */
+/**
+ * Validates a request part against its contract schema; the 400 names the first wrong path. A
+ * `null` given for an optional field means the field is absent, on every route.
+ */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where = ''): z.output<S> {
-  const parsed = schema.safeParse(value ?? {});
+  const parsed = safeParseNullsAbsent(schema, value ?? {});
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   // A session id is checked the same way on every route, and named the same way when wrong.

@@ -3,6 +3,7 @@ import type { Message } from '../contract/messages.ts';
 import type { HistoryCall } from '../agent/history.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
+import type { InteractionRecord } from '../store/interactions.ts';
 import { lateAnswer } from './late-answers.ts';
 
 export interface InBandAnswers {
@@ -73,4 +74,42 @@ export async function readInBandAnswers(
     );
   }
   return { history: out, answered };
+}
+
+/** What a re-post's answers were already given as, through the API. */
+export type EarlierAnswers =
+  /** Answered, and not yet taken up: the re-post's turn is their continuation. */
+  | { responded: ReadonlySet<string> }
+  /** Taken up by this turn already: the re-post follows it. */
+  | { continuation: string };
+
+/**
+ * Reads a re-post that only repeats answers given through the API. The reference's client-tool
+ * lifecycle does so: it answers the call with `/transition`, then re-posts it in band with its
+ * result. Such a re-post asks to see the continuation, not to answer twice. Undefined when the
+ * re-post answers something itself, gives another decision than the API did, or answers nothing
+ * that was paused on.
+ */
+export async function earlierAnswers(store: Store, projectId: string, sessionId: string, trailing: HistoryCall[]): Promise<EarlierAnswers | undefined> {
+  const answering = trailing.filter((call) => call.result !== undefined || call.approval?.approved !== undefined);
+  if (answering.length === 0) return undefined;
+  const newest = new Map<string, InteractionRecord>();
+  for (const record of await store.interactions.ofToolCalls(projectId, sessionId, answering.map((c) => c.toolCallId))) {
+    if (!newest.has(record.tool_call_id)) newest.set(record.tool_call_id, record);
+  }
+  const found = answering.flatMap((call) => {
+    const record = newest.get(call.toolCallId);
+    return record ? [{ call, record }] : [];
+  });
+  if (found.length === 0) return undefined;
+  // Calls of earlier pauses in the same stretch of the conversation are history by now.
+  const paused = found.reduce((a, b) => (b.record.created_at > a.record.created_at ? b : a)).record.turn_id;
+  const current = found.filter(({ record }) => record.turn_id === paused);
+  const otherDecision = current.some(({ call, record }) => record.kind === 'user_approval' && call.approval?.approved !== undefined && record.answer?.approved !== call.approval.approved);
+  if (otherDecision) return undefined;
+  const records = current.map(({ record }) => record);
+  if (records.every((r) => r.status === 'responded')) return { responded: new Set(records.map((r) => r.id)) };
+  const takenBy = new Set(records.map((r) => (r.status === 'resolved' && r.resolution?.via === 'out_of_band' ? r.resolution.turn_id : undefined)));
+  const [turn] = takenBy;
+  return takenBy.size === 1 && typeof turn === 'string' ? { continuation: turn } : undefined;
 }

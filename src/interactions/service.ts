@@ -1,4 +1,5 @@
-import { ApprovalAnswer, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus, type TransitionBody } from '../contract/interactions.ts';
+import { ApprovalAnswer, ApprovalVerdict, ClientToolAnswer, InputAnswer, type InteractionQuery, type InteractionRecord, type InteractionStatus, type TransitionBody } from '../contract/interactions.ts';
+import { safeParseNullsAbsent } from '../contract/optional-nulls.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { PausedState } from '../sessions/paused-state.ts';
@@ -28,7 +29,8 @@ const ANSWER_SCHEMA = { user_approval: ApprovalAnswer, client_tool: ClientToolAn
 
 /**
  * Legal moves of the transition operation (design.md §4). Answering (`pending → responded`) needs
- * an answer, so it goes through respond; `resolved` and `cancelled` are final.
+ * an answer, so it goes through respond, or comes with one as its resolution; `resolved` and
+ * `cancelled` are final.
  */
 const MOVES: Record<InteractionStatus, readonly InteractionStatus[]> = {
   pending: [],
@@ -36,6 +38,21 @@ const MOVES: Record<InteractionStatus, readonly InteractionStatus[]> = {
   resolved: ['pending', 'responded'],
   cancelled: ['pending', 'responded'],
 };
+
+/**
+ * The answer a resolution sent with `responded` gives, as `respond` takes it: the reference's
+ * clients resolve an approval as `{verdict, tool_call_id}` and a client tool with its output.
+ */
+function answerOfResolution(kind: StoredInteraction['kind'], resolution: Record<string, unknown>): Record<string, unknown> {
+  if (kind === 'user_approval') {
+    const verdict = ApprovalVerdict.safeParse(resolution);
+    if (!verdict.success) return resolution;
+    const { verdict: said, ...rest } = verdict.data;
+    return { approved: said === 'approved', ...rest };
+  }
+  if (kind === 'client_tool' && !ClientToolAnswer.safeParse(resolution).success) return { output: resolution };
+  return resolution;
+}
 
 /** The answer as stored: an approval's `message` is its reason; its `tool_call_id` only has to match. */
 function normalizeAnswer(record: StoredInteraction, answer: Record<string, unknown>): Record<string, unknown> {
@@ -79,7 +96,7 @@ export class InteractionService {
   async respond(projectId: string, id: string, answer: Record<string, unknown>): Promise<InteractionRecord> {
     const record = await this.store.interactions.get(projectId, id);
     if (!record) throw new AppError('not-found', `no interaction "${id}" in this project`);
-    const parsed = ANSWER_SCHEMA[record.kind].safeParse(answer);
+    const parsed = safeParseNullsAbsent(ANSWER_SCHEMA[record.kind], answer);
     if (!parsed.success) {
       const shape = record.kind === 'user_approval' ? '{"approved": true|false, "reason"?: "…"}' : record.kind === 'client_tool' ? '{"output": …} or {"error": "…"}' : 'an object';
       throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
@@ -101,9 +118,11 @@ export class InteractionService {
     if (!record || (change.session_id !== undefined && record.session_id !== change.session_id)) {
       throw new AppError('not-found', `no interaction "${id}" in ${change.session_id === undefined ? 'this project' : `session "${change.session_id}"`}`);
     }
+    // The reference's client-tool lifecycle answers here: `responded`, with the answer as its resolution.
+    if (change.status === 'responded' && change.resolution) return this.respond(projectId, record.id, answerOfResolution(record.kind, change.resolution));
     const from = MOVES[change.status];
     if (!from.includes(record.status)) {
-      const hint = change.status === 'responded' ? '; answer it with POST /api/sessions/interactions/{id}/respond' : '';
+      const hint = change.status === 'responded' ? '; send its answer as the resolution, or answer it with POST /api/sessions/interactions/{id}/respond' : '';
       throw new AppError('interaction-not-pending', `interaction "${record.id}" cannot move from ${record.status} to ${change.status}${hint}`);
     }
     const moved = await this.store.interactions.transition(projectId, record.id, {

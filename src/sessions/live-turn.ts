@@ -19,6 +19,8 @@ export class LiveTurn {
    * turn later (a resumed chat, an attach) holds no such message, so its replay rebuilds it first.
    */
   readonly continues: UIMessage | undefined;
+  /** Interactions answered through the API that this turn takes up: its callers may follow it. */
+  readonly takesUp: ReadonlySet<string>;
   readonly controller = new AbortController();
   readonly done: Promise<FoldedTurn>;
   /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
@@ -29,13 +31,14 @@ export class LiveTurn {
   private finished = false;
   private resolveDone!: (turn: FoldedTurn) => void;
 
-  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined }) {
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string> }) {
     this.id = ids.id;
     this.projectId = ids.projectId;
     this.sessionId = ids.sessionId;
     this.traceId = ids.traceId;
     this.spanId = ids.spanId;
     this.continues = ids.continues;
+    this.takesUp = ids.takesUp ?? new Set();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
   }

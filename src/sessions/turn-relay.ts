@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { UIMessage } from 'ai';
-import type { AgentEvent } from '../contract/events.ts';
+import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import { AppError } from '../errors.ts';
 import type { LeasesRepo } from '../store/leases.ts';
@@ -112,7 +112,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
   const lose = (why: string) => {
     const message = `${why}; the session's turn history has what was recorded for turn "${turnId}"`;
     push({ type: 'error', data: { code: 503, type: 'unavailable', message } });
-    push({ type: 'done', data: { stop_reason: 'interrupted' } });
+    push(doneEvent('interrupted'));
     end({ type: 'unavailable', status: 503, message });
   };
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { AgentEvent } from '../contract/events.ts';
+import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
 import { resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
@@ -8,7 +8,7 @@ import { runTurn } from '../agent/turn.ts';
 import { ServerLoad } from '../agent/server-load.ts';
 import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
-import { readInBandAnswers } from '../interactions/in-band.ts';
+import { earlierAnswers, readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
@@ -21,6 +21,7 @@ import { ensureSessionFolder, sessionFolder } from './folders.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers, withMcpSecrets } from '../agent/mcp.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
+import { endedTurn } from './ended-turn.ts';
 import { LiveTurn } from './live-turn.ts';
 import type { PausedState } from './paused-state.ts';
 import { planInvoke, type StartTurn, type TurnPlan } from './invoke-plan.ts';
@@ -42,6 +43,8 @@ export interface TurnServiceDeps {
 export class TurnService {
   readonly live = new Map<string, LiveTurn>();
   private readonly bySession = new Map<string, LiveTurn>();
+  /** Turns taking their session and being set up: a reader that comes now waits for them. */
+  private readonly starting = new Map<string, Promise<LiveTurn>>();
   private readonly deps: TurnServiceDeps;
   /** Names this process on the leases it holds. */
   private readonly holder = randomUUID();
@@ -64,10 +67,42 @@ export class TurnService {
     this.serverSecrets = serverKeys(deps.config);
   }
 
-  /** Starts the turn an invoke asks for, or attaches to the live one (force with no input). */
+  /**
+   * Starts the turn an invoke asks for, or attaches to the live one (force with no input). A
+   * re-post that only repeats answers given through the API gets their continuation instead: it
+   * runs it when nothing has yet, and follows it when it has (see `earlierAnswers`).
+   */
   async start(params: StartTurn): Promise<LiveTurn> {
     const planned = await planInvoke(params, { config: this.deps.config, configs: this.deps.store.configs });
-    return 'attach' in planned ? this.attach(params.projectId, planned.attach.sessionId) : this.run(planned.plan);
+    if ('attach' in planned) return this.attach(params.projectId, planned.attach.sessionId);
+    const { plan } = planned;
+    const earlier = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, collectCalls(plan.messages).trailing);
+    if (!earlier) return this.run(plan);
+    return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded);
+  }
+
+  /** Runs the continuation of answers given through the API, or follows the one they started. */
+  private async takeUp(plan: TurnPlan, answered: ReadonlySet<string>): Promise<LiveTurn> {
+    const taking = async () => {
+      const live = await this.liveTurn(plan.projectId, plan.sessionId);
+      return live && [...answered].some((id) => live.takesUp.has(id)) ? live : undefined;
+    };
+    try {
+      return (await taking()) ?? (await this.run({ ...plan, outOfBand: answered }));
+    } catch (error) {
+      // That continuation took the session between the look and the run.
+      if (isAppError(error) && error.type === 'session-busy') return (await taking()) ?? Promise.reject(error);
+      throw error;
+    }
+  }
+
+  /** The turn that took up answers given through the API: live, or as it ended. */
+  private async continuation(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
+    const live = await this.liveTurn(plan.projectId, plan.sessionId);
+    if (live?.id === turnId) return live;
+    const ended = await this.deps.store.turns.get(plan.projectId, turnId);
+    if (!ended) throw new AppError('interaction-not-pending', `these answers were taken up by turn "${turnId}", which is gone; send a new message to go on`);
+    return endedTurn(ended, plan.continues);
   }
 
   /** Attach (force with no input): the session's live turn, which must exist. */
@@ -82,7 +117,8 @@ export class TurnService {
    * shared by replicas, the one another replica runs, relayed from there. Undefined when none runs.
    */
   async liveTurn(projectId: string, sessionId: string): Promise<LiveTurn | undefined> {
-    const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
+    const key = `${projectId}\u0000${sessionId}`;
+    const live = this.bySession.get(key) ?? (await this.starting.get(key)?.catch(() => undefined));
     if (live) return live;
     const { store, config } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
@@ -109,6 +145,18 @@ export class TurnService {
   async run(plan: TurnPlan): Promise<LiveTurn> {
     const turnId = randomUUID();
     if (plan.privateSession) return this.begin(plan, turnId);
+    const starting = this.takeAndBegin(plan, turnId);
+    // Known here from before the lease is asked for: a reader that finds the lease meanwhile must
+    // not go looking for the turn in another process.
+    const key = `${plan.projectId}\u0000${plan.sessionId}`;
+    if (!this.starting.has(key)) {
+      this.starting.set(key, starting);
+      void starting.catch(() => undefined).finally(() => this.starting.get(key) === starting && this.starting.delete(key));
+    }
+    return starting;
+  }
+
+  private async takeAndBegin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
     await this.takeSession(plan, turnId);
     try {
       return await this.begin(plan, turnId);
@@ -225,7 +273,7 @@ export class TurnService {
 
     // Replayed to readers other than its sender, the continued message is masked as the events are.
     const continues = plan.continues && redact(plan.continues);
-    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues });
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues, takesUp: outOfBand });
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
@@ -328,7 +376,7 @@ export class TurnService {
       if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
-      emit({ type: 'done', data: { stop_reason: aborted ? (status as 'interrupted' | 'cancelled') : 'error' } });
+      emit(doneEvent(aborted ? (status as 'interrupted' | 'cancelled') : 'error'));
     }
     const folded = folder.result();
     const end: TurnEnd = {

@@ -106,6 +106,21 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return row && toInteraction(row);
   }
 
+  /** The session's interactions on these tool calls, newest first. */
+  async function ofToolCalls(projectId: string, sessionId: string, toolCallIds: readonly string[]): Promise<InteractionRecord[]> {
+    if (toolCallIds.length === 0) return [];
+    const rows = await db
+      .selectFrom('interactions')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('session_id', '=', sessionId)
+      .where('tool_call_id', 'in', toolCallIds)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return rows.map(toInteraction);
+  }
+
   /** Oldest first, the order the turn asked them in. */
   async function listPending(projectId: string, sessionId: string): Promise<InteractionRecord[]> {
     const rows = await db
@@ -230,7 +245,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, get, listPending, query, listByStatus, transition, transitionAll, cancelPending };
+  return { create, get, ofToolCalls, listPending, query, listByStatus, transition, transitionAll, cancelPending };
 }
 
 export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

@@ -64,14 +64,16 @@ export interface VercelProjectorOptions {
   rebuilds?: UIMessage;
 }
 
-export function finishReasonOf(stopReason: StopReason, pending: PendingInteraction | undefined): FinishReason {
+/**
+ * The finish reason a turn's stop reason reads as. A pause is `other`, as the reference's stream
+ * says it and its clients test for; `finish.messageMetadata.stop_reason` tells which pause.
+ */
+export function finishReasonOf(stopReason: StopReason): FinishReason {
   switch (stopReason) {
     case 'end_turn':
       return 'stop';
     case 'max_tokens':
       return 'length';
-    case 'paused':
-      return pending !== undefined ? 'tool-calls' : 'other';
     case 'error':
       return 'error';
     default:
@@ -215,7 +217,7 @@ export class VercelProjector {
     if (this.#usage !== undefined) metadata.usage = { ...this.#usage };
     if (pending !== undefined) metadata.pending_interaction = pending;
     else if (this.#continues) metadata.pending_interaction = null;
-    out.push({ type: 'finish', finishReason: finishReasonOf(stop_reason, pending), messageMetadata: metadata });
+    out.push({ type: 'finish', finishReason: finishReasonOf(stop_reason), messageMetadata: metadata });
     this.#finished = true;
   }
 

@@ -81,7 +81,7 @@ describe('approve', () => {
     const types = frames.map((f) => f.type);
     expect(types[0]).toBe('turn_start');
     expect(types).toContain('tool_result');
-    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'end_turn', stopReason: 'end_turn' } });
     expect(await readFile(p.file, 'utf8')).toBe('streamed');
   });
 

@@ -40,7 +40,14 @@ describe('client tools', () => {
       id: expect.any(String),
       kind: 'client_tool',
       tool: 'pick_color',
-      payload: { tool_call_id: messages[0]!.tool_call_id, tool_name: 'pick_color', input: { options: ['red', 'blue'] } },
+      payload: {
+        tool_call_id: messages[0]!.tool_call_id,
+        tool_name: 'pick_color',
+        input: { options: ['red', 'blue'] },
+        toolCallId: messages[0]!.tool_call_id,
+        toolName: 'pick_color',
+        toolCall: { toolCallId: messages[0]!.tool_call_id, name: 'pick_color', title: 'pick_color', rawInput: { options: ['red', 'blue'] }, kind: 'client' },
+      },
     });
     expect(messages).toEqual([{ role: 'tool', content: '', tool_call_id: expect.any(String), tool_name: 'pick_color', input: { options: ['red', 'blue'] } }]);
     const record = await h.store.interactions.get(h.projectId, out.pending_interaction.id);
@@ -53,7 +60,7 @@ describe('client tools', () => {
     const { frames } = await readFrames(res);
     const request = frames.find((f) => f.type === 'interaction_request');
     expect(request!.data).toMatchObject({ kind: 'client_tool', tool: 'pick_color' });
-    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'paused', pending_interaction: request!.data } });
+    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'paused', stopReason: 'paused', pending_interaction: request!.data } });
   });
 
   it('continue when the caller appends the result: the model gets it, the turn completes, the interaction resolves', async () => {

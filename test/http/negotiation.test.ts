@@ -56,7 +56,7 @@ describe('stream replies', () => {
     expect(raw).not.toContain('[DONE]');
     expect(raw.endsWith('\n\n')).toBe(true);
     expectNativeStream(frames);
-    expect(frames.at(-1)!.data).toEqual({ stop_reason: 'end_turn' });
+    expect(frames.at(-1)!.data).toEqual({ stop_reason: 'end_turn', stopReason: 'end_turn' });
   });
 
   it.each(['application/x-ndjson', 'application/jsonl'])('Accept: %s → the same frames as NDJSON lines, under the type asked for', async (accept) => {

@@ -99,7 +99,7 @@ describe('streamed requests', () => {
     expect(types).toContain('tool_result');
     expect(types.slice(-2)).toEqual(['error', 'done']);
     expect(frames.at(-2)!.data).toMatchObject({ code: 502, type: 'upstream-error', message: expect.stringContaining('500') });
-    expect(frames.at(-1)!.data).toEqual({ stop_reason: 'error' });
+    expect(frames.at(-1)!.data).toEqual({ stop_reason: 'error', stopReason: 'error' });
     expect(types.filter((t) => t === 'done')).toHaveLength(1);
   });
 

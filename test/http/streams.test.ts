@@ -65,7 +65,7 @@ describe('native SSE frames', () => {
     expect(usage[0]!.data.input).toBeGreaterThan(0);
     expect(usage[0]!.data.output).toBeGreaterThan(0);
     expect(frames.at(-2)!.type).toBe('usage');
-    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'end_turn', stopReason: 'end_turn' } });
   });
 
   it('the stored turn is the fold of the stream', async () => {
@@ -102,10 +102,17 @@ describe('a paused stream', () => {
       id: expect.any(String),
       kind: 'user_approval',
       tool: 'write',
-      payload: { tool_call_id: 'call_p', tool_name: 'write', input: { path: 'p.txt', content: 'x' } },
+      payload: {
+        tool_call_id: 'call_p',
+        tool_name: 'write',
+        input: { path: 'p.txt', content: 'x' },
+        toolCallId: 'call_p',
+        toolName: 'write',
+        toolCall: { toolCallId: 'call_p', name: 'write', title: 'write', rawInput: { path: 'p.txt', content: 'x' } },
+      },
     });
     expect(of(frames, 'tool_result')).toHaveLength(0);
-    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'paused', pending_interaction: request.data } });
+    expect(frames.at(-1)).toEqual({ type: 'done', data: { stop_reason: 'paused', stopReason: 'paused', pending_interaction: request.data } });
   });
 });
 

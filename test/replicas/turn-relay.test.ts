@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentEvent } from '../../src/contract/events.ts';
+import { doneEvent, type AgentEvent } from '../../src/contract/events.ts';
 import type { LiveTurn } from '../../src/sessions/live-turn.ts';
 import { followRemoteTurn } from '../../src/sessions/turn-relay.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
@@ -76,7 +76,7 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
     const { sessionId, turnId, send, turn } = await followed();
     expect(turn.traceId).toBe('a'.repeat(32));
     await send({ t: 'events', from: 0, events: [start(turnId, sessionId), { type: 'message_start', data: { id: 'm1' } }] });
-    await send({ t: 'events', from: 2, events: [delta('partial'), { type: 'error', data: { code: 429, type: 'rate-limited', message: 'slow down' } }, { type: 'done', data: { stop_reason: 'error' } }] });
+    await send({ t: 'events', from: 2, events: [delta('partial'), { type: 'error', data: { code: 429, type: 'rate-limited', message: 'slow down' } }, doneEvent('error')] });
     await send({ t: 'end', events: 5, failure: { type: 'rate-limited', status: 429, message: 'slow down', headers: { 'retry-after': '3' } } });
     const events = await collect(turn.follow());
     expect(events.map((e) => e.type)).toEqual(['turn_start', 'message_start', 'message_delta', 'error', 'done']);

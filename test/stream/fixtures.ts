@@ -1,4 +1,4 @@
-import type { AgentEvent, PendingInteraction } from '../../src/contract/events.ts';
+import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction } from '../../src/contract/events.ts';
 
 /** Realistic native event sequences, as the turn engine emits them. */
 
@@ -32,7 +32,7 @@ export const textOnly: AgentEvent[] = [
   turnStart('turn_1'),
   ...text('m1', 'Hello', ', world.'),
   usage(12, 4, 0.001),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
 export const toolThenText: AgentEvent[] = [
@@ -44,15 +44,10 @@ export const toolThenText: AgentEvent[] = [
   usage(100, 20, 0.002),
   ...text('m2', 'The file has ', '3 lines.'),
   usage(130, 8, 0.001),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
-export const approval: PendingInteraction = {
-  id: 'int_1',
-  kind: 'user_approval',
-  tool: 'bash',
-  payload: { tool_call_id: 'call_1', tool_name: 'bash', input: { command: 'rm -rf build' } },
-};
+export const approval: PendingInteraction = pendingInteraction('int_1', 'user_approval', { toolCallId: 'call_1', toolName: 'bash', input: { command: 'rm -rf build' } });
 
 export const paused: AgentEvent[] = [
   turnStart('turn_1'),
@@ -60,7 +55,7 @@ export const paused: AgentEvent[] = [
   { type: 'tool_call', data: { id: 'call_1', name: 'bash', input: { command: 'rm -rf build' } } },
   { type: 'interaction_request', data: approval },
   usage(50, 10),
-  { type: 'done', data: { stop_reason: 'paused', pending_interaction: approval } },
+  doneEvent('paused', approval),
 ];
 
 /** The turn that continues `paused` after the caller approved call_1 in band. */
@@ -69,7 +64,7 @@ export const continuedApproved: AgentEvent[] = [
   { type: 'tool_result', data: { id: 'call_1', output: 'removed 12 files', is_error: false } },
   ...text('m2', 'Done: the build folder is gone.'),
   usage(70, 9),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
 /** The turn that continues `paused` after the caller denied call_1 in band. */
@@ -77,7 +72,7 @@ export const continuedDenied: AgentEvent[] = [
   turnStart('turn_2'),
   { type: 'tool_result', data: { id: 'call_1', output: 'Tool call denied: keep it', is_error: true, denied: true } },
   ...text('m2', 'Understood, I left the build folder alone.'),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
 /** A call the permission policy refused without asking anyone. */
@@ -86,7 +81,7 @@ export const policyDenied: AgentEvent[] = [
   { type: 'tool_call', data: { id: 'call_9', name: 'write', input: { path: 'x', content: 'y' } } },
   { type: 'tool_result', data: { id: 'call_9', output: 'writes are not allowed in this mode', is_error: true, denied: true } },
   ...text('m2', 'I am not allowed to write files here.'),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
 export const toolError: AgentEvent[] = [
@@ -94,21 +89,16 @@ export const toolError: AgentEvent[] = [
   { type: 'tool_call', data: { id: 'call_2', name: 'read', input: { path: 'missing.txt' } } },
   { type: 'tool_result', data: { id: 'call_2', output: 'ENOENT: no such file', is_error: true } },
   ...text('m2', 'That file does not exist.'),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
-export const clientToolRequest: PendingInteraction = {
-  id: 'int_2',
-  kind: 'client_tool',
-  tool: 'pick_color',
-  payload: { tool_call_id: 'call_3', tool_name: 'pick_color', input: { palette: 'warm' } },
-};
+export const clientToolRequest: PendingInteraction = pendingInteraction('int_2', 'client_tool', { toolCallId: 'call_3', toolName: 'pick_color', input: { palette: 'warm' } });
 
 export const clientTool: AgentEvent[] = [
   turnStart('turn_1'),
   { type: 'tool_call', data: { id: 'call_3', name: 'pick_color', input: { palette: 'warm' } } },
   { type: 'interaction_request', data: clientToolRequest },
-  { type: 'done', data: { stop_reason: 'paused', pending_interaction: clientToolRequest } },
+  doneEvent('paused', clientToolRequest),
 ];
 
 /** Two model steps with tools, then the answer. */
@@ -121,7 +111,7 @@ export const twoToolSteps: AgentEvent[] = [
   { type: 'tool_call', data: { id: 'call_c', name: 'read', input: { path: 'a.ts' } } },
   { type: 'tool_result', data: { id: 'call_c', output: 'const x = 1; // TODO', is_error: false } },
   ...text('m3', 'One TODO, in a.ts.'),
-  { type: 'done', data: { stop_reason: 'end_turn' } },
+  doneEvent('end_turn'),
 ];
 
 export const errorMidStream: AgentEvent[] = [
@@ -129,5 +119,5 @@ export const errorMidStream: AgentEvent[] = [
   { type: 'message_start', data: { id: 'm1' } },
   { type: 'message_delta', data: { id: 'm1', delta: 'Partial ans' } },
   { type: 'error', data: { code: 502, type: 'upstream-error', message: 'model connection reset' } },
-  { type: 'done', data: { stop_reason: 'error' } },
+  doneEvent('error'),
 ];

@@ -1,3 +1,4 @@
+import { doneEvent } from '../../src/contract/events.ts';
 import { describe, expect, it } from 'vitest';
 import { foldEvents, trimToTrailingUnit, TurnFolder } from '../../src/stream/fold.ts';
 import type { Message } from '../../src/contract/messages.ts';
@@ -59,7 +60,7 @@ describe('foldEvents', () => {
       { type: 'tool_result', data: { id: 'slow', output: '', is_error: false } },
       { type: 'message_start', data: { id: 'm1' } },
       { type: 'message_delta', data: { id: 'm1', delta: 'done' } },
-      { type: 'done', data: { stop_reason: 'end_turn' } },
+      doneEvent('end_turn'),
     ]);
     expect(folded.messages.map((m) => [m.tool_call_id, m.tool_name ?? m.content])).toEqual([
       ['slow', 'bash'],

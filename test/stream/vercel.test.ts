@@ -1,3 +1,4 @@
+import { doneEvent } from '../../src/contract/events.ts';
 import { lastAssistantMessageIsCompleteWithApprovalResponses, validateUIMessages, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, finishReasonOf, vercelSseFrame } from '../../src/stream/vercel.ts';
@@ -92,7 +93,7 @@ describe('VercelProjector', () => {
     ]);
   });
 
-  it('paused turn: approval request on the call, finish tool-calls with the pending interaction', async () => {
+  it('paused turn: approval request on the call, finish other (as the reference says a pause) with the pending interaction', async () => {
     const chunks = project(f.paused);
     expect(chunks.slice(-4)).toEqual([
       { type: 'tool-input-available', toolCallId: 'call_1', toolName: 'bash', input: { command: 'rm -rf build' } },
@@ -100,7 +101,7 @@ describe('VercelProjector', () => {
       { type: 'finish-step' },
       {
         type: 'finish',
-        finishReason: 'tool-calls',
+        finishReason: 'other',
         messageMetadata: { stop_reason: 'paused', usage: { input: 50, output: 10, total: 60 }, pending_interaction: f.approval },
       },
     ]);
@@ -181,7 +182,7 @@ describe('VercelProjector', () => {
   it('a client tool stays input-available for the browser to fulfil', async () => {
     const chunks = project(f.clientTool);
     expect(types(chunks)).not.toContain('tool-approval-request');
-    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'tool-calls', messageMetadata: { pending_interaction: f.clientToolRequest } });
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'other', messageMetadata: { pending_interaction: f.clientToolRequest } });
     const { message } = await readFinal(chunks);
     expect(message!.parts[1]).toMatchObject({ type: 'tool-pick_color', state: 'input-available', input: { palette: 'warm' } });
   });
@@ -201,19 +202,18 @@ describe('VercelProjector', () => {
   });
 
   it('maps stop reasons to finish reasons', () => {
-    expect(finishReasonOf('end_turn', undefined)).toBe('stop');
-    expect(finishReasonOf('max_tokens', undefined)).toBe('length');
-    expect(finishReasonOf('paused', f.approval)).toBe('tool-calls');
-    expect(finishReasonOf('paused', undefined)).toBe('other');
-    expect(finishReasonOf('error', undefined)).toBe('error');
-    for (const r of ['max_steps', 'cancelled', 'interrupted'] as const) expect(finishReasonOf(r, undefined)).toBe('other');
+    expect(finishReasonOf('end_turn')).toBe('stop');
+    expect(finishReasonOf('max_tokens')).toBe('length');
+    expect(finishReasonOf('paused')).toBe('other');
+    expect(finishReasonOf('error')).toBe('error');
+    for (const r of ['max_steps', 'cancelled', 'interrupted'] as const) expect(finishReasonOf(r)).toBe('other');
   });
 
   it('emits start once, even when joined mid-turn, and nothing after done', () => {
     const projector = new VercelProjector({ messageId: 'x', startMetadata: { session_id: 's', trace_id: 't' } });
     expect(types(projector.push({ type: 'message_delta', data: { id: 'm', delta: 'hi' } }))).toEqual(['start', 'start-step', 'text-start', 'text-delta']);
-    expect(types(projector.push({ type: 'done', data: { stop_reason: 'end_turn' } }))).toEqual(['text-end', 'finish-step', 'finish']);
-    expect(projector.push({ type: 'done', data: { stop_reason: 'end_turn' } })).toEqual([]);
+    expect(types(projector.push(doneEvent('end_turn')))).toEqual(['text-end', 'finish-step', 'finish']);
+    expect(projector.push(doneEvent('end_turn'))).toEqual([]);
   });
 
   it('frames and headers', () => {

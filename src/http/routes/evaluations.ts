@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit, type TestsetView } from '../../contract/evaluations.ts';
+import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit, TestsetQuery, type TestsetView } from '../../contract/evaluations.ts';
 import { ConfigSlug } from '../../contract/configs.ts';
 import type { RunService } from '../../evaluation/runs.ts';
 import { parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
@@ -75,6 +75,12 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: all.length, testsets: all };
   });
 
+  app.post('/api/simple/testsets/query', { config: { optionalBody: true } }, async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const found = await testsets.query(projectId, parseWith(TestsetQuery, request.body));
+    return { count: found.length, testsets: found };
+  });
+
   app.get('/api/simple/testsets/:testset_id', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     return testsetReply(await testsets.get(projectId, param(request, 'testset_id')));
@@ -101,6 +107,13 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   app.get('/api/simple/evaluations/:evaluation_id', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
+  });
+
+  // The reference's SDK reads a run here, its status at `run.status`.
+  app.get('/api/evaluations/runs/:run_id', async (request) => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const run = await runs.get(projectId, param(request, 'run_id'));
+    return { count: 1, run: { ...run, status: run.data.status } };
   });
 
   app.post('/api/simple/evaluations/:evaluation_id/stop', { config: { optionalBody: true } }, async (request) => {

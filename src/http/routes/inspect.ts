@@ -5,7 +5,7 @@ import { checkVersion } from '../../sessions/invoke-plan.ts';
 import { inspectAgentWorkflow } from '../../agent/workflow.ts';
 import { resolveRunConfig } from '../../configs/run-config.ts';
 import type { Store } from '../../store/db.ts';
-import { authorize } from '../auth.ts';
+import { authorize, SERVICES } from '../auth.ts';
 import { embedsHeader } from '../invoke-request.ts';
 import { parseWith } from '../validate.ts';
 
@@ -14,7 +14,7 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
   // Every inspect field is optional, so a bodiless POST that still says JSON asks for the defaults,
   // as one with no Content-Type does.
   app.post('/services/agent/v0/inspect', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(deps.store, request, 'viewer');
+    const { projectId } = await authorize(deps.store, request, 'viewer', SERVICES);
     const body = parseWith(InspectRequest, request.body);
     checkVersion(body.version);
     const inline = body.revision?.data as { parameters?: Record<string, unknown> } | undefined;

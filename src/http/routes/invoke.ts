@@ -8,7 +8,7 @@ import type { Store } from '../../store/db.ts';
 import { trimToTrailingUnit } from '../../stream/fold.ts';
 import { streamMessageId, type VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
-import { authorize } from '../auth.ts';
+import { authorize, SERVICES } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate } from '../negotiate.ts';
 import { replyHeaders, runHeaders } from '../run-headers.ts';
@@ -44,7 +44,7 @@ async function* concat(head: AgentEvent[], rest: AsyncIterator<AgentEvent>): Asy
 
 export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
   app.post('/services/agent/v0/invoke', async (request, reply) => {
-    const principal = await authorize(deps.store, request, 'editor');
+    const principal = await authorize(deps.store, request, 'editor', SERVICES);
     const call = readInvokeCall(request);
     request.run = { sessionId: call.sessionId };
     const { stream, wire } = negotiate(request.headers.accept, call.streamFlag);
@@ -79,7 +79,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
   // `/{chatId}/stream` before `api`'s query string, so a chat whose `api` is the invoke URL lands
   // here with nothing more configured.
   app.get('/services/agent/v0/invoke/:session_id/stream', async (request, reply) => {
-    const principal = await authorize(deps.store, request, 'viewer');
+    const principal = await authorize(deps.store, request, 'viewer', SERVICES);
     const sessionId = sessionIdParam(request);
     const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
     if (!turn) return reply.code(204).send();
