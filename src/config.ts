@@ -32,7 +32,10 @@ export interface Config {
   turnWorkers: number;
   /** The server thread's load (event-loop utilization) above which new turns go to those threads; 0: every turn does. */
   turnWorkersLoad: number;
+  /** Longest wait for the model: its answer, a stream's first part, or the next one. */
   modelTimeoutMs: number;
+  /** Longest a turn runs, from its start to its end or pause, tools and model calls together. */
+  turnTimeoutMs: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
@@ -104,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
     turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
+    turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {
       timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),

@@ -17,3 +17,11 @@ export function optional<K extends string, V>(key: K, value: V | null): { [P in 
 export function allOf<T>(one: T | T[] | undefined, many: T[] | undefined): T[] | undefined {
   return one === undefined && many === undefined ? undefined : [...(one === undefined ? [] : [one].flat() as T[]), ...(many ?? [])];
 }
+
+/**
+ * `object[key]` for a key the caller chose, read only from the object's own properties: a key
+ * such as `constructor` or `__proto__` must find nothing, not what every object inherits.
+ */
+export function own<V>(object: Readonly<Record<string, V>>, key: string): V | undefined {
+  return Object.hasOwn(object, key) ? object[key] : undefined;
+}

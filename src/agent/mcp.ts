@@ -4,6 +4,7 @@ import { dynamicTool, type ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
 import { ToolError } from './tools/tool-error.ts';
+import { own } from '../objects.ts';
 
 /**
  * The template's MCP servers (`data.parameters.agent.mcps`) as AI SDK tools for one turn.
@@ -127,7 +128,7 @@ function withSecrets(server: McpServer, i: number, secrets: Readonly<Record<stri
   if (connection.type === 'stdio') return server;
   const fill = (text: string, where: string) =>
     text.replace(SECRET_REFERENCE, (_, name: string) => {
-      const value = secrets[name];
+      const value = own(secrets, name);
       if (value === undefined) {
         throw new AppError('invalid-request', `${WHERE}[${i}].connection.${where} names the secret "${name}", which the request does not carry; send it in secrets.${name}`);
       }

@@ -1,6 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, simulateStreamingMiddleware, streamText, wrapLanguageModel, type LanguageModel, type TextStreamPart, type ToolSet } from 'ai';
 import { generatedParts } from './generated-parts.ts';
+import { withModelTimeout } from './model-timeout.ts';
 import { learn, neverStreams, streamOnly } from './model-facts.ts';
 import { endpointOf } from './model.ts';
 
@@ -27,14 +28,14 @@ function isRefusedCall(error: unknown): boolean {
  * is written; otherwise one non-streaming call per step (about a third of the CPU), retold as the
  * same parts by generatedParts.
  */
-export async function* modelParts(call: ModelCall, options: { streaming: boolean; timeoutMs: number }): AsyncGenerator<TextStreamPart<ToolSet>> {
-  const endpoint = endpointOf(call.model);
+export async function* modelParts(given: ModelCall, options: { streaming: boolean; timeoutMs: number }): AsyncGenerator<TextStreamPart<ToolSet>> {
+  const endpoint = endpointOf(given.model);
+  const call = { ...given, model: isV4(given.model) ? withModelTimeout(given.model, options.timeoutMs) : given.model };
   if (!options.streaming && !streamOnly.has(endpoint)) {
     let started = false;
     try {
       const result = await generateText({
         ...call,
-        timeout: { stepMs: options.timeoutMs },
         onStepFinish: () => void (started = true),
         onToolExecutionStart: () => void (started = true),
       });
@@ -51,12 +52,15 @@ export async function* modelParts(call: ModelCall, options: { streaming: boolean
   }
   yield* streamText({
     ...call,
-    model: typeof call.model !== 'string' && call.model.specificationVersion === 'v4' ? streamedOrSimulated(call.model, endpoint) : call.model,
-    timeout: { stepMs: options.timeoutMs, chunkMs: options.timeoutMs },
+    model: isV4(call.model) ? streamedOrSimulated(call.model, endpoint) : call.model,
     // The default prints the raw error (upstream bodies, possibly echoed secrets) to stderr; the
     // error reaches the caller through the stream's error part instead.
     onError: () => {},
   }).stream;
+}
+
+function isV4(model: LanguageModel): model is LanguageModelV4 {
+  return typeof model !== 'string' && model.specificationVersion === 'v4';
 }
 
 function isJson(headers: Record<string, string | undefined> | undefined): boolean {

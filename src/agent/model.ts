@@ -9,6 +9,7 @@ import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
 import { learn, wayIn } from './model-facts.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
+import { own } from '../objects.ts';
 
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -71,7 +72,7 @@ export function resolveModel(
       return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
       const slug = llm.connection.slug;
-      const endpoint = slug ? config.openaiCompatible[slug] : undefined;
+      const endpoint = slug ? own(config.openaiCompatible, slug) : undefined;
       if (!slug || !endpoint) {
         const known = Object.keys(config.openaiCompatible);
         throw new AppError(

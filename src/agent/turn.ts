@@ -7,7 +7,6 @@ import { gateFor } from './permissions.ts';
 import { collectCalls, toModelMessages } from './history.ts';
 import { toModelError } from './model-errors.ts';
 import { providerOptionsFor } from './model.ts';
-import { AppError } from '../errors.ts';
 import type { RunnableTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 import type { Pricing } from './pricing.ts';
@@ -213,13 +212,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
         case 'error':
           throw part.error;
         case 'abort':
-          if (input.signal.aborted) throw input.signal.reason ?? new Error('the turn was aborted');
-          // Our signal is intact, so the SDK's own step/chunk timeout ended the call: the provider
-          // went quiet, which is a gateway timeout, not a broken response.
-          throw new AppError(
-            'upstream-timeout',
-            `the model provider did not answer within ${input.config.modelTimeoutMs} ms (AGENTD_MODEL_TIMEOUT_MS)${part.reason ? `: ${part.reason}` : ''}`,
-          );
+          throw input.signal.reason ?? new Error('the turn was aborted');
         default:
           break;
       }

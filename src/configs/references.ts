@@ -3,6 +3,7 @@ import { AGENT_WORKFLOW_URI, type EnvironmentData, type WorkflowFamily } from '.
 import { AppError } from '../errors.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import type { ArtifactKind } from '../store/schema.ts';
+import { own } from '../objects.ts';
 
 const EXECUTION_FAMILIES = ['workflow', 'application', 'evaluator'] as const;
 
@@ -191,7 +192,7 @@ export async function resolveReferences(
       `selector.key must name what to run from environment "${environment.artifact.slug}" (or add the workflow's reference); it deploys: ${Object.keys(deployed).join(', ') || 'nothing yet'}`,
     );
   }
-  const entry = deployed[key];
+  const entry = own(deployed, key);
   if (!entry) {
     throw new AppError(
       'unknown-reference',

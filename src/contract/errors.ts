@@ -39,6 +39,7 @@ export const ERROR_TYPES = {
   'upstream-error': 502,
   'upstream-unavailable': 503,
   'upstream-timeout': 504,
+  'turn-timeout': 504,
   'internal': 500,
   'unavailable': 503,
 } as const;

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Testcase, TestsetQuery, TestsetView } from '../contract/evaluations.ts';
 import { AppError } from '../errors.ts';
-import { optional } from '../objects.ts';
+import { optional, own } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 
 /**
@@ -128,7 +128,7 @@ export class TestsetService {
     const matches = (view: TestsetView) =>
       (filter.name === undefined || view.name === filter.name) &&
       (filter.slug === undefined || view.slug === filter.slug) &&
-      (['tags', 'meta', 'flags'] as const).every((field) => Object.entries(filter[field] ?? {}).every(([key, value]) => isDeepStrictEqual(view[field]?.[key], value))) &&
+      (['tags', 'meta', 'flags'] as const).every((field) => Object.entries(filter[field] ?? {}).every(([key, value]) => isDeepStrictEqual(own(view[field] ?? {}, key), value))) &&
       (refs === undefined || refs.some((ref) => (ref.id === undefined || ref.id === view.id) && (ref.slug === undefined || ref.slug === view.slug)));
     return (await this.list(projectId)).filter(matches).slice(0, query.windowing?.limit);
   }

@@ -47,7 +47,7 @@ export interface Located {
 export async function locate(folder: string, userPath: string): Promise<Located> {
   const real = await confined(userPath, () => resolveInside(folder, userPath));
   const stat = await confined(userPath, () => fs.stat(real));
-  const shown = displayPath(await fs.realpath(folder), real);
+  const shown = displayPath(await confined(userPath, () => fs.realpath(folder)), real);
   if (stat.isDirectory()) return { type: 'directory', real, path: shown };
   if (stat.isFile()) return { type: 'file', real, path: shown };
   throw new AppError('invalid-request', `"${userPath}" is neither a file nor a folder`);
@@ -58,7 +58,8 @@ export async function locate(folder: string, userPath: string): Promise<Located>
  * inside the session folder, and left out when it is not, since nothing behind it is reachable here.
  */
 export async function listFolder(folder: string, dir: { real: string; path: string }): Promise<FileListing> {
-  const dirents = await fs.readdir(dir.real, { withFileTypes: true });
+  // Gone since it was located (another replica deleted the session): as missing as if never there.
+  const dirents = await confined(dir.path, () => fs.readdir(dir.real, { withFileTypes: true }));
   dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const entries: FileEntry[] = [];
   for (const dirent of dirents) {

@@ -323,7 +323,12 @@ export class TurnService {
           })
         : undefined;
     const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span };
+    const deadline = setTimeout(() => {
+      turn.controller.abort(new AppError('turn-timeout', `the turn ran longer than ${config.turnTimeoutMs} ms (AGENTD_TURN_TIMEOUT_MS) and was stopped`));
+    }, config.turnTimeoutMs);
+    deadline.unref();
     void this.drive(turn, events, how).finally(async () => {
+      clearTimeout(deadline);
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });
@@ -364,14 +369,18 @@ export class TurnService {
       }
       if (folder.result().stop_reason === 'paused') status = 'paused';
     } catch (error) {
-      const aborted = turn.controller.signal.aborted;
       const reason = turn.controller.signal.reason;
+      // Out of time is the turn's own failure; any other abort stopped it from outside.
+      const timedOut = turn.controller.signal.aborted && isAppError(reason) && reason.type === 'turn-timeout';
+      const aborted = turn.controller.signal.aborted && !timedOut;
       const failure = aborted
         ? new AppError(reason === CANCELLED ? 'turn-cancelled' : 'unavailable', reason instanceof Error ? reason.message : 'the turn was stopped')
-        : isAppError(error)
-          ? error
-          : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
-      if (!isAppError(error) && !aborted) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
+        : timedOut
+          ? (reason as AppError)
+          : isAppError(error)
+            ? error
+            : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
+      if (!isAppError(error) && !aborted && !timedOut) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
       status = aborted ? (reason === CANCELLED ? 'cancelled' : 'interrupted') : 'failed';
       if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });

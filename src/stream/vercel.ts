@@ -83,7 +83,7 @@ export function finishReasonOf(stopReason: StopReason): FinishReason {
 
 export class VercelProjector {
   readonly #messageId: string;
-  readonly #startMetadata: VercelStartMetadata;
+  readonly #startMetadata: VercelStartMetadata & { sessionId: string; traceId: string };
   readonly #continues: boolean;
   readonly #rebuilds: UIMessage | undefined;
   readonly #steps = new StepTracker();
@@ -98,7 +98,9 @@ export class VercelProjector {
 
   constructor(opts: VercelProjectorOptions) {
     this.#messageId = opts.messageId;
-    this.#startMetadata = { ...opts.startMetadata };
+    const { session_id, trace_id } = opts.startMetadata;
+    // Also under the names the reference's stream gives them, which its clients read.
+    this.#startMetadata = { session_id, trace_id, sessionId: session_id, traceId: trace_id };
     this.#continues = opts.continues ?? false;
     this.#rebuilds = opts.rebuilds;
   }

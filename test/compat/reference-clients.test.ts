@@ -235,6 +235,7 @@ describe('the names the reference’s clients read', () => {
     const raw = await res.clone().text();
     expect(raw.trimEnd().endsWith('data: [DONE]')).toBe(true);
     const chunks = await responseChunks(res);
+    expect(chunks[0]).toMatchObject({ type: 'start', messageMetadata: { sessionId: res.headers.get('x-ag-session-id'), traceId: res.headers.get('x-ag-trace-id') } });
     const request = chunks.find((c) => c.type === 'tool-approval-request') as { approvalId: string; toolCallId: string };
     expect(request).toMatchObject({ approvalId: expect.any(String), toolCallId: expect.any(String) });
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'other', messageMetadata: { stop_reason: 'paused' } });
@@ -367,5 +368,17 @@ describe('the read routes the SDK calls', () => {
     const whole = await ok(await api('POST', '/evaluations/metrics/query', { metrics: { run_ids: [evaluation.id] } }));
     expect(whole.metrics).toHaveLength(1);
     expect(whole.metrics[0]).not.toHaveProperty('scenario_id');
+  });
+});
+
+describe('explicit nulls in invoke messages mean absent', () => {
+  it('a conversation whose every message carries every field, unset ones as null', async () => {
+    h.model.script({ text: 'read you' });
+    const nulls = { tool_call_id: null, tool_name: null, is_error: null, approval: null };
+    const body = await readJson(
+      await h.invoke(invokeBody([{ role: 'user', content: 'hi', ...nulls }, { role: 'assistant', content: 'hello', ...nulls }, { role: 'user', content: 'again', ...nulls }], referenceTemplate())),
+    );
+    expect(body.data.outputs.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'read you' });
+    expect(h.model.requests[0]!.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 });

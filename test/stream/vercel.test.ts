@@ -22,7 +22,7 @@ describe('VercelProjector', () => {
   it('text-only turn: start, one step, finish with metadata', async () => {
     const chunks = project(f.textOnly);
     expect(chunks).toEqual([
-      { type: 'start', messageId: 'asst_1', messageMetadata: { session_id: 'sess_1', trace_id: 'trace_1' } },
+      { type: 'start', messageId: 'asst_1', messageMetadata: { session_id: 'sess_1', trace_id: 'trace_1', sessionId: 'sess_1', traceId: 'trace_1' } },
       { type: 'start-step' },
       { type: 'text-start', id: 'm1' },
       { type: 'text-delta', id: 'm1', delta: 'Hello' },

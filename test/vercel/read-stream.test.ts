@@ -71,7 +71,8 @@ describe('Vercel UI message stream read by readUIMessageStream', () => {
     expect(chunks.at(-1)?.type).toBe('finish');
 
     const start = chunkOf(chunks, 'start')!;
-    expect(start.messageMetadata).toEqual({ session_id: 'vercel-read-text', trace_id: res.headers.get('x-ag-trace-id') });
+    const traceId = res.headers.get('x-ag-trace-id');
+    expect(start.messageMetadata).toEqual({ session_id: 'vercel-read-text', trace_id: traceId, sessionId: 'vercel-read-text', traceId });
     expect(res.headers.get('x-ag-trace-id')).toMatch(/^[0-9a-f]{32}$/);
 
     const finish = chunkOf(chunks, 'finish')!;

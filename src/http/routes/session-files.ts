@@ -1,9 +1,10 @@
 import { rmdir, stat } from 'node:fs/promises';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
-import type { FileListing, FileUploaded } from '../../contract/sessions.ts';
+import type { FileUploaded } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { listFolder, locate, openDownload, writeUpload } from '../../sessions/files.ts';
+import { sharingFolder } from '../../sessions/folder-lock.ts';
 import { ensureSessionFolder, sessionFolder } from '../../sessions/folders.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize, type Principal } from '../auth.ts';
@@ -62,15 +63,15 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
     const { projectId } = await authorize(store, request, 'viewer');
     const sessionId = sessionIdParam(request);
     const userPath = filePathQuery(request, '.');
-    const folder = await existingFolder(store, config, projectId, sessionId);
-    const found = await locate(folder, userPath);
+    const opened = await sharingFolder(sessionFolder(config.dataDir, projectId, sessionId), async () => {
+      const folder = await existingFolder(store, config, projectId, sessionId);
+      const found = await locate(folder, userPath);
+      return found.type === 'directory' ? { listing: await listFolder(folder, found) } : { file: await openDownload(found, userPath) };
+    });
     reply.headers(runHeaders({ sessionId }));
-    if (found.type === 'directory') {
-      const listing: FileListing = await listFolder(folder, found);
-      return listing;
-    }
-    const file = await openDownload(found, userPath);
-    // Streamed from disk, so a large file never sits in memory.
+    if ('listing' in opened) return opened.listing;
+    const { file } = opened;
+    // Streamed from disk, so a large file never sits in memory; an open file outlives a delete.
     return reply
       .headers({ 'content-type': UPLOAD_TYPE, 'content-length': String(file.size), 'content-disposition': attachment(file.name) })
       .send(file.stream);
@@ -92,17 +93,20 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
       // Fastify leaves the body undefined when a request without a Content-Type sends nothing.
       const body = request.body === undefined ? Buffer.alloc(0) : (request.body as Buffer);
       const { projectId } = principal;
-      const existed = (await stat(sessionFolder(config.dataDir, projectId, sessionId)).catch(() => undefined)) !== undefined;
-      const folder = await ensureSessionFolder(config.dataDir, projectId, sessionId);
-      let written: FileUploaded;
-      try {
-        written = await writeUpload(folder, userPath, body);
-      } catch (error) {
-        // A refused upload does not leave behind a session it created; rmdir spares a folder something else filled meanwhile.
-        if (!existed) await rmdir(folder).catch(() => undefined);
-        throw error;
-      }
-      await store.sessions.touch(projectId, sessionId);
+      const written = await sharingFolder(sessionFolder(config.dataDir, projectId, sessionId), async () => {
+        const existed = (await stat(sessionFolder(config.dataDir, projectId, sessionId)).catch(() => undefined)) !== undefined;
+        const folder = await ensureSessionFolder(config.dataDir, projectId, sessionId);
+        let uploaded: FileUploaded;
+        try {
+          uploaded = await writeUpload(folder, userPath, body);
+        } catch (error) {
+          // A refused upload does not leave behind a session it created; rmdir spares a folder something else filled meanwhile.
+          if (!existed) await rmdir(folder).catch(() => undefined);
+          throw error;
+        }
+        await store.sessions.touch(projectId, sessionId);
+        return uploaded;
+      });
       return reply.code(201).headers(runHeaders({ sessionId })).send(written);
     },
   );

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
+import { deletingFolder } from '../../sessions/folder-lock.ts';
 import { sessionFolder } from '../../sessions/folders.ts';
 import { toSessionView } from '../../sessions/view.ts';
 import type { Store } from '../../store/db.ts';
@@ -54,10 +55,13 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
           : `session "${sessionId}" is running turn "${current}"; wait for it to end, then delete the session`,
       );
     }
+    const folder = sessionFolder(config.dataDir, projectId, sessionId);
     try {
-      await rm(sessionFolder(config.dataDir, projectId, sessionId), { recursive: true, force: true });
-      // Removes the lease taken above along with the records.
-      await store.sessions.remove(projectId, sessionId);
+      await deletingFolder(folder, async () => {
+        await rm(folder, { recursive: true, force: true });
+        // Removes the lease taken above along with the records.
+        await store.sessions.remove(projectId, sessionId);
+      });
     } catch (error) {
       await store.leases.release(projectId, sessionId, deletion);
       throw error;
