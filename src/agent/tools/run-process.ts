@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 
 export interface RunLimits {
   timeoutMs: number;
@@ -18,12 +19,13 @@ export interface ProcessOutcome {
 
 /**
  * Runs a program in its own process group and collects its output under a byte cap. On timeout or
- * abort the whole group gets SIGKILL, so nothing the command started outlives it.
+ * abort the whole group gets SIGKILL, so nothing the command started outlives it. `fds` become the
+ * child's fd 3 onwards and are closed here once it has them.
  */
 export function runProcess(
   file: string,
   args: string[],
-  options: { cwd: string; env: Record<string, string> },
+  options: { cwd: string; env: Record<string, string>; fds?: number[] },
   limits: RunLimits,
 ): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
@@ -32,7 +34,9 @@ export function runProcess(
     let totalBytes = 0;
     let ended: ProcessOutcome['ended'] = 'exit';
 
-    const child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const fds = options.fds ?? [];
+    const child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', ...fds], detached: true });
+    for (const fd of fds) fs.closeSync(fd);
 
     const killGroup = (): void => {
       if (child.pid === undefined) return;
@@ -59,8 +63,9 @@ export function runProcess(
       chunks.push(part);
       kept += part.length;
     };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
+    // Pipes, as stdio asks; Node's typings only know that when stdio has three entries.
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
 
     // Background jobs left behind by the shell would hold the pipes open; they go with it.
     child.once('exit', killGroup);

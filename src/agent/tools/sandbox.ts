@@ -1,11 +1,15 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { seccompProgram } from './seccomp.ts';
 
 /**
  * bubblewrap confinement for `bash`: a fresh mount namespace with the system read-only, a private
  * /tmp, the session folder as the only writable place (at the same absolute path as on the host,
- * so paths the file tools print work in commands), no capabilities, and no network unless the
- * template turns it on.
+ * so paths the file tools print work in commands), no capabilities, no network unless the
+ * template turns it on, and a seccomp filter (seccomp.ts) refusing the system calls a shell tool
+ * never needs.
  */
 
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -60,38 +64,90 @@ function baseArgs(network: 'on' | 'off'): string[] {
   return args;
 }
 
-/** bwrap's arguments up to and including "--"; the program to run follows. `folder` must be a real path. */
-export function bwrapArgs(folder: string, network: 'on' | 'off'): string[] {
+/** The seccomp program reaches bwrap as this fd: the first after stdin, stdout and stderr. */
+const SECCOMP_FD = 3;
+const program = seccompProgram(process.arch);
+let programFd: number | undefined;
+
+/**
+ * A fresh fd for the filter, for one bwrap run. bwrap reads the program from an fd to its end, so
+ * every run needs its own open file at offset 0. The file is written once and unlinked at once, so
+ * nothing is left behind however the process ends; each run reopens it through /proc/self/fd.
+ */
+function openSeccompProgram(bytes: Buffer): number {
+  if (programFd === undefined) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentd-seccomp-'));
+    try {
+      const file = path.join(dir, 'filter.bpf');
+      fs.writeFileSync(file, bytes, { mode: 0o400 });
+      programFd = fs.openSync(file, 'r');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return fs.openSync(`/proc/self/fd/${programFd}`, 'r');
+}
+
+/**
+ * How to start bwrap for `bash`: its arguments up to and including "--" (the program to run
+ * follows), and the fds to hand it from fd 3 on. `folder` must be a real path.
+ */
+export async function bwrapInvocation(folder: string, network: 'on' | 'off'): Promise<{ args: string[]; fds: number[] }> {
   const env = commandEnv(folder);
-  return [
+  const seccomp = (await sandboxState()) === 'filtered' ? program : undefined;
+  const args = [
     ...baseArgs(network),
     // After --tmpfs /tmp, so a folder under /tmp is mounted on top of the private /tmp.
     '--bind', folder, folder,
     '--chdir', folder,
     '--clearenv',
     ...Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]),
+    ...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--',
   ];
+  return { args, fds: seccomp ? [openSeccompProgram(seccomp)] : [] };
 }
 
-let available: Promise<boolean> | undefined;
+type SandboxState = 'missing' | 'unfiltered' | 'filtered';
+let state: Promise<SandboxState> | undefined;
 
 /**
  * Whether bubblewrap is installed and can create namespaces here (inside some containers it
- * cannot). Checked once per process.
+ * cannot), and whether it can install the seccomp filter. Checked once per process.
+ *
+ * Where the filter cannot be installed (a kernel built without seccomp filters, which gets a
+ * warning; an architecture seccomp.ts has no table for), bash still runs under bubblewrap, without
+ * the filter. Refusing bash there would leave operators AGENTD_UNSAFE_HOST_BASH, no sandbox at
+ * all, when the namespaces and dropped capabilities are the main wall and the filter the second.
  */
-export function sandboxAvailable(): Promise<boolean> {
-  available ??= (async () => {
-    if (!(await succeeds(BWRAP, ['--version']))) return false;
-    return succeeds(BWRAP, [...baseArgs('off'), '--', '/bin/sh', '-c', 'true']);
+function sandboxState(): Promise<SandboxState> {
+  state ??= (async () => {
+    if (!(await run(BWRAP, ['--version'])).ok) return 'missing';
+    const check = [...baseArgs('off'), '--', '/bin/sh', '-c', 'true'];
+    if (!(await run(BWRAP, check)).ok) return 'missing';
+    if (!program) return 'unfiltered';
+    const filtered = await run(BWRAP, ['--seccomp', String(SECCOMP_FD), ...check], [openSeccompProgram(program)]);
+    if (filtered.ok) return 'filtered';
+    const reason = filtered.stderr.trim().split('\n').at(-1);
+    process.emitWarning(`bwrap cannot install the seccomp filter here (${reason}); bash runs in the sandbox without it`);
+    return 'unfiltered';
   })();
-  return available;
+  return state;
 }
 
-function succeeds(file: string, args: string[]): Promise<boolean> {
+/** Whether `bash` can run under bubblewrap, with the filter or without. */
+export async function sandboxAvailable(): Promise<boolean> {
+  return (await sandboxState()) !== 'missing';
+}
+
+/** Runs `file`, handing it `fds` from fd 3 on (closed here once it has them). */
+function run(file: string, args: string[], fds: number[] = []): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { stdio: 'ignore', timeout: 10_000 });
-    child.once('error', () => resolve(false));
-    child.once('exit', (code) => resolve(code === 0));
+    const child = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe', ...fds], timeout: 10_000 });
+    for (const fd of fds) fs.closeSync(fd);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', (error) => resolve({ ok: false, stderr: error.message }));
+    child.once('close', (code) => resolve({ ok: code === 0, stderr }));
   });
 }
