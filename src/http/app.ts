@@ -7,6 +7,7 @@ import { AppError, isAppError } from '../errors.ts';
 import { OtlpExporter } from '../telemetry/otlp.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
+import { clientErrorHandler, discardUnreadBody } from './client-errors.ts';
 import { errorEnvelope } from './envelope.ts';
 import { invokeRoutes } from './routes/invoke.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
@@ -101,6 +102,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         .type('application/json; charset=utf-8')
         .send(errorEnvelope(failure, {}, false));
     },
+    clientErrorHandler,
+    // Node answers an HTTP/1.1 request without a Host header itself, with an empty 400; the
+    // onRequest hook below refuses it in the envelope instead.
+    http: { requireHostHeader: false },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
@@ -160,6 +165,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     request.run = {};
     // Every reply says which contract it speaks, on the /api surface too.
     reply.header('x-request-id', request.id).header('x-ag-version', CONTRACT_VERSION);
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new AppError('invalid-request', 'the request has no Host header, which HTTP/1.1 requires; send one');
+    }
   });
 
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
@@ -170,6 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};
     const body = errorEnvelope(failure, run, config.debug);
+    discardUnreadBody(request.raw, reply);
     return reply
       .code(failure.status)
       .headers({ ...runHeaders(run), ...(failure.headers ?? {}) })
