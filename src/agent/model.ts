@@ -88,6 +88,29 @@ export function resolveModel(
   }
 }
 
+/** Where a coding-agent harness sends its model calls, and with which key. */
+export interface ModelEndpoint {
+  provider: Provider;
+  /** As the provider's own tools take it: no `/v1` after an Anthropic base URL. */
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+}
+
+/**
+ * The template's model as an endpoint for a harness process that speaks `provider` itself, from
+ * the same places a built-in turn takes it: a project connection, the request's secrets, the
+ * server's environment.
+ */
+export function harnessEndpoint(llm: EffectiveLlm, provider: 'anthropic', config: Pick<Config, 'env'>, secrets: Record<string, string>, connection?: ProjectConnection): ModelEndpoint {
+  if (llm.provider !== provider) {
+    throw new AppError('invalid-request', `this harness calls its model over the ${provider} API: set ${WHERE}.provider to "${provider}" (with a ${provider} model), or use a ${provider} connection`);
+  }
+  const base = (connection ? connection.base_url : config.env.ANTHROPIC_BASE_URL) || ANTHROPIC_PUBLIC;
+  const apiKey = connection?.api_key ?? providerKey(own(secrets, 'ANTHROPIC_API_KEY') ?? config.env.ANTHROPIC_API_KEY, 'ANTHROPIC_API_KEY', config.env.ANTHROPIC_BASE_URL);
+  return { provider, baseUrl: base.replace(/\/+$/, '').replace(/\/v1$/, ''), apiKey, model: llm.model };
+}
+
 /**
  * A connection without a base URL goes to the provider's public API, named here because the SDK
  * would otherwise take OPENAI_BASE_URL / ANTHROPIC_BASE_URL from the server's environment and send

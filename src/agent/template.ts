@@ -155,7 +155,7 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     tools: t.tools ?? base.tools,
     mcps: t.mcps ?? [],
     skills: t.skills ?? [],
-    harness: { kind: t.harness?.kind ?? 'agentd' },
+    harness: { kind: t.harness?.kind === 'pi_core' ? 'pi' : (t.harness?.kind ?? 'agentd') },
     runner: {
       kind: t.runner?.kind ?? 'local',
       permissions: { default: t.runner?.permissions?.default ?? base.runner.permissions.default },

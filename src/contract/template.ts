@@ -86,7 +86,8 @@ export const Skill = z.strictObject({
 });
 export type Skill = z.infer<typeof Skill>;
 
-export const HARNESS_KINDS = ['agentd'] as const;
+/** `pi_core` is the reference's name for `pi`. */
+export const HARNESS_KINDS = ['agentd', 'claude', 'codex', 'pi', 'pi_core'] as const;
 export const RUNNER_KINDS = ['local', 'sidecar'] as const;
 export const SANDBOX_KINDS = ['local'] as const;
 

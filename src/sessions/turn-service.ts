@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
-import { resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
+import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
 import { ServerLoad } from '../agent/server-load.ts';
@@ -17,7 +17,8 @@ import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redac
 import type { OtlpExporter } from '../telemetry/otlp.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { TurnSpan } from '../telemetry/turn-span.ts';
-import { ensureSessionFolder, sessionFolder } from './folders.ts';
+import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
+import { harnessEntry, harnessFor, runHarnessTurn } from '../harnesses/harness-turn.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers, withMcpSecrets } from '../agent/mcp.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
@@ -226,9 +227,14 @@ export class TurnService {
     const { connection, template, model } = await this.modelFor(projectId, plan.template, secrets);
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
+    // A coding-agent harness and its model endpoint, settled before any answer is claimed.
+    const harness = harnessFor(template);
+    const endpoint = harness && harnessEndpoint(template.llm, harness.provider, config, secrets, connection);
+    if (harness) harnessEntry(harness);
 
     // Made here only for what needs it before the turn; tools make it when they first run.
-    const workdir = template.skills.length || template.mcps.length ? await ensureSessionFolder(config.dataDir, projectId, sessionId) : sessionFolder(config.dataDir, projectId, sessionId);
+    const workdir =
+      harness || template.skills.length || template.mcps.length ? await ensureSessionFolder(config.dataDir, projectId, sessionId) : sessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills);
     // Connected before any answer is claimed: an unreachable server fails the request (424)
     // without consuming the caller's decisions.
@@ -288,11 +294,14 @@ export class TurnService {
       streaming: plan.streaming,
     };
     // MCP tools hold their connections here, so a turn that has them runs on this thread.
-    const pool = !mcp && this.load?.busy ? this.pool : undefined;
+    const pool = !mcp && !harness && this.load?.busy ? this.pool : undefined;
     this.placement[pool ? 'threads' : 'server']++;
-    const events = pool
-      ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
-      : runTurn({ ...input, mcp, model, config, pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() });
+    const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
+    const events = harness
+      ? runHarnessTurn(harness.kind, { ...input, ...context, endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost })
+      : pool
+        ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
+        : runTurn({ ...input, ...context, mcp, model, config });
     const state: PausedState = {
       template: plan.template,
       history: answers.history,

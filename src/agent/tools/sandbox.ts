@@ -108,6 +108,40 @@ export async function bwrapInvocation(folder: string, network: 'on' | 'off'): Pr
   return { args, fds: seccomp ? [openSeccompProgram(seccomp)] : [] };
 }
 
+/** What a coding-agent harness process may see besides the system: read-only and writable places. */
+export interface HarnessMounts {
+  /** The session folder: the working directory. */
+  folder: string;
+  /** The harness's own state (its sessions, settings), kept per session outside the folder. */
+  stateDir: string;
+  /** Its program: Node and the package folders it runs from. */
+  readOnly: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * How to start a harness under bubblewrap: the system read-only, its program read-only, the session
+ * folder and its state folder writable, a private /tmp, the same seccomp filter as bash. The
+ * network is shared: the harness calls its model endpoint itself.
+ */
+export async function harnessInvocation(mounts: HarnessMounts): Promise<{ args: string[]; fds: number[] } | undefined> {
+  const state = await sandboxState();
+  if (state === 'missing') return undefined;
+  const seccomp = state === 'filtered' ? program : undefined;
+  const args = [
+    ...baseArgs('on'),
+    ...mounts.readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
+    '--bind', mounts.folder, mounts.folder,
+    '--bind', mounts.stateDir, mounts.stateDir,
+    '--chdir', mounts.folder,
+    '--clearenv',
+    ...Object.entries(mounts.env).flatMap(([name, value]) => ['--setenv', name, value]),
+    ...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
+    '--',
+  ];
+  return { args, fds: seccomp ? [openSeccompProgram(seccomp)] : [] };
+}
+
 type SandboxState = 'missing' | 'unfiltered' | 'filtered';
 let state: Promise<SandboxState> | undefined;
 

@@ -5,7 +5,7 @@ import type { Config } from '../../config.ts';
 import type { SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
-import { sessionFolder } from '../../sessions/folders.ts';
+import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
 import { toSessionView } from '../../sessions/view.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
@@ -59,6 +59,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     try {
       await deletingFolder(folder, async () => {
         await rm(folder, { recursive: true, force: true });
+        await rm(harnessStateFolder(config.dataDir, projectId, sessionId), { recursive: true, force: true });
         // Removes the lease taken above along with the records.
         await store.sessions.remove(projectId, sessionId);
       });

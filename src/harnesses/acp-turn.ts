@@ -1,0 +1,346 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
+import { AppError } from '../errors.ts';
+import { EventQueue } from './event-queue.ts';
+
+/** How to start a harness: the program (already wrapped in its sandbox) and what it is handed. */
+export interface HarnessProcess {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Handed to the child from fd 3 on, and closed here once it has them. */
+  fds?: number[];
+}
+
+/** A gated tool call as the harness asks about it. */
+export interface Gated {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  /** ACP's kind: `read`, `edit`, `execute`, `search`, `fetch`, `think`, `other`… */
+  kind: string | undefined;
+}
+
+/**
+ * What becomes of a gated call: run it, refuse it, or pause the turn for a person. A decision
+ * recorded for the call a paused turn asked about names that call (`answers`): the harness asks
+ * again under a new id after the pause, and the output tells it as the call that was paused.
+ */
+export type GateAnswer = { approved: boolean; answers?: string } | 'pause';
+
+/** What one harness adds to the ACP protocol: how it names its tools. */
+export interface HarnessDialect {
+  /** The tool's own name (`Write`), where the harness says it; the call's title otherwise. */
+  toolName(update: { title?: string | null; _meta?: Record<string, unknown> | null }): string;
+}
+
+export interface AcpTurnInput {
+  turnId: string;
+  process: HarnessProcess;
+  /** The session folder: the harness's working directory. */
+  cwd: string;
+  /** Where the harness's own session id is kept between turns (in its state folder). */
+  stateDir: string;
+  /** The prompt, for a harness session that goes on (false) or one that starts anew (true). */
+  prompt: (fresh: boolean) => string;
+  mcpServers: acp.McpServer[];
+  dialect: HarnessDialect;
+  gate: (call: Gated) => GateAnswer;
+  newInteractionId: () => string;
+  signal: AbortSignal;
+}
+
+/** What the turn ended as: the harness's stop reason, or paused on the interactions it asked for. */
+export interface AcpTurnEnd {
+  paused: boolean;
+  /** ACP's stop reason (`end_turn`, `max_tokens`, `cancelled`…). */
+  stopReason: string;
+  usage: Usage | undefined;
+}
+
+const SESSION_FILE = 'acp-session.json';
+
+/**
+ * One turn of a coding agent over the Agent Client Protocol: start its process, open its session
+ * (loaded from its state folder when an earlier turn left one), send the prompt, and tell what it
+ * does as native events. A gate the policy cannot decide pauses the turn: the prompt is cancelled
+ * and the process ends, and the harness's own session, kept in its state folder, carries the
+ * conversation to the turn that continues it.
+ */
+export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEvent, AcpTurnEnd> {
+  const events = new EventQueue<AgentEvent>();
+  const child = startProcess(input.process, input.cwd);
+  const abort = () => killGroup(child);
+  input.signal.addEventListener('abort', abort, { once: true });
+  const teller = new UpdateTeller(input, (event) => events.push(event));
+  let paused = false;
+  let sessionId: string | undefined;
+  let loading = false;
+
+  const app = acp
+    .client({ name: 'agentd' })
+    .onRequest('session/request_permission', async ({ params }) => {
+      const call = teller.describe(params.toolCall);
+      const answer = paused ? { approved: false } : input.gate(call);
+      teller.tell(call.toolCallId, answer === 'pause' ? undefined : answer.answers);
+      if (answer === 'pause') {
+        paused = true;
+        events.push({ type: 'interaction_request', data: pendingInteraction(input.newInteractionId(), 'user_approval', call) });
+        if (sessionId) void connection?.agent.notify('session/cancel', { sessionId }).catch(() => undefined);
+        return { outcome: { outcome: 'cancelled' } };
+      }
+      const kinds = answer.approved ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
+      const option = params.options.find((o) => o.kind === kinds[0]) ?? params.options.find((o) => o.kind === kinds[1]);
+      if (!option) return { outcome: { outcome: 'cancelled' } };
+      if (!answer.approved) teller.denied(call.toolCallId);
+      return { outcome: { outcome: 'selected', optionId: option.optionId } };
+    })
+    .onNotification('session/update', ({ params }) => {
+      // A loaded session replays its history first; the turn tells only what happens now.
+      if (!loading) teller.update(params.update);
+    });
+
+  const fromChild = (Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(withoutUsageUpdates());
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, fromChild);
+  let connection: acp.ClientConnection | undefined;
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const work = (async () => {
+    connection = app.connect(stream);
+    const agent = connection.agent;
+    const init = await agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false } });
+    const saved = await harnessSession(input.stateDir);
+    if (saved && init.agentCapabilities?.loadSession) {
+      loading = true;
+      // A session the harness lost (its state cut off mid-write) starts anew, told the conversation.
+      sessionId = await agent.request('session/load', { sessionId: saved, cwd: input.cwd, mcpServers: input.mcpServers }).then(
+        () => saved,
+        () => undefined,
+      );
+      loading = false;
+    }
+    const fresh = sessionId === undefined;
+    if (fresh) {
+      sessionId = (await agent.request('session/new', { cwd: input.cwd, mcpServers: input.mcpServers })).sessionId;
+      await saveSession(input.stateDir, sessionId);
+    }
+    const response = await agent.request('session/prompt', { sessionId: sessionId!, prompt: [{ type: 'text', text: input.prompt(fresh) }] });
+    teller.end();
+    // Reported by the harnesses here, though not yet in ACP's stable schema.
+    const usage = (response as { usage?: { inputTokens: number; outputTokens: number; totalTokens: number } }).usage;
+    return { stopReason: response.stopReason as string, usage: usage ? { input: usage.inputTokens, output: usage.outputTokens, total: usage.totalTokens } : undefined };
+  })();
+  const outcome = work.then(
+    (end) => ({ ok: true as const, ...end }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  void outcome.then(() => events.close());
+  void exited.then(() => events.close());
+
+  try {
+    yield* events;
+    const result = await Promise.race([outcome, exited.then(() => ({ ok: false as const, error: undefined }))]);
+    if (input.signal.aborted) throw input.signal.reason;
+    if (!result.ok && !paused) throw harnessFailure(result.error, child);
+    return { paused, stopReason: result.ok ? result.stopReason : 'cancelled', usage: result.ok ? result.usage : undefined };
+  } finally {
+    input.signal.removeEventListener('abort', abort);
+    connection?.close();
+    // Its input closed, a harness writes down its session and ends; one that does not is killed.
+    child.stdin?.end();
+    const grace = setTimeout(() => killGroup(child), EXIT_GRACE_MS);
+    await exited;
+    clearTimeout(grace);
+    killGroup(child);
+  }
+}
+
+/** How long a harness has to end by itself once its turn is over. */
+const EXIT_GRACE_MS = 3_000;
+
+/** Kills the harness and everything it started (its own process group). */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Drops the harness's `usage_update` notifications before the SDK reads them. Claude's carry
+ * `used: null`, which the SDK's schema refuses with an error printed on every turn; the turn's
+ * usage comes with the prompt's response instead.
+ */
+function withoutUsageUpdates(): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let partial = '';
+  const keep = (line: string) => !line.includes('"sessionUpdate":"usage_update"');
+  return new TransformStream({
+    transform(chunk, controller) {
+      const lines = (partial + decoder.decode(chunk, { stream: true })).split('\n');
+      partial = lines.pop()!;
+      const kept = lines.filter(keep);
+      if (kept.length) controller.enqueue(encoder.encode(`${kept.join('\n')}\n`));
+    },
+    flush(controller) {
+      if (partial && keep(partial)) controller.enqueue(encoder.encode(partial));
+    },
+  });
+}
+
+function startProcess(spec: HarnessProcess, cwd: string): ChildProcess {
+  const fds = spec.fds ?? [];
+  // Its own process group: a kill reaches whatever the harness started too.
+  const child = spawn(spec.file, spec.args, { cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', ...fds], detached: true });
+  for (const fd of fds) closeSync(fd);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (stderr.length < 4096) stderr += chunk.toString();
+  });
+  child.once('close', () => ((child as ChildProcess & { stderrTail?: string }).stderrTail = stderr.slice(-2000)));
+  return child;
+}
+
+function harnessFailure(error: unknown, child: ChildProcess): AppError {
+  if (error instanceof AppError) return error;
+  const detail = error instanceof Error ? error.message : 'the harness process ended before the turn did';
+  const tail = (child as ChildProcess & { stderrTail?: string }).stderrTail?.trim().split('\n').at(-1);
+  return new AppError('upstream-error', `the harness failed: ${detail}${tail ? ` (${tail})` : ''}`, { cause: error });
+}
+
+/** The harness's own session id an earlier turn of this session left in its state folder. */
+export async function harnessSession(stateDir: string): Promise<string | undefined> {
+  try {
+    return (JSON.parse(await readFile(path.join(stateDir, SESSION_FILE), 'utf8')) as { sessionId?: string }).sessionId;
+  } catch {
+    return undefined;
+  }
+}
+
+async function saveSession(stateDir: string, sessionId: string): Promise<void> {
+  await mkdir(stateDir, { recursive: true });
+  await writeFile(path.join(stateDir, SESSION_FILE), JSON.stringify({ sessionId }));
+}
+
+type Update = acp.SessionNotification['update'];
+type ToolCallShape = { toolCallId: string; title?: string | null; kind?: string | null; rawInput?: unknown; _meta?: Record<string, unknown> | null };
+
+/** A tool call of the turn; `id` is the one the output tells it under. */
+interface Call {
+  id: string;
+  name: string;
+  input: unknown;
+  told: boolean;
+  denied: boolean;
+  done: boolean;
+}
+
+const hasInput = (input: unknown): boolean => input !== undefined && input !== null && !(typeof input === 'object' && Object.keys(input).length === 0);
+
+/**
+ * Turns `session/update`s into native events: text and thoughts as messages, a tool call once its
+ * input is known (Claude's first `tool_call` has none; an update fills it in), its result when it
+ * completes or fails.
+ */
+class UpdateTeller {
+  readonly #input: AcpTurnInput;
+  readonly #emit: (event: AgentEvent) => void;
+  #open: { kind: 'message' | 'thought'; id: string } | undefined;
+  #count = 0;
+  readonly #calls = new Map<string, Call>();
+
+  constructor(input: AcpTurnInput, emit: (event: AgentEvent) => void) {
+    this.#input = input;
+    this.#emit = emit;
+  }
+
+  update(update: Update): void {
+    switch (update.sessionUpdate) {
+      case 'agent_message_chunk':
+      case 'agent_thought_chunk': {
+        if (update.content.type !== 'text' || update.content.text === '') return;
+        const kind = update.sessionUpdate === 'agent_message_chunk' ? 'message' : 'thought';
+        if (this.#open?.kind !== kind) {
+          this.#close();
+          this.#open = { kind, id: `${this.#input.turnId}-m${++this.#count}` };
+          this.#emit({ type: `${kind}_start`, data: { id: this.#open.id } });
+        }
+        this.#emit({ type: `${kind}_delta`, data: { id: this.#open.id, delta: update.content.text } });
+        return;
+      }
+      case 'tool_call':
+      case 'tool_call_update': {
+        this.#close();
+        this.#call(update);
+        // Told once it runs, or when it is asked about: a call that was paused is told again under
+        // the paused call's id (see GateAnswer), so it must not be told before the question.
+        if (update.status === 'in_progress') this.tell(update.toolCallId);
+        if (update.status === 'completed' || update.status === 'failed') this.#result(update.toolCallId, update.status === 'failed', update.rawOutput ?? textOf(update.content));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** The call a permission request gates. */
+  describe(toolCall: ToolCallShape): Gated {
+    this.#close();
+    const call = this.#call(toolCall);
+    return { toolCallId: toolCall.toolCallId, toolName: call.name, input: call.input, kind: toolCall.kind ?? undefined };
+  }
+
+  /** Tells the call, once; as the call `as` when it answers one told before (then it is not told again). */
+  tell(toolCallId: string, as?: string): void {
+    const call = this.#calls.get(toolCallId);
+    if (!call || call.told) return;
+    call.told = true;
+    if (as !== undefined) {
+      call.id = as;
+      return;
+    }
+    this.#emit({ type: 'tool_call', data: { id: toolCallId, name: call.name, input: call.input } });
+  }
+
+  denied(toolCallId: string): void {
+    const call = this.#calls.get(toolCallId);
+    if (call) call.denied = true;
+  }
+
+  end(): void {
+    this.#close();
+  }
+
+  #call(update: ToolCallShape): Call {
+    let call = this.#calls.get(update.toolCallId);
+    if (!call) this.#calls.set(update.toolCallId, (call = { id: update.toolCallId, name: this.#input.dialect.toolName(update), input: {}, told: false, denied: false, done: false }));
+    if (hasInput(update.rawInput)) call.input = update.rawInput;
+    return call;
+  }
+
+  #result(toolCallId: string, failed: boolean, output: unknown): void {
+    this.tell(toolCallId);
+    const call = this.#calls.get(toolCallId)!;
+    if (call.done) return;
+    call.done = true;
+    this.#emit({ type: 'tool_result', data: { id: call.id, output: output ?? '', is_error: failed, ...(call.denied ? { denied: true } : {}) } });
+  }
+
+  #close(): void {
+    if (!this.#open) return;
+    this.#emit({ type: `${this.#open.kind}_end`, data: { id: this.#open.id } });
+    this.#open = undefined;
+  }
+}
+
+function textOf(content: unknown): string | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.flatMap((c: { type?: string; content?: { type?: string; text?: string } }) => (c.type === 'content' && c.content?.type === 'text' ? [c.content.text ?? ''] : []));
+  return texts.length ? texts.join('\n') : undefined;
+}

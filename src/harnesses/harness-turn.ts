@@ -1,0 +1,174 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
+import type { Message } from '../contract/messages.ts';
+import { AppError } from '../errors.ts';
+import { collectCalls, type HistoryCall } from '../agent/history.ts';
+import type { ModelEndpoint } from '../agent/model.ts';
+import { gateFor } from '../agent/permissions.ts';
+import type { RunnableTemplate } from '../agent/template.ts';
+import type { TurnInput } from '../agent/turn.ts';
+import { harnessInvocation, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
+import { runAcpTurn, type GateAnswer, type Gated, type HarnessProcess } from './acp-turn.ts';
+import { claude } from './claude.ts';
+
+/** The harnesses agentd drives, by `harness.kind`. */
+export const HARNESSES = { claude } as const;
+export type HarnessKind = keyof typeof HARNESSES;
+type Harness = (typeof HARNESSES)[HarnessKind];
+
+/** ACP tool kinds that only look: `allow_reads` lets them run. */
+const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
+
+/** What a harness turn takes: what the built-in loop's turn takes, less its model and tools, and where the harness keeps its state. */
+export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId'> {
+  /** The harness's own state for the session (its sessions, settings), outside the session folder. */
+  stateDir: string;
+  endpoint: ModelEndpoint;
+  /** Run the harness on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
+  unsafeHost: boolean;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The harness's program, or a 424 saying how to install it. */
+export function harnessEntry(harness: Harness): string {
+  try {
+    return require.resolve(`${harness.package}/${harness.entry}`);
+  } catch {
+    throw new AppError(
+      'harness-unavailable',
+      `harness "${harness.kind}" is not installed on this server: install it with "npm install ${harness.package}" in agentd's folder (it is an optional dependency)`,
+    );
+  }
+}
+
+/** Stable JSON: the same input written with its keys in another order is the same input. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * The gate of every call the harness asks about. A decision the caller recorded on the paused call
+ * answers the call the harness raises again for the same tool and input, once; a denial is never
+ * lost and an approval never reaches another call. Otherwise the mode and the tool's own
+ * permission decide, as for the built-in agent.
+ */
+function gatekeeper(harness: Harness, template: RunnableTemplate, decided: HistoryCall[]): (call: Gated) => GateAnswer {
+  const open = [...decided];
+  return (call) => {
+    const at = open.findIndex((d) => d.toolName === call.toolName && canonical(d.input) === canonical(call.input));
+    if (at >= 0) {
+      const [decision] = open.splice(at, 1);
+      return { approved: decision!.approval!.approved === true, answers: decision!.toolCallId };
+    }
+    const entry = template.tools.find((t) => t.type === 'builtin' && harness.toolNames[t.name] === call.toolName);
+    const gate = gateFor(entry, template.runner.permissions.default, READ_KINDS.has(call.kind ?? ''));
+    return gate === 'ask' ? 'pause' : { approved: gate === 'allow' };
+  };
+}
+
+/**
+ * What the harness is told: the new user message, or, on a turn that answers a pause, to go on. A
+ * first turn of a conversation the harness never saw carries the conversation so far.
+ */
+function promptOf(history: Message[], continues: boolean, fresh: boolean): string {
+  const last = history.at(-1);
+  const ask = continues ? 'Continue.' : last?.role === 'user' ? last.content : '';
+  if (!fresh) return ask;
+  const earlier = (continues ? history : history.slice(0, -1)).filter((m) => (m.role === 'user' || m.role === 'assistant') && m.content && m.tool_name === undefined);
+  if (earlier.length === 0) return ask;
+  const transcript = earlier.map((m) => `${m.role}: ${m.content}`).join('\n');
+  return `The conversation so far:\n${transcript}\n\nuser: ${ask}`;
+}
+
+async function processFor(harness: Harness, input: HarnessTurnInput): Promise<HarnessProcess> {
+  const entry = harnessEntry(harness);
+  const nodeDir = path.dirname(process.execPath);
+  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(input.endpoint, input.stateDir) };
+  // Read-only: Node's own folder and the node_modules the harness package lives in.
+  const modules = entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
+  const sandboxed = await harnessInvocation({ folder: input.workdir, stateDir: input.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
+  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, process.execPath, entry], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
+  if (!input.unsafeHost) {
+    throw new AppError(
+      'harness-unavailable',
+      `harness "${harness.kind}" runs under bubblewrap, which this server lacks: install it ("apt-get install bubblewrap"), or set AGENTD_UNSAFE_HOST_BASH=1 to run harnesses unsandboxed`,
+    );
+  }
+  return { file: process.execPath, args: [entry], env };
+}
+
+const STOP_REASONS: Record<string, StopReason> = { end_turn: 'end_turn', max_tokens: 'max_tokens', max_turn_requests: 'max_steps', refusal: 'end_turn', cancelled: 'cancelled' };
+
+/** One turn of a coding-agent harness, told in the same native events as the built-in agent's. */
+export async function* runHarnessTurn(kind: HarnessKind, input: HarnessTurnInput): AsyncGenerator<AgentEvent> {
+  const harness = HARNESSES[kind];
+  const { template, history } = input;
+  const { trailing } = collectCalls(history);
+  const decided = trailing.filter((c) => c.approval?.approved !== undefined && !c.result);
+  const mode = template.runner.permissions.default;
+  const gateReads = mode === 'ask' || mode === 'deny' || template.tools.some((t) => t.permission === 'ask' || t.permission === 'deny');
+  await mkdir(input.stateDir, { recursive: true });
+  const settings = harness.settings(gateReads);
+  await mkdir(path.dirname(path.join(input.stateDir, settings.path)), { recursive: true });
+  await writeFile(path.join(input.stateDir, settings.path), settings.content);
+  await writeFile(path.join(input.workdir, harness.instructionsFile), `${template.instructions.agents_md}\n`);
+
+  yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
+  let pending: PendingInteraction | undefined;
+  const turn = runAcpTurn({
+    turnId: input.turnId,
+    process: await processFor(harness, input),
+    cwd: input.workdir,
+    stateDir: input.stateDir,
+    prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
+    mcpServers: [],
+    dialect: harness.dialect,
+    gate: gatekeeper(harness, template, decided),
+    newInteractionId: input.newInteractionId,
+    signal: input.signal,
+  });
+  let next = await turn.next();
+  for (; !next.done; next = await turn.next()) {
+    if (next.value.type === 'interaction_request') pending ??= next.value.data;
+    yield next.value;
+  }
+  const end = next.value;
+  if (end.usage) {
+    const cost = input.pricing?.(template.llm.provider, template.llm.model, end.usage);
+    yield { type: 'usage', data: cost === undefined ? end.usage : { ...end.usage, cost } };
+  }
+  yield doneEvent(end.paused ? 'paused' : (STOP_REASONS[end.stopReason] ?? 'end_turn'), end.paused ? pending : undefined);
+}
+
+/**
+ * The harness a template names, checked before anything runs: undefined for agentd's own loop; a
+ * 501 for a kind this version does not run yet; a 400 naming each template key the harness has no
+ * place for, rather than dropping it.
+ */
+export function harnessFor(template: RunnableTemplate): Harness | undefined {
+  const kind = template.harness.kind;
+  if (kind === 'agentd') return undefined;
+  if (!Object.hasOwn(HARNESSES, kind)) {
+    throw new AppError('not-implemented', `harness "${kind}" is not available in this version of agentd yet; it runs: agentd, ${Object.keys(HARNESSES).join(', ')}`);
+  }
+  const unsupported = [
+    template.skills.length > 0 && 'skills',
+    template.mcps.length > 0 && 'mcps',
+    template.tools.some((t) => t.type === 'client') && 'client tools',
+    template.runner.max_steps !== undefined && 'runner.max_steps',
+  ].filter((key): key is string => key !== false);
+  if (unsupported.length) {
+    throw new AppError('invalid-request', `harness "${kind}" does not take ${unsupported.join(', ')} (data.parameters.agent) yet; remove them, or use harness "agentd"`);
+  }
+  return HARNESSES[kind as HarnessKind];
+}

@@ -1,0 +1,147 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, invokeBody, readFrames, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
+import { waitFor } from '../sessions-api/client.ts';
+
+/** Issue 20: Claude Code as the agent of a turn, over ACP, against the fake model's Messages API. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d' }) });
+});
+afterAll(async () => h.close());
+
+const agent = (mode = 'allow', extra: Record<string, unknown> = {}) => ({
+  instructions: { agents_md: 'You are a test agent.' },
+  llm: { provider: 'anthropic', model: 'fake-model' },
+  harness: { kind: 'claude' },
+  runner: { permissions: { default: mode } },
+  ...extra,
+});
+
+const write = (session: string, file = 'hello.txt', content = 'hi there') => ({ toolCalls: [{ name: 'Write', input: { file_path: path.join(h.sessionDir(session), file), content } }] });
+
+/** The fake model writes a file with Claude's Write tool, then answers. */
+function scriptWrite(session: string) {
+  h.model.script([write(session), { text: 'Wrote it.' }]);
+}
+
+/**
+ * A turn paused on Write under `ask`. The fake model asks for the same call again once the turn
+ * goes on (the harness raises the gate anew in its new process), then answers.
+ */
+async function pausedOnWrite(session = sid('gate')) {
+  h.model.script([write(session), write(session), { text: 'Done with the file.' }]);
+  const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write hello.txt' }], agent('ask'), { session_id: session })));
+  return { session, outputs: body.data.outputs };
+}
+
+/** The paused output re-posted with the decision on its gated call. */
+function decided(outputs: { messages: Array<Record<string, unknown>> }, approved: boolean) {
+  return outputs.messages.map((m) => (m.approval ? { ...m, approval: { ...(m.approval as object), approved } } : m));
+}
+
+describe('harness claude', () => {
+  it('runs a tool turn end to end: the file is in the session folder, the output in spec order', async () => {
+    const session = sid('claude');
+    scriptWrite(session);
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write hello.txt' }], agent(), { session_id: session })));
+    expect(await readFile(path.join(h.sessionDir(session), 'hello.txt'), 'utf8')).toBe('hi there');
+    const messages = body.data.outputs.messages;
+    expect(messages.map((m: { role: string; tool_name?: string }) => m.tool_name ?? m.role)).toEqual(['Write', 'tool', 'assistant']);
+    expect(messages[0]).toMatchObject({ role: 'tool', tool_name: 'Write', input: { content: 'hi there' } });
+    expect(messages[1]).toMatchObject({ role: 'tool', is_error: false });
+    expect(messages[2]).toMatchObject({ role: 'assistant', content: 'Wrote it.' });
+    expect(body.data.outputs.stop_reason).toBe('end_turn');
+    expect(await readFile(path.join(h.sessionDir(session), 'CLAUDE.md'), 'utf8')).toContain('You are a test agent.');
+  }, 60_000);
+
+  it('streams the same turn as native SSE frames, ending with done', async () => {
+    const session = sid('claude-sse');
+    scriptWrite(session);
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'write hello.txt' }], agent(), { session_id: session }), { headers: { accept: 'text/event-stream' } });
+    const { frames } = await readFrames(res);
+    const types = frames.map((f) => f.type);
+    expect(types[0]).toBe('turn_start');
+    expect(types.indexOf('tool_call')).toBeLessThan(types.indexOf('tool_result'));
+    expect(types.indexOf('tool_result')).toBeLessThan(types.indexOf('message_delta'));
+    expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
+  }, 60_000);
+
+  it('ask: pauses before the write with a user_approval on the harness’s tool; approving in band writes it', async () => {
+    const { session, outputs } = await pausedOnWrite();
+    expect(outputs.stop_reason).toBe('paused');
+    expect(outputs.pending_interaction).toMatchObject({ kind: 'user_approval', tool: 'Write', payload: { input: { content: 'hi there' } } });
+    expect(existsSync(path.join(h.sessionDir(session), 'hello.txt'))).toBe(false);
+
+    const history = [{ role: 'user', content: 'write hello.txt' }, ...decided(outputs, true)];
+    const body = await readJson(await h.invoke(invokeBody(history, agent('ask'), { session_id: session })));
+    expect(await readFile(path.join(h.sessionDir(session), 'hello.txt'), 'utf8')).toBe('hi there');
+    // The continuation tells the result of the call that was paused, then the answer.
+    const callId = outputs.pending_interaction.payload.tool_call_id;
+    expect(body.data.outputs.messages[0]).toMatchObject({ role: 'tool', tool_call_id: callId, is_error: false });
+    expect(body.data.outputs.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Done with the file.' });
+    expect((await h.store.interactions.get(h.projectId, outputs.pending_interaction.id))?.status).toBe('resolved');
+  }, 60_000);
+
+  it('ask: a denial in band leaves no file, and the harness is told', async () => {
+    const { session, outputs } = await pausedOnWrite();
+    const history = [{ role: 'user', content: 'write hello.txt' }, ...decided(outputs, false)];
+    const body = await readJson(await h.invoke(invokeBody(history, agent('ask'), { session_id: session })));
+    expect(existsSync(path.join(h.sessionDir(session), 'hello.txt'))).toBe(false);
+    expect(body.status, JSON.stringify(body)).toMatchObject({ code: 200 });
+    expect(body.data.outputs.messages[0]).toMatchObject({ role: 'tool', is_error: true });
+  }, 60_000);
+
+  it('ask: approving through /respond continues the turn by itself', async () => {
+    const { session, outputs } = await pausedOnWrite();
+    expect((await h.respond(outputs.pending_interaction.id, { approved: true })).status).toBe(200);
+    await waitFor(async () => (await h.store.interactions.get(h.projectId, outputs.pending_interaction.id))?.status === 'resolved', 'the continuation');
+    await waitFor(async () => (await h.store.leases.get(h.projectId, session)) === undefined, 'the continuation to end');
+    expect(await readFile(path.join(h.sessionDir(session), 'hello.txt'), 'utf8')).toBe('hi there');
+  }, 60_000);
+
+  it('ask gates reads too; allow_reads lets them run; deny refuses and goes on', async () => {
+    const read = (session: string) => ({ toolCalls: [{ name: 'Read', input: { file_path: path.join(h.sessionDir(session), 'notes.txt') } }] });
+    const asked = sid('read-ask');
+    h.model.script([read(asked), { text: 'read it' }]);
+    const paused = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'read notes' }], agent('ask'), { session_id: asked })));
+    expect(paused.data.outputs).toMatchObject({ stop_reason: 'paused', pending_interaction: { tool: 'Read' } });
+
+    const reads = sid('read-allow');
+    h.model.script([read(reads), { text: 'read it' }]);
+    const ran = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'read notes' }], agent('allow_reads'), { session_id: reads })));
+    expect(ran.data.outputs.stop_reason).toBe('end_turn');
+
+    const denied = sid('deny');
+    h.model.script([write(denied), { text: 'could not write' }]);
+    const refused = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write' }], agent('deny'), { session_id: denied })));
+    expect(refused.data.outputs.stop_reason).toBe('end_turn');
+    expect(refused.data.outputs.messages[1]).toMatchObject({ role: 'tool', is_error: true });
+    expect(existsSync(path.join(h.sessionDir(denied), 'hello.txt'))).toBe(false);
+  }, 60_000);
+
+  it('keeps its state outside the session folder, and no provider key in any file there', async () => {
+    const session = sid('claude-key');
+    scriptWrite(session);
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write hello.txt' }], agent(), { session_id: session })));
+    for (const file of await readdir(h.sessionDir(session), { recursive: true })) {
+      const text = await readFile(path.join(h.sessionDir(session), file)).catch(() => Buffer.alloc(0));
+      expect(text.includes('sk-ant-test-key-7c1d'), file).toBe(false);
+    }
+  }, 60_000);
+
+  it('leaves no harness process running once its turns are over', async () => {
+    const ours = spawnSync('pgrep', ['-f', h.dataDir], { encoding: 'utf8' }).stdout.trim();
+    expect(ours).toBe('');
+  });
+
+  it('refuses what it cannot run: an unknown kind lists the known ones, codex is not available yet, an OpenAI model is a 400', async () => {
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude/);
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'codex' } })), 501, 'not-implemented', /codex/);
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { ...agent(), llm: { provider: 'openai', model: 'fake-model' } })), 400, 'invalid-request', /anthropic/);
+  });
+});
