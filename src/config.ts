@@ -36,6 +36,8 @@ export interface Config {
   modelTimeoutMs: number;
   /** Longest a turn runs, from its start to its end or pause, tools and model calls together. */
   turnTimeoutMs: number;
+  /** Coding-agent harness processes this server runs at once (each holds a few hundred MB). */
+  harnessMaxProcesses: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
@@ -108,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
     turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
+    harnessMaxProcesses: int(env, 'AGENTD_HARNESS_MAX_PROCESSES', 8),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {
       timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),

@@ -57,6 +57,8 @@ export class TurnService {
   private readonly load: ServerLoad | undefined;
   /** Where this process's turns ran: on the server's thread, or on a turn thread. */
   readonly placement = { server: 0, threads: 0 };
+  /** Harness processes running now, against AGENTD_HARNESS_MAX_PROCESSES. */
+  private harnessProcesses = 0;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
@@ -262,6 +264,8 @@ export class TurnService {
       request: redact(plan.record),
       started_at: new Date().toISOString(),
     };
+    // Taken from here to the turn's end, with nothing awaited before the try that gives it back.
+    if (harness) this.takeHarnessProcess();
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
       await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
@@ -273,6 +277,7 @@ export class TurnService {
         await store.turns.create(record);
       }
     } catch (error) {
+      if (harness) this.harnessProcesses--;
       await mcp?.close();
       throw error;
     }
@@ -338,6 +343,7 @@ export class TurnService {
     deadline.unref();
     void this.drive(turn, events, how).finally(async () => {
       clearTimeout(deadline);
+      if (harness) this.harnessProcesses--;
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
       await mcp?.close();
     });
@@ -461,6 +467,17 @@ export class TurnService {
     const timer = setInterval(run, intervalMs);
     timer.unref();
     return () => clearInterval(timer);
+  }
+
+  /** A seat for one harness process, or a 503 when every one is taken: never unbounded memory. */
+  private takeHarnessProcess(): void {
+    const max = this.deps.config.harnessMaxProcesses;
+    if (this.harnessProcesses >= max) {
+      throw new AppError('unavailable', `all ${max} harness processes this server runs at once are busy (AGENTD_HARNESS_MAX_PROCESSES); try again shortly`, {
+        headers: { 'retry-after': '5' },
+      });
+    }
+    this.harnessProcesses++;
   }
 
   /** Starts the turn worker threads now rather than at the first turns. */

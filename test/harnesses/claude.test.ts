@@ -2,9 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../sessions-api/client.ts';
+import { configsApi } from '../configs/client.ts';
+import { agentdChat } from '../support/headless-chat.ts';
 
 /** Issue 20: Claude Code as the agent of a turn, over ACP, against the fake model's Messages API. */
 
@@ -134,14 +137,135 @@ describe('harness claude', () => {
     }
   }, 60_000);
 
-  it('leaves no harness process running once its turns are over', async () => {
-    const ours = spawnSync('pgrep', ['-f', h.dataDir], { encoding: 'utf8' }).stdout.trim();
-    expect(ours).toBe('');
-  });
-
   it('refuses what it cannot run: an unknown kind lists the known ones, codex is not available yet, an OpenAI model is a 400', async () => {
     await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude/);
     await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'codex' } })), 501, 'not-implemented', /codex/);
     await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { ...agent(), llm: { provider: 'openai', model: 'fake-model' } })), 400, 'invalid-request', /anthropic/);
+  });
+});
+
+describe('harness claude, through every way in', () => {
+  it('the Vercel stream: useChat pauses on the approval, approves, re-posts, and ends with one message', async () => {
+    const session = sid('claude-chat');
+    h.model.script([write(session), write(session), { text: 'Done with the file.' }]);
+    const chat = agentdChat({
+      id: session,
+      api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,
+      apiKey: h.apiKey,
+      body: { data: { parameters: { agent: agent('ask') } } },
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await chat.sendMessage({ text: 'write hello.txt' });
+    await chat.untilFinished(1);
+    expect(chat.error).toBeUndefined();
+    const part = chat.messages.at(-1)!.parts.find((p) => p.type === 'tool-Write') as { state: string; approval: { id: string } };
+    expect(part.state).toBe('approval-requested');
+    await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    const assistants = chat.messages.filter((m) => m.role === 'assistant');
+    expect(assistants).toHaveLength(1);
+    expect(assistants[0]!.parts.find((p) => p.type === 'tool-Write')).toMatchObject({ state: 'output-available' });
+    expect(await readFile(path.join(h.sessionDir(session), 'hello.txt'), 'utf8')).toBe('hi there');
+  }, 60_000);
+
+  it('a pause answered through another agentd on the same data goes on there, from the harness’s saved session', async () => {
+    const { session, outputs } = await pausedOnWrite();
+    const other = await startHarness({ dataDir: h.dataDir, databaseUrl: h.databaseUrl, env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d' }) });
+    try {
+      other.model.script([write(session), { text: 'Done elsewhere.' }]);
+      expect((await other.respond(outputs.pending_interaction.id, { approved: true })).status).toBe(200);
+      await waitFor(async () => (await other.store.interactions.get(other.projectId, outputs.pending_interaction.id))?.status === 'resolved', 'the continuation');
+      await waitFor(async () => (await other.store.leases.get(other.projectId, session)) === undefined, 'the continuation to end');
+      expect(await readFile(path.join(h.sessionDir(session), 'hello.txt'), 'utf8')).toBe('hi there');
+      // The harness was told to go on, in the session it saved: the model saw the first prompt too.
+      expect(JSON.stringify(other.model.requests[0]!.messages)).toContain('write hello.txt');
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+
+  it('force take-over ends the old turn and its process', async () => {
+    const session = sid('claude-force');
+    // Only the first call is slow: Claude also makes calls of its own around a turn.
+    h.model.reset();
+    let first = true;
+    h.model.script(() => (first ? ((first = false), { text: 'slow', latencyMs: 20_000 }) : { text: 'the new turn' }));
+    const slow = h.invoke(invokeBody([{ role: 'user', content: 'take your time' }], agent(), { session_id: session }), { headers: { accept: 'text/event-stream' } });
+    await waitFor(async () => h.model.requests.length > 0, 'the first turn to reach the model');
+    const second = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'now this' }], agent(), { session_id: session }), { headers: { 'x-ag-session-control': 'force' } }));
+    expect(second.data.outputs.messages.at(-1)).toMatchObject({ content: 'the new turn' });
+    await (await slow).text();
+    const turns = (await h.store.turns.listForSessionPage(h.projectId, session, { limit: 10 })).items;
+    expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
+    expect(spawnSync('pgrep', ['-f', h.sessionDir(session)], { encoding: 'utf8' }).stdout.trim()).toBe('');
+  }, 60_000);
+
+  it('cannot write outside its session folder, nor read another session’s', async () => {
+    const mine = sid('claude-jail');
+    const theirs = sid('claude-other');
+    scriptWrite(theirs);
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write' }], agent(), { session_id: theirs })));
+    h.model.script([
+      { toolCalls: [{ name: 'Write', input: { file_path: path.join(h.sessionDir(theirs), 'planted.txt'), content: 'x' } }] },
+      { toolCalls: [{ name: 'Read', input: { file_path: path.join(h.sessionDir(theirs), 'hello.txt') } }] },
+      { text: 'tried' },
+    ]);
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'escape' }], agent(), { session_id: mine })));
+    // Inside, the data folder is not there at all: a write lands in the sandbox's private /tmp or
+    // fails, and the read finds nothing.
+    expect(existsSync(path.join(h.sessionDir(theirs), 'planted.txt'))).toBe(false);
+    const results = body.data.outputs.messages.filter((m: { role: string; is_error?: boolean }) => m.role === 'tool' && m.is_error !== undefined);
+    expect(results).toHaveLength(2);
+    expect(results[1].is_error).toBe(true);
+    expect(JSON.stringify(body)).not.toContain('hi there');
+  }, 60_000);
+});
+
+describe('harness processes are bounded', () => {
+  it('past AGENTD_HARNESS_MAX_PROCESSES a turn gets 503 with retry-after; a seat freed is taken again', async () => {
+    const small = await startHarness({ env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d', AGENTD_HARNESS_MAX_PROCESSES: '1' }) });
+    try {
+      small.model.reset();
+      let first = true;
+      small.model.script(() => (first ? ((first = false), { text: 'slow', latencyMs: 3_000 }) : { text: 'quick' }));
+      const slow = small.invoke(invokeBody([{ role: 'user', content: 'slow' }], agent(), { session_id: sid('seat-a') }));
+      await waitFor(async () => small.model.requests.length > 0, 'the first turn to reach the model');
+      const refused = await small.invoke(invokeBody([{ role: 'user', content: 'quick' }], agent(), { session_id: sid('seat-b') }));
+      expect(refused.headers.get('retry-after')).toBe('5');
+      await expectError(refused, 503, 'unavailable', /AGENTD_HARNESS_MAX_PROCESSES/);
+      expect((await slow).status).toBe(200);
+      expect((await small.invoke(invokeBody([{ role: 'user', content: 'quick' }], agent(), { session_id: sid('seat-c') }))).status).toBe(200);
+    } finally {
+      await small.close();
+    }
+  }, 60_000);
+
+  it('an evaluation over a harness agent with batch_size 2 runs every case, never more than two harnesses at once', async () => {
+    const created = await configsApi(h, 'POST', '/workflows', { slug: 'claude-agent', data: { parameters: { agent: agent() } } });
+    expect(created.status).toBe(201);
+    const revision = (await (await configsApi(h, 'GET', '/workflows/claude-agent/revisions')).json()).revisions[0].id as string;
+    const rows = ['a', 'b', 'c', 'd'].map((x) => ({ data: { messages: [{ role: 'user', content: `say ${x}` }] } }));
+    const testset = (await (await configsApi(h, 'POST', '/simple/testsets/', { testset: { data: { testcases: rows } } })).json()).testset;
+    h.model.script(() => ({ text: 'said', latencyMs: 300 }));
+    const run = (await (await configsApi(h, 'POST', '/simple/evaluations/', { evaluation: { data: { testset_steps: [testset.revision_id], application_steps: [revision], concurrency: { batch_size: 2 } } } })).json()).evaluation;
+    let most = 0;
+    let status = 'running';
+    while (status === 'running') {
+      // Each harness runs under a bwrap that binds its session folder: one folder, one harness.
+      const lines = spawnSync('pgrep', ['-af', 'bwrap'], { encoding: 'utf8' }).stdout.split('\n');
+      most = Math.max(most, new Set(lines.filter((l) => l.includes(h.dataDir)).map((l) => /--bind (\S+)/.exec(l)?.[1])).size);
+      status = (await (await configsApi(h, 'GET', `/simple/evaluations/${run.id}`)).json()).evaluation.data.status;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(status).toBe('success');
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+  }, 120_000);
+});
+
+describe('after every turn', () => {
+  it('leaves no harness process running', async () => {
+    expect(spawnSync('pgrep', ['-f', h.dataDir], { encoding: 'utf8' }).stdout.trim()).toBe('');
   });
 });
