@@ -12,6 +12,8 @@ export const claude = {
   package: '@zed-industries/claude-agent-acp',
   entry: 'dist/index.js',
   instructionsFile: 'CLAUDE.md',
+  /** Where Claude finds a project's skills, in its working folder. */
+  skillsDir: '.claude/skills',
   provider: 'anthropic',
   /** Claude's tools that agentd's built-in names stand for, so a tool entry's `permission` reaches them. */
   toolNames: { read: 'Read', write: 'Write', edit: 'Edit', ls: 'LS', find: 'Glob', grep: 'Grep', bash: 'Bash' } satisfies Record<BuiltinToolName, string>,

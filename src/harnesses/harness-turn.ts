@@ -2,7 +2,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
+import type * as acp from '@agentclientprotocol/sdk';
 import type { Message } from '../contract/messages.ts';
+import type { McpServer } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
 import { collectCalls, type HistoryCall } from '../agent/history.ts';
 import type { ModelEndpoint } from '../agent/model.ts';
@@ -23,6 +25,8 @@ const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
 
 /** What a harness turn takes: what the built-in loop's turn takes, less its model and tools, and where the harness keeps its state. */
 export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId'> {
+  /** The template's MCP servers, the request's secrets filled in: the harness connects to them itself. */
+  mcps: McpServer[];
   /** The harness's own state for the session (its sessions, settings), outside the session folder. */
   stateDir: string;
   endpoint: ModelEndpoint;
@@ -107,6 +111,15 @@ async function processFor(harness: Harness, input: HarnessTurnInput): Promise<Ha
   return { file: process.execPath, args: [entry], env };
 }
 
+/** MCP servers as ACP's `session/new` names them. */
+function acpServers(servers: readonly McpServer[]): acp.McpServer[] {
+  return servers.map(({ name, connection }) =>
+    connection.type === 'stdio'
+      ? { name, command: connection.command, args: connection.args ?? [], env: [] }
+      : { type: connection.type, name, url: connection.url, headers: Object.entries(connection.headers ?? {}).map(([header, value]) => ({ name: header, value })) },
+  );
+}
+
 const STOP_REASONS: Record<string, StopReason> = { end_turn: 'end_turn', max_tokens: 'max_tokens', max_turn_requests: 'max_steps', refusal: 'end_turn', cancelled: 'cancelled' };
 
 /** One turn of a coding-agent harness, told in the same native events as the built-in agent's. */
@@ -131,7 +144,7 @@ export async function* runHarnessTurn(kind: HarnessKind, input: HarnessTurnInput
     cwd: input.workdir,
     stateDir: input.stateDir,
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
-    mcpServers: [],
+    mcpServers: acpServers(input.mcps),
     dialect: harness.dialect,
     gate: gatekeeper(harness, template, decided),
     newInteractionId: input.newInteractionId,
@@ -155,18 +168,22 @@ export async function* runHarnessTurn(kind: HarnessKind, input: HarnessTurnInput
  * 501 for a kind this version does not run yet; a 400 naming each template key the harness has no
  * place for, rather than dropping it.
  */
-export function harnessFor(template: RunnableTemplate): Harness | undefined {
+export function harnessFor(template: RunnableTemplate, allowStdioMcp: boolean): Harness | undefined {
   const kind = template.harness.kind;
   if (kind === 'agentd') return undefined;
   if (!Object.hasOwn(HARNESSES, kind)) {
     throw new AppError('not-implemented', `harness "${kind}" is not available in this version of agentd yet; it runs: agentd, ${Object.keys(HARNESSES).join(', ')}`);
   }
   const unsupported = [
-    template.skills.length > 0 && 'skills',
-    template.mcps.length > 0 && 'mcps',
+    template.mcps.some((m) => m.policy !== undefined) && 'mcps[].policy',
+    template.mcps.some((m) => m.connection.type !== 'stdio' && m.connection.forward_credentials) && 'mcps[].connection.forward_credentials',
     template.tools.some((t) => t.type === 'client') && 'client tools',
     template.runner.max_steps !== undefined && 'runner.max_steps',
   ].filter((key): key is string => key !== false);
+  const stdio = template.mcps.findIndex((m) => m.connection.type === 'stdio');
+  if (stdio >= 0 && !allowStdioMcp) {
+    throw new AppError('invalid-request', `data.parameters.agent.mcps[${stdio}].connection: stdio MCP servers are disabled on this server; the operator must set AGENTD_ALLOW_STDIO_MCP=1 to allow them`);
+  }
   if (unsupported.length) {
     throw new AppError('invalid-request', `harness "${kind}" does not take ${unsupported.join(', ')} (data.parameters.agent) yet; remove them, or use harness "agentd"`);
   }

@@ -230,17 +230,18 @@ export class TurnService {
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
     // A coding-agent harness and its model endpoint, settled before any answer is claimed.
-    const harness = harnessFor(template);
+    const harness = harnessFor(template, config.allowStdioMcp);
     const endpoint = harness && harnessEndpoint(template.llm, harness.provider, config, secrets, connection);
     if (harness) harnessEntry(harness);
 
     // Made here only for what needs it before the turn; tools make it when they first run.
     const workdir =
       harness || template.skills.length || template.mcps.length ? await ensureSessionFolder(config.dataDir, projectId, sessionId) : sessionFolder(config.dataDir, projectId, sessionId);
-    const skills = await installSkills(workdir, template.skills);
+    const skills = await installSkills(workdir, template.skills, harness?.skillsDir);
     // Connected before any answer is claimed: an unreachable server fails the request (424)
     // without consuming the caller's decisions.
-    const mcp = template.mcps.length
+    // A harness connects to its MCP servers itself.
+    const mcp = template.mcps.length && !harness
       ? await connectMcpServers(template.mcps, {
           credentials: plan.credentials,
           secrets,
@@ -303,7 +304,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
     const events = harness
-      ? runHarnessTurn(harness.kind, { ...input, ...context, endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost })
+      ? runHarnessTurn(harness.kind, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../sessions-api/client.ts';
 import { configsApi } from '../configs/client.ts';
+import { startMcpServer } from '../support/mcp-server.ts';
 import { agentdChat } from '../support/headless-chat.ts';
 
 /** Issue 20: Claude Code as the agent of a turn, over ACP, against the fake model's Messages API. */
@@ -262,6 +263,38 @@ describe('harness processes are bounded', () => {
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(2);
   }, 120_000);
+});
+
+describe('harness claude, with what the template brings', () => {
+  it('connects to the template’s MCP servers itself, secrets filled in, and runs their tools', async () => {
+    const mcp = await startMcpServer({ name: 'calc' });
+    try {
+      h.model.script([{ toolCalls: [{ name: 'mcp__calc__add', input: { a: 2, b: 3 } }] }, { text: 'It is 5.' }]);
+      const template = agent('allow', { mcps: [{ name: 'calc', connection: { type: 'http', url: mcp.url, headers: { authorization: 'Bearer {{secrets.token}}' } } }] });
+      const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'add' }], template, { secrets: { token: 'mcp-token-5e1f' } })));
+      expect(mcp.calls).toEqual([{ name: 'add', args: { a: 2, b: 3 } }]);
+      expect(mcp.requests.some((r) => r.headers.authorization === 'Bearer mcp-token-5e1f')).toBe(true);
+      expect(body.data.outputs.messages.at(-1)).toMatchObject({ content: 'It is 5.' });
+      expect(JSON.stringify(body)).not.toContain('mcp-token-5e1f');
+    } finally {
+      await mcp.close();
+    }
+  }, 60_000);
+
+  it('puts the template’s skills where Claude reads them', async () => {
+    const session = sid('claude-skill');
+    h.model.script({ text: 'ok' });
+    const skill = { name: 'haiku', description: 'Write a haiku', body: 'Three lines: 5, 7, 5.' };
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent('allow', { skills: [skill] }), { session_id: session })));
+    expect(await readFile(path.join(h.sessionDir(session), '.claude/skills/haiku/SKILL.md'), 'utf8')).toContain('Three lines: 5, 7, 5.');
+  }, 60_000);
+
+  it('says which template keys it has no place for', async () => {
+    const client = { type: 'client', name: 'pick', description: 'pick' };
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent('allow', { tools: [client] }))), 400, 'invalid-request', /client tools/);
+    const stdio = { name: 's', connection: { type: 'stdio', command: 'true' } };
+    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent('allow', { mcps: [stdio] }))), 400, 'invalid-request', /AGENTD_ALLOW_STDIO_MCP/);
+  });
 });
 
 describe('after every turn', () => {
