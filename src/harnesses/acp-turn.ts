@@ -130,6 +130,9 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     }
     const response = await agent.request('session/prompt', { sessionId: sessionId!, prompt: [{ type: 'text', text: input.prompt(fresh) }] });
     teller.end();
+    // Closing the session has the harness write it down, so the next turn loads all of it; the
+    // process is ended right after (it would wait for more input).
+    if (init.agentCapabilities?.sessionCapabilities?.close) await agent.request('session/close', { sessionId: sessionId! }).catch(() => undefined);
     // Reported by the harnesses here, though not yet in ACP's stable schema.
     const usage = (response as { usage?: { inputTokens: number; outputTokens: number; totalTokens: number } }).usage;
     return { stopReason: response.stopReason as string, usage: usage ? { input: usage.inputTokens, output: usage.outputTokens, total: usage.totalTokens } : undefined };
@@ -150,17 +153,10 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   } finally {
     input.signal.removeEventListener('abort', abort);
     connection?.close();
-    // Its input closed, a harness writes down its session and ends; one that does not is killed.
-    child.stdin?.end();
-    const grace = setTimeout(() => killGroup(child), EXIT_GRACE_MS);
-    await exited;
-    clearTimeout(grace);
     killGroup(child);
+    await exited;
   }
 }
-
-/** How long a harness has to end by itself once its turn is over. */
-const EXIT_GRACE_MS = 3_000;
 
 /** Kills the harness and everything it started (its own process group). */
 function killGroup(child: ChildProcess): void {

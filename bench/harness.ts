@@ -1,0 +1,173 @@
+/**
+ * `npm run bench:harness`: Claude Code as the agent of a turn (issue 20), against the fake model.
+ *
+ * For a tool turn (Write, then an answer), interleaved round by round:
+ * - floor: the ACP client library alone driving the harness, spawned under the same bubblewrap
+ *   invocation agentd uses: spawn, initialize, session/new, prompt, exit;
+ * - agentd: the same turn through POST /invoke (JSON), a fresh session each time;
+ * - agentd's own time: the difference of the medians;
+ * - the built-in agent's same turn, for scale;
+ * - peak RSS of the harness's process tree during a turn, and turns per second with N sessions at
+ *   once (BENCH_HARNESS_CONCURRENCY, the cap set to match).
+ *
+ * BENCH_HARNESS_ROUNDS (default 5) sets the rounds. Every turn here starts a harness process: there
+ * is no parked process to reuse, so a warm turn is a cold one (see BENCHMARKS.md).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+import { loadConfig } from '../src/config.ts';
+import { buildApp } from '../src/http/app.ts';
+import { openStore } from '../src/store/db.ts';
+import { startFakeModel } from '../src/testing/fake-model.ts';
+import { harnessInvocation, SANDBOX_PATH } from '../src/agent/tools/sandbox.ts';
+import { HARNESSES, harnessEntry } from '../src/harnesses/harness-turn.ts';
+
+const rounds = Number(process.env.BENCH_HARNESS_ROUNDS ?? 5);
+const concurrency = Number(process.env.BENCH_HARNESS_CONCURRENCY ?? 4);
+
+const model = await startFakeModel();
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-harness-'));
+const config = loadConfig({
+  AGENTD_DATA_DIR: dataDir,
+  AGENTD_LOG_LEVEL: 'warn',
+  ANTHROPIC_BASE_URL: model.url,
+  ANTHROPIC_API_KEY: 'sk-bench',
+  OPENAI_API_KEY: 'sk-bench',
+  OPENAI_BASE_URL: model.url,
+  AGENTD_HARNESS_MAX_PROCESSES: String(concurrency),
+  AGENTD_TURN_WORKERS_LOAD: '1',
+});
+const store = await openStore({ dataDir, secretKey: config.secretKey });
+const project = await store.projects.ensure('bench');
+const { key } = await store.apiKeys.create(project.id, 'editor');
+const app = await buildApp({ config, store });
+await app.listen({ port: 0, host: '127.0.0.1' });
+const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+
+const writeTurn = (folder: string) => [{ toolCalls: [{ name: 'Write', input: { file_path: path.join(folder, 'out.txt'), content: 'x' } }] }, { text: 'done' }];
+const sessionDir = (session: string) => path.join(dataDir, 'sessions', project.id, session);
+
+/** The floor: the ACP client library alone, the harness under the same sandbox. */
+async function floorTurn(n: number): Promise<number> {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
+  const home = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-home-'));
+  model.script(writeTurn(folder));
+  const entry = harnessEntry(HARNESSES.claude);
+  const nodeDir = path.dirname(process.execPath);
+  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...HARNESSES.claude.env({ provider: 'anthropic', baseUrl: model.url.replace(/\/v1$/, ''), apiKey: 'sk-bench', model: 'fake-model' }, home) };
+  const modules = entry.slice(0, entry.lastIndexOf('/node_modules/') + '/node_modules'.length);
+  const started = performance.now();
+  const sandbox = (await harnessInvocation({ folder, stateDir: home, readOnly: [path.dirname(nodeDir), modules], env }))!;
+  const child = spawn('bwrap', [...sandbox.args, process.execPath, entry], { stdio: ['pipe', 'pipe', 'ignore', ...sandbox.fds], detached: true });
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
+  const connection = acp
+    .client({ name: `floor-${n}` })
+    .onRequest('session/request_permission', async ({ params }) => ({ outcome: { outcome: 'selected', optionId: params.options.find((o) => o.kind === 'allow_once')!.optionId } }))
+    .connect(stream);
+  const agent = connection.agent;
+  await agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+  const { sessionId } = await agent.request('session/new', { cwd: folder, mcpServers: [] });
+  await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write out.txt' }] });
+  await agent.request('session/close', { sessionId });
+  connection.close();
+  process.kill(-child.pid!, 'SIGKILL');
+  await new Promise((resolve) => child.once('close', resolve));
+  const elapsed = performance.now() - started;
+  // The sandboxed processes end just after bwrap: give them a moment to let go of the folders.
+  for (const dir of [folder, home]) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  return elapsed;
+}
+
+async function agentdTurn(session: string, harness: 'claude' | 'agentd'): Promise<number> {
+  const agent =
+    harness === 'claude'
+      ? { llm: { provider: 'anthropic', model: 'fake-model' }, harness: { kind: 'claude' }, runner: { permissions: { default: 'allow' } } }
+      : { llm: { provider: 'openai', model: 'fake-model' }, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'allow' } } };
+  const started = performance.now();
+  const res = await fetch(`${url}/services/agent/v0/invoke?project_id=${project.id}`, {
+    method: 'POST',
+    headers: { authorization: `ApiKey ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ session_id: session, data: { inputs: { messages: [{ role: 'user', content: 'write out.txt' }] }, parameters: { agent } } }),
+  });
+  const body = (await res.json()) as { status: { code: number; message: string } };
+  if (res.status !== 200) throw new Error(`turn failed: ${body.status.message}`);
+  return performance.now() - started;
+}
+
+/** The processes whose command line names `marker`, and every process they started. */
+function treeOf(marker: string): string[] {
+  const roots = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+  const parents = new Map<string, string>();
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      parents.set(pid, readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]!);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const tree = new Set(roots);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, parent] of parents) if (tree.has(parent) && !tree.has(pid)) (tree.add(pid), (grew = true));
+  }
+  return [...tree];
+}
+
+/** Peak RSS (MB) of the process tree of `marker`, sampled while `work` runs. */
+async function peakRss<T>(marker: string, work: Promise<T>): Promise<number> {
+  let peak = 0;
+  let done = false;
+  void work.finally(() => (done = true));
+  while (!done) {
+    const pids = treeOf(marker);
+    let total = 0;
+    for (const pid of pids) {
+      try {
+        total += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+      } catch {
+        // Ended between the listing and the read.
+      }
+    }
+    peak = Math.max(peak, total / 1024);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await work;
+  return peak;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const floor: number[] = [];
+const viaAgentd: number[] = [];
+const builtin: number[] = [];
+let rss = 0;
+for (let round = 0; round < rounds; round++) {
+  floor.push(await floorTurn(round));
+  const session = `bench-${round}`;
+  model.script(writeTurn(sessionDir(session)));
+  const turn = agentdTurn(session, 'claude');
+  rss = Math.max(rss, await peakRss(sessionDir(session), turn));
+  viaAgentd.push(await turn);
+  model.script(writeTurn(sessionDir(`builtin-${round}`)).map((r) => ('toolCalls' in r ? { toolCalls: [{ name: 'write', input: { path: 'out.txt', content: 'x' } }] } : r)));
+  builtin.push(await agentdTurn(`builtin-${round}`, 'agentd'));
+  process.stderr.write(`round ${round + 1}/${rounds}: floor ${floor.at(-1)!.toFixed(0)} ms, agentd ${viaAgentd.at(-1)!.toFixed(0)} ms, built-in ${builtin.at(-1)!.toFixed(1)} ms\n`);
+}
+
+model.script(() => ({ text: 'done' }));
+const started = performance.now();
+for (const wave of [0, 1]) await Promise.all(Array.from({ length: concurrency }, (_, i) => agentdTurn(`full-${wave}-${i}`, 'claude')));
+const perSecond = (concurrency * 2) / ((performance.now() - started) / 1000);
+
+console.log(`claude tool turn, median of ${rounds} (ms): floor (ACP client alone) ${median(floor).toFixed(0)}, through agentd ${median(viaAgentd).toFixed(0)}, agentd's own ${(median(viaAgentd) - median(floor)).toFixed(0)}`);
+console.log(`built-in agent, same turn (ms): ${median(builtin).toFixed(1)}`);
+console.log(`peak RSS of one harness's process tree: ${rss.toFixed(0)} MB`);
+console.log(`turns per second with ${concurrency} harnesses at once (text turns): ${perSecond.toFixed(2)}`);
+
+await app.close();
+await store.close();
+await model.close();
+rmSync(dataDir, { recursive: true, force: true });
