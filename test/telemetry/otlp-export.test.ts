@@ -40,7 +40,14 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
   collectorUrl = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
   h = await startHarness({
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${collectorUrl}/`, OTEL_EXPORTER_OTLP_HEADERS: 'x-backend-key=k%3D1,x-team=agents', OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_SERVICE_NAME: 'agentd-under-test' },
+    env: (modelUrl) => ({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `${collectorUrl}/`,
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-backend-key=k%3D1,x-team=agents',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+      OTEL_SERVICE_NAME: 'agentd-under-test',
+      ANTHROPIC_BASE_URL: modelUrl,
+      ANTHROPIC_API_KEY: 'sk-ant-otel',
+    }),
   });
 });
 afterAll(async () => {
@@ -155,6 +162,17 @@ describe('OpenTelemetry export', () => {
     expect(BigInt(answered.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(tool.endTimeUnixNano));
     expect(childrenOf(done.span_id, 'chat')).toHaveLength(1);
   });
+
+  it('traces a harness turn the same way: the turn span, and a span for the tool Claude ran', async () => {
+    const session = sid('otel-claude');
+    h.model.script([{ toolCalls: [{ name: 'Write', input: { file_path: `${h.sessionDir(session)}/traced.txt`, content: 'x' } }] }, { text: 'written' }]);
+    const agent = { llm: { provider: 'anthropic', model: 'fake-model' }, harness: { kind: 'claude' }, runner: { permissions: { default: 'allow' } } };
+    const reply = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write' }], agent, { session_id: session })));
+    const { span: turn } = await spanWhere((s) => s.spanId === reply.span_id, 'the turn span');
+    expect(turn.status).toMatchObject({ code: 1 });
+    const { span: tool } = await spanWhere((s) => s.parentSpanId === reply.span_id && s.name.startsWith('execute_tool'), 'the tool span');
+    expect(tool).toMatchObject({ name: 'execute_tool Write', status: { code: 1 } });
+  }, 60_000);
 
   it('marks a failed turn as an error with its type', async () => {
     h.model.script({ error: { status: 401 } });
