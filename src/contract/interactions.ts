@@ -9,6 +9,8 @@ export type InteractionStatus = z.infer<typeof InteractionStatus>;
 
 const record = z.record(z.string(), z.unknown());
 
+const InteractionRequest = z.object({ tool: z.string(), args: z.unknown(), tool_call_id: z.string() });
+
 export const InteractionRecord = z.object({
   id: z.string(),
   project_id: z.string(),
@@ -16,9 +18,12 @@ export const InteractionRecord = z.object({
   turn_id: z.string(),
   kind: InteractionKind,
   status: InteractionStatus,
-  request: z.object({ tool: z.string(), args: z.unknown(), tool_call_id: z.string() }),
+  request: InteractionRequest,
   answer: record.optional(),
   resolution: record.optional(),
+  /** The reference's names: the gate token (the id itself here), and the request and resolution under `data`. */
+  token: z.string(),
+  data: z.object({ request: InteractionRequest, resolution: record.optional() }),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -20,6 +20,8 @@ export function interactionView(record: StoredInteraction): InteractionRecord {
     request: record.request,
     ...(record.answer ? { answer: record.answer } : {}),
     ...(record.resolution ? { resolution: record.resolution } : {}),
+    token: record.id,
+    data: { request: record.request, ...(record.resolution ? { resolution: record.resolution } : {}) },
     created_at: record.created_at,
     updated_at: record.updated_at,
   };

@@ -162,6 +162,15 @@ describe('explicit nulls in /api bodies mean absent', () => {
     await runEnded(evaluation.id);
   });
 
+  it('an interaction as the reference’s record names it: token, data.request, data.resolution', async () => {
+    const { id, outputs } = await pausedApproval();
+    const call = outputs.pending_interaction.payload.tool_call_id;
+    const record = (await ok(await api('GET', `/sessions/interactions/${id}`))).interaction;
+    expect(record).toMatchObject({ token: id, data: { request: { tool: 'write', tool_call_id: call } } });
+    await ok(await api('POST', '/sessions/interactions/transition', { token: id, status: 'cancelled', resolution: { reason: 'moved on' } }));
+    expect((await ok(await api('GET', `/sessions/interactions/${id}`))).interaction.data.resolution).toEqual({ reason: 'moved on' });
+  });
+
   it('an interaction query and an approval answer with nulls', async () => {
     const { session, id } = await pausedApproval();
     const found = await ok(await api('POST', '/sessions/interactions/query', { query: { session_id: session, turn_id: null, kind: null, status: null }, windowing: null }));
