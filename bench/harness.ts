@@ -52,8 +52,12 @@ const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}
 const writeTurn = (folder: string) => [{ toolCalls: [{ name: 'Write', input: { file_path: path.join(folder, 'out.txt'), content: 'x' } }] }, { text: 'done' }];
 const sessionDir = (session: string) => path.join(dataDir, 'sessions', project.id, session);
 
-/** The floor: the ACP client library alone, the harness under the same sandbox. */
-async function floorTurn(n: number): Promise<number> {
+/**
+ * The floor: the ACP client library alone, the harness under the same sandbox. Cold: start the
+ * process, open a session, prompt, close it. Warm: in that process, load the session again,
+ * prompt, close it (what a parked process does for its session's next turn).
+ */
+async function floorTurn(n: number): Promise<{ cold: number; warm: number }> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
   const home = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-home-'));
   model.script(writeTurn(folder));
@@ -74,16 +78,22 @@ async function floorTurn(n: number): Promise<number> {
   const { sessionId } = await agent.request('session/new', { cwd: folder, mcpServers: [] });
   await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write out.txt' }] });
   await agent.request('session/close', { sessionId });
+  const cold = performance.now() - started;
+  model.script(writeTurn(folder));
+  const warmStart = performance.now();
+  await agent.request('session/load', { sessionId, cwd: folder, mcpServers: [] });
+  await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it again' }] });
+  await agent.request('session/close', { sessionId });
+  const warm = performance.now() - warmStart;
   connection.close();
   process.kill(-child.pid!, 'SIGKILL');
   await new Promise((resolve) => child.once('close', resolve));
-  const elapsed = performance.now() - started;
   // The sandboxed processes end just after bwrap: give them a moment to let go of the folders.
   for (const dir of [folder, home]) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
-  return elapsed;
+  return { cold, warm };
 }
 
-async function agentdTurn(session: string, harness: 'claude' | 'agentd'): Promise<number> {
+async function agentdTurn(session: string, harness: 'claude' | 'agentd', text = 'write out.txt'): Promise<number> {
   const agent =
     harness === 'claude'
       ? { llm: { provider: 'anthropic', model: 'fake-model' }, harness: { kind: 'claude' }, runner: { permissions: { default: 'allow' } } }
@@ -92,7 +102,7 @@ async function agentdTurn(session: string, harness: 'claude' | 'agentd'): Promis
   const res = await fetch(`${url}/services/agent/v0/invoke?project_id=${project.id}`, {
     method: 'POST',
     headers: { authorization: `ApiKey ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ session_id: session, data: { inputs: { messages: [{ role: 'user', content: 'write out.txt' }] }, parameters: { agent } } }),
+    body: JSON.stringify({ session_id: session, data: { inputs: { messages: [{ role: 'user', content: text }] }, parameters: { agent } } }),
   });
   const body = (await res.json()) as { status: { code: number; message: string } };
   if (res.status !== 200) throw new Error(`turn failed: ${body.status.message}`);
@@ -142,19 +152,27 @@ async function peakRss<T>(marker: string, work: Promise<T>): Promise<number> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const floor: number[] = [];
+const floorWarm: number[] = [];
 const viaAgentd: number[] = [];
+const viaAgentdWarm: number[] = [];
 const builtin: number[] = [];
 let rss = 0;
 for (let round = 0; round < rounds; round++) {
-  floor.push(await floorTurn(round));
+  const floorTimes = await floorTurn(round);
+  floor.push(floorTimes.cold);
+  floorWarm.push(floorTimes.warm);
   const session = `bench-${round}`;
   model.script(writeTurn(sessionDir(session)));
   const turn = agentdTurn(session, 'claude');
   rss = Math.max(rss, await peakRss(sessionDir(session), turn));
   viaAgentd.push(await turn);
+  model.script(writeTurn(sessionDir(session)));
+  viaAgentdWarm.push(await agentdTurn(session, 'claude', 'write it again'));
   model.script(writeTurn(sessionDir(`builtin-${round}`)).map((r) => ('toolCalls' in r ? { toolCalls: [{ name: 'write', input: { path: 'out.txt', content: 'x' } }] } : r)));
   builtin.push(await agentdTurn(`builtin-${round}`, 'agentd'));
-  process.stderr.write(`round ${round + 1}/${rounds}: floor ${floor.at(-1)!.toFixed(0)} ms, agentd ${viaAgentd.at(-1)!.toFixed(0)} ms, built-in ${builtin.at(-1)!.toFixed(1)} ms\n`);
+  process.stderr.write(
+    `round ${round + 1}/${rounds}: cold floor ${floor.at(-1)!.toFixed(0)} / agentd ${viaAgentd.at(-1)!.toFixed(0)} ms; warm floor ${floorWarm.at(-1)!.toFixed(0)} / agentd ${viaAgentdWarm.at(-1)!.toFixed(0)} ms; built-in ${builtin.at(-1)!.toFixed(1)} ms\n`,
+  );
 }
 
 model.script(() => ({ text: 'done' }));
@@ -162,7 +180,8 @@ const started = performance.now();
 for (const wave of [0, 1]) await Promise.all(Array.from({ length: concurrency }, (_, i) => agentdTurn(`full-${wave}-${i}`, 'claude')));
 const perSecond = (concurrency * 2) / ((performance.now() - started) / 1000);
 
-console.log(`claude tool turn, median of ${rounds} (ms): floor (ACP client alone) ${median(floor).toFixed(0)}, through agentd ${median(viaAgentd).toFixed(0)}, agentd's own ${(median(viaAgentd) - median(floor)).toFixed(0)}`);
+console.log(`claude cold tool turn, median of ${rounds} (ms): floor (ACP client alone) ${median(floor).toFixed(0)}, through agentd ${median(viaAgentd).toFixed(0)}, agentd's own ${(median(viaAgentd) - median(floor)).toFixed(0)}`);
+console.log(`claude warm tool turn (a parked process), median (ms): floor ${median(floorWarm).toFixed(0)}, through agentd ${median(viaAgentdWarm).toFixed(0)}, agentd's own ${(median(viaAgentdWarm) - median(floorWarm)).toFixed(0)}`);
 console.log(`built-in agent, same turn (ms): ${median(builtin).toFixed(1)}`);
 console.log(`peak RSS of one harness's process tree: ${rss.toFixed(0)} MB`);
 console.log(`turns per second with ${concurrency} harnesses at once (text turns): ${perSecond.toFixed(2)}`);

@@ -38,6 +38,8 @@ export interface Config {
   turnTimeoutMs: number;
   /** Coding-agent harness processes this server runs at once (each holds a few hundred MB). */
   harnessMaxProcesses: number;
+  /** How long a harness process waits, started, for its session's next turn (0: not at all). */
+  harnessParkMs: number;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
@@ -111,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
     turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
     harnessMaxProcesses: int(env, 'AGENTD_HARNESS_MAX_PROCESSES', 8),
+    harnessParkMs: int(env, 'AGENTD_HARNESS_PARK_MS', 120_000),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {
       timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),

@@ -1,21 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
-import * as acp from '@agentclientprotocol/sdk';
+import type * as acp from '@agentclientprotocol/sdk';
 import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { EventQueue } from './event-queue.ts';
-
-/** How to start a harness: the program (already wrapped in its sandbox) and what it is handed. */
-export interface HarnessProcess {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-  /** Handed to the child from fd 3 on, and closed here once it has them. */
-  fds?: number[];
-}
+import { HarnessConnection, type ConnectionListener, type HarnessProcess } from './harness-connection.ts';
+import { park, takeParked } from './parked.ts';
 
 /** A gated tool call as the harness asks about it. */
 export interface Gated {
@@ -53,6 +44,13 @@ export interface AcpTurnInput {
   gate: (call: Gated) => GateAnswer;
   newInteractionId: () => string;
   signal: AbortSignal;
+  /** How long the process may wait for the session's next turn, and how many may wait (parked.ts). */
+  parking: { ttlMs: number; max: number };
+  /**
+   * Everything the harness read when it started (its command, environment, settings, instructions,
+   * MCP servers): a parked process is reused only by a turn that would start it the same way.
+   */
+  fingerprint: string;
 }
 
 /** What the turn ended as: the harness's stop reason, or paused on the interactions it asked for. */
@@ -66,25 +64,25 @@ export interface AcpTurnEnd {
 const SESSION_FILE = 'acp-session.json';
 
 /**
- * One turn of a coding agent over the Agent Client Protocol: start its process, open its session
- * (loaded from its state folder when an earlier turn left one), send the prompt, and tell what it
- * does as native events. A gate the policy cannot decide pauses the turn: the prompt is cancelled
- * and the process ends, and the harness's own session, kept in its state folder, carries the
- * conversation to the turn that continues it.
+ * One turn of a coding agent over the Agent Client Protocol: its process (the session's parked one,
+ * or a new one), its session (loaded from the state folder when an earlier turn left one), the
+ * prompt, and what the harness does, told as native events. A gate the policy cannot decide pauses
+ * the turn: the prompt is cancelled and the process ends, and the harness's own session, written
+ * down in its state folder, carries the conversation to the turn that continues it, in any process.
  */
 export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEvent, AcpTurnEnd> {
   const events = new EventQueue<AgentEvent>();
-  const child = startProcess(input.process, input.cwd);
-  const abort = () => killGroup(child);
-  input.signal.addEventListener('abort', abort, { once: true });
   const teller = new UpdateTeller(input, (event) => events.push(event));
+  let connection = takeParked(input.stateDir, input.fingerprint);
+  // A parked process has its fds already; the ones made for a new one go unused.
+  if (connection) for (const fd of input.process.fds ?? []) closeSync(fd);
   let paused = false;
   let sessionId: string | undefined;
-  let loading = false;
+  const abort = () => void connection?.end();
+  input.signal.addEventListener('abort', abort, { once: true });
 
-  const app = acp
-    .client({ name: 'agentd' })
-    .onRequest('session/request_permission', async ({ params }) => {
+  const listener: ConnectionListener = {
+    permission: async (params) => {
       const call = teller.describe(params.toolCall);
       const answer = paused ? { approved: false } : input.gate(call);
       teller.tell(call.toolCallId, answer === 'pause' ? undefined : answer.answers);
@@ -99,40 +97,21 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
       if (!option) return { outcome: { outcome: 'cancelled' } };
       if (!answer.approved) teller.denied(call.toolCallId);
       return { outcome: { outcome: 'selected', optionId: option.optionId } };
-    })
-    .onNotification('session/update', ({ params }) => {
-      // A loaded session replays its history first; the turn tells only what happens now.
-      if (!loading) teller.update(params.update);
-    });
+    },
+    update: (update) => teller.update(update),
+  };
 
-  const fromChild = (Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(withoutUsageUpdates());
-  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, fromChild);
-  let connection: acp.ClientConnection | undefined;
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const work = (async () => {
-    connection = app.connect(stream);
-    const agent = connection.agent;
-    const init = await agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false } });
-    const saved = await harnessSession(input.stateDir);
-    if (saved && init.agentCapabilities?.loadSession) {
-      loading = true;
-      // A session the harness lost (its state cut off mid-write) starts anew, told the conversation.
-      sessionId = await agent.request('session/load', { sessionId: saved, cwd: input.cwd, mcpServers: input.mcpServers }).then(
-        () => saved,
-        () => undefined,
-      );
-      loading = false;
-    }
-    const fresh = sessionId === undefined;
-    if (fresh) {
-      sessionId = (await agent.request('session/new', { cwd: input.cwd, mcpServers: input.mcpServers })).sessionId;
-      await saveSession(input.stateDir, sessionId);
-    }
-    const response = await agent.request('session/prompt', { sessionId: sessionId!, prompt: [{ type: 'text', text: input.prompt(fresh) }] });
+    connection ??= await HarnessConnection.start(input.process, input.cwd);
+    if (input.signal.aborted) throw input.signal.reason;
+    connection.listener = listener;
+    void connection.exited.then(() => events.close());
+    const opened = await connection.openSession(await harnessSession(input.stateDir), input.cwd, input.mcpServers);
+    sessionId = opened.sessionId;
+    if (opened.fresh) await saveSession(input.stateDir, sessionId);
+    const response = await connection.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: input.prompt(opened.fresh) }] });
     teller.end();
-    // Closing the session has the harness write it down, so the next turn loads all of it; the
-    // process is ended right after (it would wait for more input).
-    if (init.agentCapabilities?.sessionCapabilities?.close) await agent.request('session/close', { sessionId: sessionId! }).catch(() => undefined);
+    await connection.closeSession(sessionId);
     // Reported by the harnesses here, though not yet in ACP's stable schema.
     const usage = (response as { usage?: { inputTokens: number; outputTokens: number; totalTokens: number } }).usage;
     return { stopReason: response.stopReason as string, usage: usage ? { input: usage.inputTokens, output: usage.outputTokens, total: usage.totalTokens } : undefined };
@@ -142,71 +121,29 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     (error: unknown) => ({ ok: false as const, error }),
   );
   void outcome.then(() => events.close());
-  void exited.then(() => events.close());
 
+  let reusable = false;
   try {
     yield* events;
-    const result = await Promise.race([outcome, exited.then(() => ({ ok: false as const, error: undefined }))]);
+    const result = await outcome;
     if (input.signal.aborted) throw input.signal.reason;
-    if (!result.ok && !paused) throw harnessFailure(result.error, child);
+    if (!result.ok && !paused) throw harnessFailure(result.error, connection);
+    reusable = result.ok && !paused;
     return { paused, stopReason: result.ok ? result.stopReason : 'cancelled', usage: result.ok ? result.usage : undefined };
   } finally {
     input.signal.removeEventListener('abort', abort);
-    connection?.close();
-    killGroup(child);
-    await exited;
+    if (connection) {
+      connection.listener = undefined;
+      if (reusable) park(input.stateDir, input.fingerprint, connection, input.parking);
+      else await connection.end();
+    }
   }
 }
 
-/** Kills the harness and everything it started (its own process group). */
-function killGroup(child: ChildProcess): void {
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
-
-/**
- * Drops the harness's `usage_update` notifications before the SDK reads them. Claude's carry
- * `used: null`, which the SDK's schema refuses with an error printed on every turn; the turn's
- * usage comes with the prompt's response instead.
- */
-function withoutUsageUpdates(): TransformStream<Uint8Array, Uint8Array> {
-  const decoder = new TextDecoder();
-  const encoder = new TextEncoder();
-  let partial = '';
-  const keep = (line: string) => !line.includes('"sessionUpdate":"usage_update"');
-  return new TransformStream({
-    transform(chunk, controller) {
-      const lines = (partial + decoder.decode(chunk, { stream: true })).split('\n');
-      partial = lines.pop()!;
-      const kept = lines.filter(keep);
-      if (kept.length) controller.enqueue(encoder.encode(`${kept.join('\n')}\n`));
-    },
-    flush(controller) {
-      if (partial && keep(partial)) controller.enqueue(encoder.encode(partial));
-    },
-  });
-}
-
-function startProcess(spec: HarnessProcess, cwd: string): ChildProcess {
-  const fds = spec.fds ?? [];
-  // Its own process group: a kill reaches whatever the harness started too.
-  const child = spawn(spec.file, spec.args, { cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', ...fds], detached: true });
-  for (const fd of fds) closeSync(fd);
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    if (stderr.length < 4096) stderr += chunk.toString();
-  });
-  child.once('close', () => ((child as ChildProcess & { stderrTail?: string }).stderrTail = stderr.slice(-2000)));
-  return child;
-}
-
-function harnessFailure(error: unknown, child: ChildProcess): AppError {
+function harnessFailure(error: unknown, connection: HarnessConnection | undefined): AppError {
   if (error instanceof AppError) return error;
   const detail = error instanceof Error ? error.message : 'the harness process ended before the turn did';
-  const tail = (child as ChildProcess & { stderrTail?: string }).stderrTail?.trim().split('\n').at(-1);
+  const tail = connection?.stderrTail;
   return new AppError('upstream-error', `the harness failed: ${detail}${tail ? ` (${tail})` : ''}`, { cause: error });
 }
 

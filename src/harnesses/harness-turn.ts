@@ -12,7 +12,8 @@ import { gateFor } from '../agent/permissions.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { TurnInput } from '../agent/turn.ts';
 import { harnessInvocation, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
-import { runAcpTurn, type GateAnswer, type Gated, type HarnessProcess } from './acp-turn.ts';
+import { runAcpTurn, type GateAnswer, type Gated } from './acp-turn.ts';
+import type { HarnessProcess } from './harness-connection.ts';
 import { claude } from './claude.ts';
 
 /** The harnesses agentd drives, by `harness.kind`. */
@@ -32,6 +33,7 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   endpoint: ModelEndpoint;
   /** Run the harness on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
   unsafeHost: boolean;
+  parking: { ttlMs: number; max: number };
 }
 
 const require = createRequire(import.meta.url);
@@ -138,17 +140,21 @@ export async function* runHarnessTurn(kind: HarnessKind, input: HarnessTurnInput
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
+  const command = await processFor(harness, input);
+  const mcpServers = acpServers(input.mcps);
   const turn = runAcpTurn({
     turnId: input.turnId,
-    process: await processFor(harness, input),
+    process: command,
+    fingerprint: JSON.stringify({ file: command.file, args: command.args, env: command.env, settings, instructions: template.instructions.agents_md, mcpServers }),
     cwd: input.workdir,
     stateDir: input.stateDir,
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
-    mcpServers: acpServers(input.mcps),
+    mcpServers,
     dialect: harness.dialect,
     gate: gatekeeper(harness, template, decided),
     newInteractionId: input.newInteractionId,
     signal: input.signal,
+    parking: input.parking,
   });
   let next = await turn.next();
   for (; !next.done; next = await turn.next()) {

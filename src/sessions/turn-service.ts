@@ -19,6 +19,7 @@ import { startSpan } from '../telemetry/trace-context.ts';
 import { TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
 import { harnessEntry, harnessFor, runHarnessTurn } from '../harnesses/harness-turn.ts';
+import { endParked } from '../harnesses/parked.ts';
 import { installSkills } from '../agent/skills.ts';
 import { connectMcpServers, withMcpSecrets } from '../agent/mcp.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
@@ -304,7 +305,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
     const events = harness
-      ? runHarnessTurn(harness.kind, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost })
+      ? runHarnessTurn(harness.kind, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });
@@ -488,6 +489,7 @@ export class TurnService {
 
   /** Turn worker threads end once their turns have; no turn starts after this. */
   close(): void {
+    void endParked();
     this.load?.stop();
     this.pool?.close();
     if (this.pool) this.deps.log.info({ turns: this.placement }, 'where turns ran: on the server thread, or on turn threads while it was busy');

@@ -14,7 +14,8 @@ import { agentdChat } from '../support/headless-chat.ts';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d' }) });
+  // No process waits for a next turn here, so each test sees only its own; parking has tests of its own.
+  h = await startHarness({ env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d', AGENTD_HARNESS_PARK_MS: '0' }) });
 });
 afterAll(async () => h.close());
 
@@ -295,6 +296,37 @@ describe('harness claude, with what the template brings', () => {
     const stdio = { name: 's', connection: { type: 'stdio', command: 'true' } };
     await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent('allow', { mcps: [stdio] }))), 400, 'invalid-request', /AGENTD_ALLOW_STDIO_MCP/);
   });
+});
+
+describe('a process parked for the session’s next turn', () => {
+  it('is reused by the next turn, not by a turn started otherwise, and ends after its time or with the server', async () => {
+    const parking = await startHarness({ env: (url) => ({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'sk-ant-test-key-7c1d', AGENTD_HARNESS_PARK_MS: '1500' }) });
+    // The bwrap that binds the session folder: one per harness process of the session.
+    const pids = (session: string) => spawnSync('pgrep', ['-f', '--', `--bind ${parking.sessionDir(session)} `], { encoding: 'utf8' }).stdout.trim();
+    try {
+      const session = sid('parked');
+      const turn = async (text: string, mode = 'allow') => {
+        parking.model.script({ text });
+        const body = await readJson(await parking.invoke(invokeBody([{ role: 'user', content: text }], agent(mode), { session_id: session })));
+        expect(body.data.outputs.messages.at(-1)).toMatchObject({ content: text });
+      };
+      await turn('one');
+      const first = pids(session);
+      expect(first).not.toBe('');
+      await turn('two');
+      expect(pids(session)).toBe(first);
+      // Another mode means other settings: a process started with the old ones is not reused.
+      await turn('three', 'ask');
+      const third = pids(session);
+      expect(third).not.toBe('');
+      expect(third).not.toBe(first);
+      await waitFor(async () => pids(session) === '', 'the parked process to end after its time');
+      await turn('four');
+    } finally {
+      await parking.close();
+    }
+    expect(spawnSync('pgrep', ['-f', parking.dataDir], { encoding: 'utf8' }).stdout.trim()).toBe('');
+  }, 90_000);
 });
 
 describe('after every turn', () => {
