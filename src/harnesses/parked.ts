@@ -29,8 +29,8 @@ export function takeParked(session: string, fingerprint: string): HarnessConnect
   return undefined;
 }
 
-/** Ends the session's parked process, if it has one. */
-function drop(session: string): void {
+/** Ends the session's parked process, if it has one: a deleted session's folder is gone from under it. */
+export function drop(session: string): void {
   takeParked(session, DROP);
 }
 

@@ -322,6 +322,14 @@ describe('a process parked for the session’s next turn', () => {
       expect(third).not.toBe(first);
       await waitFor(async () => pids(session) === '', 'the parked process to end after its time');
       await turn('four');
+      // A deleted session's parked process goes with it: a session made anew under the id gets a
+      // process started on its new folder, and what it writes lands there.
+      expect(pids(session)).not.toBe('');
+      expect((await fetch(`${parking.url}/api/sessions/${session}`, { method: 'DELETE', headers: { authorization: `ApiKey ${parking.apiKey}` } })).status).toBe(204);
+      await waitFor(async () => pids(session) === '', 'the deleted session’s parked process to end');
+      parking.model.script([{ toolCalls: [{ name: 'Write', input: { file_path: path.join(parking.sessionDir(session), 'again.txt'), content: 'new' } }] }, { text: 'ok' }]);
+      await readJson(await parking.invoke(invokeBody([{ role: 'user', content: 'write' }], agent(), { session_id: session })));
+      expect(await readFile(path.join(parking.sessionDir(session), 'again.txt'), 'utf8')).toBe('new');
     } finally {
       await parking.close();
     }

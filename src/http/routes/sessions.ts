@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
+import { drop as dropParked } from '../../harnesses/parked.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
 import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
 import { toSessionView } from '../../sessions/view.ts';
@@ -58,8 +59,11 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     const folder = sessionFolder(config.dataDir, projectId, sessionId);
     try {
       await deletingFolder(folder, async () => {
+        const state = harnessStateFolder(config.dataDir, projectId, sessionId);
+        // A harness process kept for the session's next turn sees the folders it was started on.
+        dropParked(state);
         await rm(folder, { recursive: true, force: true });
-        await rm(harnessStateFolder(config.dataDir, projectId, sessionId), { recursive: true, force: true });
+        await rm(state, { recursive: true, force: true });
         // Removes the lease taken above along with the records.
         await store.sessions.remove(projectId, sessionId);
       });
