@@ -101,11 +101,17 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     update: (update) => teller.update(update),
   };
 
+  // A process that dies mid-prompt ends the turn even if its connection never says so.
+  let died!: () => void;
+  const death = new Promise<{ ok: false; error: undefined }>((resolve) => (died = () => resolve({ ok: false, error: undefined })));
   const work = (async () => {
     connection ??= await HarnessConnection.start(input.process, input.cwd);
     if (input.signal.aborted) throw input.signal.reason;
     connection.listener = listener;
-    void connection.exited.then(() => events.close());
+    void connection.exited.then(() => {
+      events.close();
+      died();
+    });
     const opened = await connection.openSession(await harnessSession(input.stateDir), input.cwd, input.mcpServers);
     sessionId = opened.sessionId;
     if (opened.fresh) await saveSession(input.stateDir, sessionId);
@@ -125,7 +131,7 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   let reusable = false;
   try {
     yield* events;
-    const result = await outcome;
+    const result = await Promise.race([outcome, death]);
     if (input.signal.aborted) throw input.signal.reason;
     if (!result.ok && !paused) throw harnessFailure(result.error, connection);
     reusable = result.ok && !paused;
