@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 const shared = {
-  include: ['test/**/*.test.ts'],
   testTimeout: 30_000,
   hookTimeout: 30_000,
   pool: 'forks' as const,
 };
+
+/** The coding-agent harness tests run real harness processes, a few hundred MB and a core each. */
+const HARNESSES = 'test/harnesses/**/*.test.ts';
 
 /**
  * The suite runs on SQLite always, and again on PostgreSQL when AGENTD_TEST_DATABASE_URL names a
@@ -14,14 +16,20 @@ const shared = {
  * Where turns run depends on the server thread's load (AGENTD_TURN_WORKERS_LOAD), which a test
  * must not: each run pins it, so the whole suite goes through both places. On SQLite every turn
  * runs on the server's thread, as at low load; on PostgreSQL every turn runs on a turn thread.
+ *
+ * The harness tests run in a group of their own, after the rest: beside them, on two cores, the
+ * tests that wait on timers of a second or less (a relayed turn's silence, model timeouts) starve.
  */
+const engines = [
+  { name: 'sqlite', env: { AGENTD_TEST_ENGINE: 'sqlite', AGENTD_TURN_WORKERS_LOAD: '1' } },
+  ...(process.env.AGENTD_TEST_DATABASE_URL ? [{ name: 'postgres', env: { AGENTD_TEST_ENGINE: 'postgres', AGENTD_TURN_WORKERS_LOAD: '0' } }] : []),
+];
+
 export default defineConfig({
   test: {
-    projects: [
-      { test: { ...shared, name: 'sqlite', env: { AGENTD_TEST_ENGINE: 'sqlite', AGENTD_TURN_WORKERS_LOAD: '1' } } },
-      ...(process.env.AGENTD_TEST_DATABASE_URL
-        ? [{ test: { ...shared, name: 'postgres', env: { AGENTD_TEST_ENGINE: 'postgres', AGENTD_TURN_WORKERS_LOAD: '0' } } }]
-        : []),
-    ],
+    projects: engines.flatMap(({ name, env }) => [
+      { test: { ...shared, name, env, include: ['test/**/*.test.ts'], exclude: [HARNESSES], sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: `${name}-harnesses`, env, include: [HARNESSES], sequence: { groupOrder: 1 } } },
+    ]),
   },
 });
