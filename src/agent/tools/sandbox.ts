@@ -93,19 +93,7 @@ function openSeccompProgram(bytes: Buffer): number {
  * follows), and the fds to hand it from fd 3 on. `folder` must be a real path.
  */
 export async function bwrapInvocation(folder: string, network: 'on' | 'off'): Promise<{ args: string[]; fds: number[] }> {
-  const env = commandEnv(folder);
-  const seccomp = (await sandboxState()) === 'filtered' ? program : undefined;
-  const args = [
-    ...baseArgs(network),
-    // After --tmpfs /tmp, so a folder under /tmp is mounted on top of the private /tmp.
-    '--bind', folder, folder,
-    '--chdir', folder,
-    '--clearenv',
-    ...Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]),
-    ...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
-    '--',
-  ];
-  return { args, fds: seccomp ? [openSeccompProgram(seccomp)] : [] };
+  return invocation((await sandboxState()) === 'filtered', { network, readOnly: [], writable: [folder], cwd: folder, env: commandEnv(folder) });
 }
 
 /** What a coding-agent harness process may see besides the system: read-only and writable places. */
@@ -122,20 +110,25 @@ export interface HarnessMounts {
 /**
  * How to start a harness under bubblewrap: the system read-only, its program read-only, the session
  * folder and its state folder writable, a private /tmp, the same seccomp filter as bash. The
- * network is shared: the harness calls its model endpoint itself.
+ * network is shared: the harness calls its model endpoint itself. Undefined without bubblewrap.
  */
 export async function harnessInvocation(mounts: HarnessMounts): Promise<{ args: string[]; fds: number[] } | undefined> {
   const state = await sandboxState();
   if (state === 'missing') return undefined;
-  const seccomp = state === 'filtered' ? program : undefined;
+  return invocation(state === 'filtered', { network: 'on', readOnly: mounts.readOnly, writable: [mounts.folder, mounts.stateDir], cwd: mounts.folder, env: mounts.env });
+}
+
+/** bwrap's arguments up to and including "--" (the program follows), and the fds it is handed from fd 3 on. */
+function invocation(filtered: boolean, place: { network: 'on' | 'off'; readOnly: string[]; writable: string[]; cwd: string; env: Record<string, string> }): { args: string[]; fds: number[] } {
+  const seccomp = filtered ? program : undefined;
   const args = [
-    ...baseArgs('on'),
-    ...mounts.readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
-    '--bind', mounts.folder, mounts.folder,
-    '--bind', mounts.stateDir, mounts.stateDir,
-    '--chdir', mounts.folder,
+    ...baseArgs(place.network),
+    ...place.readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
+    // After --tmpfs /tmp, so a folder under /tmp is mounted on top of the private /tmp.
+    ...place.writable.flatMap((dir) => ['--bind', dir, dir]),
+    '--chdir', place.cwd,
     '--clearenv',
-    ...Object.entries(mounts.env).flatMap(([name, value]) => ['--setenv', name, value]),
+    ...Object.entries(place.env).flatMap(([name, value]) => ['--setenv', name, value]),
     ...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--',
   ];
