@@ -1,5 +1,6 @@
 /**
- * `npm run bench:harness`: Claude Code as the agent of a turn (issue 20), against the fake model.
+ * `npm run bench:harness`: Claude Code and Codex as the agent of a turn (issue 20), against the
+ * fake model. BENCH_HARNESSES (default "claude,codex") chooses which.
  *
  * For a tool turn (Write, then an answer), interleaved round by round:
  * - floor: the ACP client library alone driving the harness, spawned under the same bubblewrap
@@ -10,8 +11,8 @@
  * - peak RSS of the harness's process tree during a turn, and turns per second with N sessions at
  *   once (BENCH_HARNESS_CONCURRENCY, the cap set to match).
  *
- * BENCH_HARNESS_ROUNDS (default 5) sets the rounds. Every turn here starts a harness process: there
- * is no parked process to reuse, so a warm turn is a cold one (see BENCHMARKS.md).
+ * BENCH_HARNESS_ROUNDS (default 5) sets the rounds. A cold turn starts a harness process; a warm
+ * turn is the session's next, on the process parked for it.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -24,8 +25,9 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { openStore } from '../src/store/db.ts';
 import { startFakeModel } from '../src/testing/fake-model.ts';
-import { harnessInvocation, SANDBOX_PATH } from '../src/agent/tools/sandbox.ts';
-import { HARNESSES, harnessEntry } from '../src/harnesses/harness-turn.ts';
+import type { FakeReply, FakeToolCall } from '../src/testing/fake-model.ts';
+import type { ModelEndpoint } from '../src/agent/model.ts';
+import { HARNESSES, harnessProcess, type HarnessKind } from '../src/harnesses/harness-turn.ts';
 
 const rounds = Number(process.env.BENCH_HARNESS_ROUNDS ?? 5);
 const concurrency = Number(process.env.BENCH_HARNESS_CONCURRENCY ?? 4);
@@ -49,7 +51,20 @@ const app = await buildApp({ config, store });
 await app.listen({ port: 0, host: '127.0.0.1' });
 const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 
-const writeTurn = (folder: string) => [{ toolCalls: [{ name: 'Write', input: { file_path: path.join(folder, 'out.txt'), content: 'x' } }] }, { text: 'done' }];
+/** Each harness's model, and the call with which the fake model has it write a file. */
+const PROFILES: Record<HarnessKind, { endpoint: ModelEndpoint; write(file: string): FakeToolCall }> = {
+  claude: {
+    endpoint: { provider: 'anthropic', baseUrl: model.url.replace(/\/v1$/, ''), apiKey: 'sk-bench', model: 'fake-model' },
+    write: (file) => ({ name: 'Write', input: { file_path: file, content: 'x' } }),
+  },
+  codex: {
+    endpoint: { provider: 'openai', baseUrl: model.url, apiKey: 'sk-bench', model: 'fake-model' },
+    write: (file) => ({ name: 'exec_command', input: { cmd: `printf x > '${file}'` } }),
+  },
+};
+const kinds = (process.env.BENCH_HARNESSES ?? 'claude,codex').split(',') as HarnessKind[];
+
+const writeTurn = (kind: HarnessKind, folder: string): FakeReply[] => [{ toolCalls: [PROFILES[kind].write(path.join(folder, 'out.txt'))] }, { text: 'done' }];
 const sessionDir = (session: string) => path.join(dataDir, 'sessions', project.id, session);
 
 /**
@@ -57,17 +72,14 @@ const sessionDir = (session: string) => path.join(dataDir, 'sessions', project.i
  * process, open a session, prompt, close it. Warm: in that process, load the session again,
  * prompt, close it (what a parked process does for its session's next turn).
  */
-async function floorTurn(n: number): Promise<{ cold: number; warm: number }> {
+async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; warm: number }> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
   const home = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-home-'));
-  model.script(writeTurn(folder));
-  const entry = harnessEntry(HARNESSES.claude);
-  const nodeDir = path.dirname(process.execPath);
-  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...HARNESSES.claude.env({ provider: 'anthropic', baseUrl: model.url.replace(/\/v1$/, ''), apiKey: 'sk-bench', model: 'fake-model' }, home) };
-  const modules = entry.slice(0, entry.lastIndexOf('/node_modules/') + '/node_modules'.length);
+  model.script(writeTurn(kind, folder));
   const started = performance.now();
-  const sandbox = (await harnessInvocation({ folder, stateDir: home, readOnly: [path.dirname(nodeDir), modules], env }))!;
-  const child = spawn('bwrap', [...sandbox.args, process.execPath, entry], { stdio: ['pipe', 'pipe', 'ignore', ...sandbox.fds], detached: true });
+  const setup = { endpoint: PROFILES[kind].endpoint, stateDir: home, gateAll: false, gateAny: false };
+  const { process: command } = await harnessProcess(HARNESSES[kind], setup, { workdir: folder, unsafeHost: false });
+  const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const connection = acp
     .client({ name: `floor-${n}` })
@@ -79,7 +91,7 @@ async function floorTurn(n: number): Promise<{ cold: number; warm: number }> {
   await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write out.txt' }] });
   await agent.request('session/close', { sessionId });
   const cold = performance.now() - started;
-  model.script(writeTurn(folder));
+  model.script(writeTurn(kind, folder));
   const warmStart = performance.now();
   await agent.request('session/load', { sessionId, cwd: folder, mcpServers: [] });
   await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it again' }] });
@@ -93,11 +105,11 @@ async function floorTurn(n: number): Promise<{ cold: number; warm: number }> {
   return { cold, warm };
 }
 
-async function agentdTurn(session: string, harness: 'claude' | 'agentd', text = 'write out.txt'): Promise<number> {
+async function agentdTurn(session: string, harness: HarnessKind | 'agentd', text = 'write out.txt'): Promise<number> {
   const agent =
-    harness === 'claude'
-      ? { llm: { provider: 'anthropic', model: 'fake-model' }, harness: { kind: 'claude' }, runner: { permissions: { default: 'allow' } } }
-      : { llm: { provider: 'openai', model: 'fake-model' }, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'allow' } } };
+    harness === 'agentd'
+      ? { llm: { provider: 'openai', model: 'fake-model' }, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'allow' } } }
+      : { llm: { provider: PROFILES[harness].endpoint.provider, model: 'fake-model' }, harness: { kind: harness }, runner: { permissions: { default: 'allow' } } };
   const started = performance.now();
   const res = await fetch(`${url}/services/agent/v0/invoke?project_id=${project.id}`, {
     method: 'POST',
@@ -151,40 +163,46 @@ async function peakRss<T>(marker: string, work: Promise<T>): Promise<number> {
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const floor: number[] = [];
-const floorWarm: number[] = [];
-const viaAgentd: number[] = [];
-const viaAgentdWarm: number[] = [];
 const builtin: number[] = [];
-let rss = 0;
 for (let round = 0; round < rounds; round++) {
-  const floorTimes = await floorTurn(round);
-  floor.push(floorTimes.cold);
-  floorWarm.push(floorTimes.warm);
-  const session = `bench-${round}`;
-  model.script(writeTurn(sessionDir(session)));
-  const turn = agentdTurn(session, 'claude');
-  rss = Math.max(rss, await peakRss(sessionDir(session), turn));
-  viaAgentd.push(await turn);
-  model.script(writeTurn(sessionDir(session)));
-  viaAgentdWarm.push(await agentdTurn(session, 'claude', 'write it again'));
-  model.script(writeTurn(sessionDir(`builtin-${round}`)).map((r) => ('toolCalls' in r ? { toolCalls: [{ name: 'write', input: { path: 'out.txt', content: 'x' } }] } : r)));
+  model.script([{ toolCalls: [{ name: 'write', input: { path: 'out.txt', content: 'x' } }] }, { text: 'done' }]);
   builtin.push(await agentdTurn(`builtin-${round}`, 'agentd'));
-  process.stderr.write(
-    `round ${round + 1}/${rounds}: cold floor ${floor.at(-1)!.toFixed(0)} / agentd ${viaAgentd.at(-1)!.toFixed(0)} ms; warm floor ${floorWarm.at(-1)!.toFixed(0)} / agentd ${viaAgentdWarm.at(-1)!.toFixed(0)} ms; built-in ${builtin.at(-1)!.toFixed(1)} ms\n`,
+}
+const lines = [`built-in agent, same tool turn, median of ${rounds} (ms): ${median(builtin).toFixed(1)}`];
+
+for (const kind of kinds) {
+  const floor: number[] = [];
+  const floorWarm: number[] = [];
+  const viaAgentd: number[] = [];
+  const viaAgentdWarm: number[] = [];
+  let rss = 0;
+  for (let round = 0; round < rounds; round++) {
+    const floorTimes = await floorTurn(kind, round);
+    floor.push(floorTimes.cold);
+    floorWarm.push(floorTimes.warm);
+    const session = `${kind}-${round}`;
+    model.script(writeTurn(kind, sessionDir(session)));
+    const turn = agentdTurn(session, kind);
+    rss = Math.max(rss, await peakRss(sessionDir(session), turn));
+    viaAgentd.push(await turn);
+    model.script(writeTurn(kind, sessionDir(session)));
+    viaAgentdWarm.push(await agentdTurn(session, kind, 'write it again'));
+    process.stderr.write(
+      `${kind} round ${round + 1}/${rounds}: cold floor ${floor.at(-1)!.toFixed(0)} / agentd ${viaAgentd.at(-1)!.toFixed(0)} ms; warm floor ${floorWarm.at(-1)!.toFixed(0)} / agentd ${viaAgentdWarm.at(-1)!.toFixed(0)} ms\n`,
+    );
+  }
+  model.script(() => ({ text: 'done' }));
+  const started = performance.now();
+  for (const wave of [0, 1]) await Promise.all(Array.from({ length: concurrency }, (_, i) => agentdTurn(`${kind}-full-${wave}-${i}`, kind)));
+  const perSecond = (concurrency * 2) / ((performance.now() - started) / 1000);
+  lines.push(
+    `${kind} cold tool turn, median of ${rounds} (ms): floor (ACP client alone) ${median(floor).toFixed(0)}, through agentd ${median(viaAgentd).toFixed(0)}, agentd's own ${(median(viaAgentd) - median(floor)).toFixed(0)}`,
+    `${kind} warm tool turn (a parked process), median (ms): floor ${median(floorWarm).toFixed(0)}, through agentd ${median(viaAgentdWarm).toFixed(0)}, agentd's own ${(median(viaAgentdWarm) - median(floorWarm)).toFixed(0)}`,
+    `${kind} peak RSS of one harness's process tree: ${rss.toFixed(0)} MB`,
+    `${kind} turns per second with ${concurrency} harnesses at once (text turns, cold): ${perSecond.toFixed(2)}`,
   );
 }
-
-model.script(() => ({ text: 'done' }));
-const started = performance.now();
-for (const wave of [0, 1]) await Promise.all(Array.from({ length: concurrency }, (_, i) => agentdTurn(`full-${wave}-${i}`, 'claude')));
-const perSecond = (concurrency * 2) / ((performance.now() - started) / 1000);
-
-console.log(`claude cold tool turn, median of ${rounds} (ms): floor (ACP client alone) ${median(floor).toFixed(0)}, through agentd ${median(viaAgentd).toFixed(0)}, agentd's own ${(median(viaAgentd) - median(floor)).toFixed(0)}`);
-console.log(`claude warm tool turn (a parked process), median (ms): floor ${median(floorWarm).toFixed(0)}, through agentd ${median(viaAgentdWarm).toFixed(0)}, agentd's own ${(median(viaAgentdWarm) - median(floorWarm)).toFixed(0)}`);
-console.log(`built-in agent, same turn (ms): ${median(builtin).toFixed(1)}`);
-console.log(`peak RSS of one harness's process tree: ${rss.toFixed(0)} MB`);
-console.log(`turns per second with ${concurrency} harnesses at once (text turns): ${perSecond.toFixed(2)}`);
+for (const line of lines) console.log(line);
 
 await app.close();
 await store.close();

@@ -71,21 +71,25 @@ export function resolveModel(
     case 'ollama':
       return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
-      const slug = llm.connection.slug;
-      const endpoint = slug ? own(config.openaiCompatible, slug) : undefined;
-      if (!slug || !endpoint) {
-        const known = Object.keys(config.openaiCompatible);
-        throw new AppError(
-          'invalid-request',
-          `provider "openai-compatible" needs ${WHERE}.connection.slug naming an endpoint configured in AGENTD_OPENAI_COMPATIBLE` +
-            (known.length ? ` (configured: ${known.join(', ')})` : ' (none is configured on this server)'),
-        );
-      }
-      return compatibleModel(slug, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
+      const endpoint = compatibleEndpoint(llm, config);
+      return compatibleModel(llm.connection.slug!, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
     }
     default:
       throw new AppError('invalid-request', `unknown provider "${llm.provider}" at ${WHERE}.provider; known: ${PROVIDERS.join(', ')}`);
   }
+}
+
+/** The AGENTD_OPENAI_COMPATIBLE endpoint the template's connection slug names. */
+function compatibleEndpoint(llm: EffectiveTemplate['llm'], config: Pick<Config, 'openaiCompatible'>): Config['openaiCompatible'][string] {
+  const slug = llm.connection.slug;
+  const endpoint = slug ? own(config.openaiCompatible, slug) : undefined;
+  if (slug && endpoint) return endpoint;
+  const known = Object.keys(config.openaiCompatible);
+  throw new AppError(
+    'invalid-request',
+    `provider "openai-compatible" needs ${WHERE}.connection.slug naming an endpoint configured in AGENTD_OPENAI_COMPATIBLE` +
+      (known.length ? ` (configured: ${known.join(', ')})` : ' (none is configured on this server)'),
+  );
 }
 
 /** Where a coding-agent harness sends its model calls, and with which key. */
@@ -98,17 +102,37 @@ export interface ModelEndpoint {
 }
 
 /**
- * The template's model as an endpoint for a harness process that speaks `provider` itself, from
- * the same places a built-in turn takes it: a project connection, the request's secrets, the
+ * The template's model as an endpoint for a harness process that speaks one of `providers` itself,
+ * from the same places a built-in turn takes it: a project connection, the request's secrets, the
  * server's environment.
  */
-export function harnessEndpoint(llm: EffectiveLlm, provider: 'anthropic', config: Pick<Config, 'env'>, secrets: Record<string, string>, connection?: ProjectConnection): ModelEndpoint {
-  if (llm.provider !== provider) {
-    throw new AppError('invalid-request', `this harness calls its model over the ${provider} API: set ${WHERE}.provider to "${provider}" (with a ${provider} model), or use a ${provider} connection`);
+export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[], config: Pick<Config, 'env' | 'openaiCompatible'>, secrets: Record<string, string>, connection?: ProjectConnection): ModelEndpoint {
+  const provider = llm.provider as Provider;
+  if (!providers.includes(provider)) {
+    throw new AppError('invalid-request', `this harness calls its model over the ${providers.join(' or ')} API: set ${WHERE}.provider to ${providers.map((p) => `"${p}"`).join(' or ')} (with a model of it), or use a connection of it`);
   }
-  const base = (connection ? connection.base_url : config.env.ANTHROPIC_BASE_URL) || ANTHROPIC_PUBLIC;
-  const apiKey = connection?.api_key ?? providerKey(own(secrets, 'ANTHROPIC_API_KEY') ?? config.env.ANTHROPIC_API_KEY, 'ANTHROPIC_API_KEY', config.env.ANTHROPIC_BASE_URL);
-  return { provider, baseUrl: base.replace(/\/+$/, '').replace(/\/v1$/, ''), apiKey, model: llm.model };
+  const env = config.env;
+  const key = (name: string, baseURL: string | undefined) => connection?.api_key ?? providerKey(own(secrets, name) ?? env[name], name, baseURL);
+  const model = llm.model;
+  switch (provider) {
+    case 'anthropic': {
+      const base = (connection ? connection.base_url : env.ANTHROPIC_BASE_URL) || ANTHROPIC_PUBLIC;
+      return { provider, baseUrl: base.replace(/\/+$/, '').replace(/\/v1$/, ''), apiKey: key('ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), model };
+    }
+    case 'openai':
+      return { provider, baseUrl: (connection ? connection.base_url : env.OPENAI_BASE_URL) || OPENAI_PUBLIC, apiKey: key('OPENAI_API_KEY', env.OPENAI_BASE_URL), model };
+    case 'ollama':
+      return { provider, baseUrl: withV1((connection ? connection.base_url : undefined) ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey: connection?.api_key ?? own(secrets, 'OLLAMA_API_KEY') ?? env.OLLAMA_API_KEY ?? '', model };
+    case 'openai-compatible': {
+      if (connection) {
+        if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
+        return { provider, baseUrl: connection.base_url, apiKey: connection.api_key, model };
+      }
+      const endpoint = compatibleEndpoint(llm, config);
+      const apiKey = endpoint.api_key_env ? (own(secrets, endpoint.api_key_env) ?? env[endpoint.api_key_env] ?? '') : '';
+      return { provider, baseUrl: endpoint.base_url, apiKey, model };
+    }
+  }
 }
 
 /**

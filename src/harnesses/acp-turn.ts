@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type * as acp from '@agentclientprotocol/sdk';
 import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
+import { deniedResultText } from '../contract/tool-messages.ts';
 import { AppError } from '../errors.ts';
 import { EventQueue } from './event-queue.ts';
 import { HarnessConnection, type ConnectionListener, type HarnessProcess } from './harness-connection.ts';
@@ -24,10 +25,16 @@ export interface Gated {
  */
 export type GateAnswer = { approved: boolean; answers?: string } | 'pause';
 
-/** What one harness adds to the ACP protocol: how it names its tools. */
+/** What one harness adds to the ACP protocol: how it names its tools and tells their input and output. */
 export interface HarnessDialect {
   /** The tool's own name (`Write`), where the harness says it; the call's title otherwise. */
-  toolName(update: { title?: string | null; _meta?: Record<string, unknown> | null }): string;
+  toolName(call: ToolCallShape): string;
+  /** The call's input without what the harness adds on each attempt (ids, times): what a recorded decision matches. */
+  input?(raw: unknown): unknown;
+  /** The call's result as the output tells it. */
+  output?(raw: unknown): unknown;
+  /** Text the harness says in the agent's voice that is its own notice, not the model's words: left out. */
+  notice?(text: string): boolean;
 }
 
 export interface AcpTurnInput {
@@ -116,11 +123,13 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     sessionId = opened.sessionId;
     if (opened.fresh) await saveSession(input.stateDir, sessionId);
     const response = await connection.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: input.prompt(opened.fresh) }] });
-    teller.end();
+    const endedOnDenial = teller.end();
     await connection.closeSession(sessionId);
     // Reported by the harnesses here, though not yet in ACP's stable schema.
     const usage = (response as { usage?: { inputTokens: number; outputTokens: number; totalTokens: number } }).usage;
-    return { stopReason: response.stopReason as string, usage: usage ? { input: usage.inputTokens, output: usage.outputTokens, total: usage.totalTokens } : undefined };
+    // A turn the harness cancelled on a denial ended as the gate asked: the denial is its last word.
+    const stopReason = response.stopReason === 'cancelled' && endedOnDenial ? 'end_turn' : response.stopReason;
+    return { stopReason, usage: usage ? { input: usage.inputTokens, output: usage.outputTokens, total: usage.totalTokens } : undefined };
   })();
   const outcome = work.then(
     (end) => ({ ok: true as const, ...end }),
@@ -168,7 +177,7 @@ async function saveSession(stateDir: string, sessionId: string): Promise<void> {
 }
 
 type Update = acp.SessionNotification['update'];
-type ToolCallShape = { toolCallId: string; title?: string | null; kind?: string | null; rawInput?: unknown; _meta?: Record<string, unknown> | null };
+export type ToolCallShape = { toolCallId: string; title?: string | null; kind?: string | null; rawInput?: unknown; _meta?: Record<string, unknown> | null };
 
 /** A tool call of the turn; `id` is the one the output tells it under. */
 interface Call {
@@ -203,7 +212,7 @@ class UpdateTeller {
     switch (update.sessionUpdate) {
       case 'agent_message_chunk':
       case 'agent_thought_chunk': {
-        if (update.content.type !== 'text' || update.content.text === '') return;
+        if (update.content.type !== 'text' || update.content.text === '' || this.#input.dialect.notice?.(update.content.text)) return;
         const kind = update.sessionUpdate === 'agent_message_chunk' ? 'message' : 'thought';
         if (this.#open?.kind !== kind) {
           this.#close();
@@ -220,7 +229,10 @@ class UpdateTeller {
         // Told once it runs, or when it is asked about: a call that was paused is told again under
         // the paused call's id (see GateAnswer), so it must not be told before the question.
         if (update.status === 'in_progress') this.tell(update.toolCallId);
-        if (update.status === 'completed' || update.status === 'failed') this.#result(update.toolCallId, update.status === 'failed', update.rawOutput ?? textOf(update.content));
+        if (update.status === 'completed' || update.status === 'failed') {
+          const output = update.rawOutput === undefined ? textOf(update.content) : (this.#input.dialect.output?.(update.rawOutput) ?? update.rawOutput);
+          this.#result(update.toolCallId, update.status === 'failed', output);
+        }
         return;
       }
       default:
@@ -252,14 +264,25 @@ class UpdateTeller {
     if (call) call.denied = true;
   }
 
-  end(): void {
+  /**
+   * Ends the telling. A denied call the harness never answered gets its denial as its result:
+   * Codex ends its whole turn on a denial. Says whether that is how this turn ended.
+   */
+  end(): boolean {
     this.#close();
+    let endedOnDenial = false;
+    for (const [id, call] of this.#calls) {
+      if (!call.denied || call.done) continue;
+      this.#result(id, true, deniedResultText());
+      endedOnDenial = true;
+    }
+    return endedOnDenial;
   }
 
   #call(update: ToolCallShape): Call {
     let call = this.#calls.get(update.toolCallId);
     if (!call) this.#calls.set(update.toolCallId, (call = { id: update.toolCallId, name: this.#input.dialect.toolName(update), input: {}, told: false, denied: false, done: false }));
-    if (hasInput(update.rawInput)) call.input = update.rawInput;
+    if (hasInput(update.rawInput)) call.input = this.#input.dialect.input?.(update.rawInput) ?? update.rawInput;
     return call;
   }
 

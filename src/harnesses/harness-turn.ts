@@ -14,12 +14,13 @@ import type { TurnInput } from '../agent/turn.ts';
 import { harnessInvocation, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
 import { runAcpTurn, type GateAnswer, type Gated } from './acp-turn.ts';
 import type { HarnessProcess } from './harness-connection.ts';
+import { gatingOf, type Harness, type HarnessSetup, type StateFile } from './harness.ts';
 import { claude } from './claude.ts';
+import { codex } from './codex.ts';
 
 /** The harnesses agentd drives, by `harness.kind`. */
-export const HARNESSES = { claude } as const;
+export const HARNESSES = { claude, codex } as const;
 export type HarnessKind = keyof typeof HARNESSES;
-type Harness = (typeof HARNESSES)[HarnessKind];
 
 /** ACP tool kinds that only look: `allow_reads` lets them run. */
 const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
@@ -41,7 +42,7 @@ const require = createRequire(import.meta.url);
 /** The harness's program, or a 424 saying how to install it. */
 export function harnessEntry(harness: Harness): string {
   try {
-    return require.resolve(`${harness.package}/${harness.entry}`);
+    return require.resolve(harness.program.module);
   } catch {
     throw new AppError(
       'harness-unavailable',
@@ -96,21 +97,36 @@ function promptOf(history: Message[], continues: boolean, fresh: boolean): strin
   return `The conversation so far:\n${transcript}\n\nuser: ${ask}`;
 }
 
-async function processFor(harness: Harness, input: HarnessTurnInput): Promise<HarnessProcess> {
+/**
+ * How to start the harness for a session: its program under bubblewrap (or, where the operator
+ * opted in, on the host), its settings files written into the state folder. Says what it wrote,
+ * which is part of how the process was started.
+ */
+export async function harnessProcess(harness: Harness, setup: HarnessSetup, place: { workdir: string; unsafeHost: boolean }): Promise<{ process: HarnessProcess; settings: StateFile[] }> {
+  const settings = harness.settings(setup);
+  for (const file of settings) {
+    await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
+    await writeFile(path.join(setup.stateDir, file.path), file.content);
+  }
+  return { process: await processFor(harness, setup, place), settings };
+}
+
+async function processFor(harness: Harness, setup: HarnessSetup, input: { workdir: string; unsafeHost: boolean }): Promise<HarnessProcess> {
   const entry = harnessEntry(harness);
+  const program = harness.program.native ? [entry, ...harness.args(setup)] : [process.execPath, entry, ...harness.args(setup)];
   const nodeDir = path.dirname(process.execPath);
-  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(input.endpoint, input.stateDir) };
+  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
   // Read-only: Node's own folder and the node_modules the harness package lives in.
   const modules = entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
-  const sandboxed = await harnessInvocation({ folder: input.workdir, stateDir: input.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
-  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, process.execPath, entry], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
+  const sandboxed = await harnessInvocation({ folder: input.workdir, stateDir: setup.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
+  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
   if (!input.unsafeHost) {
     throw new AppError(
       'harness-unavailable',
       `harness "${harness.kind}" runs under bubblewrap, which this server lacks: install it ("apt-get install bubblewrap"), or set AGENTD_UNSAFE_HOST_BASH=1 to run harnesses unsandboxed`,
     );
   }
-  return { file: process.execPath, args: [entry], env };
+  return { file: program[0]!, args: program.slice(1), env };
 }
 
 /** MCP servers as ACP's `session/new` names them. */
@@ -125,22 +141,16 @@ function acpServers(servers: readonly McpServer[]): acp.McpServer[] {
 const STOP_REASONS: Record<string, StopReason> = { end_turn: 'end_turn', max_tokens: 'max_tokens', max_turn_requests: 'max_steps', refusal: 'end_turn', cancelled: 'cancelled' };
 
 /** One turn of a coding-agent harness, told in the same native events as the built-in agent's. */
-export async function* runHarnessTurn(kind: HarnessKind, input: HarnessTurnInput): AsyncGenerator<AgentEvent> {
-  const harness = HARNESSES[kind];
+export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput): AsyncGenerator<AgentEvent> {
   const { template, history } = input;
   const { trailing } = collectCalls(history);
   const decided = trailing.filter((c) => c.approval?.approved !== undefined && !c.result);
-  const mode = template.runner.permissions.default;
-  const gateReads = mode === 'ask' || mode === 'deny' || template.tools.some((t) => t.permission === 'ask' || t.permission === 'deny');
-  await mkdir(input.stateDir, { recursive: true });
-  const settings = harness.settings(gateReads);
-  await mkdir(path.dirname(path.join(input.stateDir, settings.path)), { recursive: true });
-  await writeFile(path.join(input.stateDir, settings.path), settings.content);
+  const setup: HarnessSetup = { endpoint: input.endpoint, stateDir: input.stateDir, ...gatingOf(template) };
   await writeFile(path.join(input.workdir, harness.instructionsFile), `${template.instructions.agents_md}\n`);
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const command = await processFor(harness, input);
+  const { process: command, settings } = await harnessProcess(harness, setup, input);
   const mcpServers = acpServers(input.mcps);
   const turn = runAcpTurn({
     turnId: input.turnId,
@@ -185,6 +195,7 @@ export function harnessFor(template: RunnableTemplate, allowStdioMcp: boolean): 
     template.mcps.some((m) => m.connection.type !== 'stdio' && m.connection.forward_credentials) && 'mcps[].connection.forward_credentials',
     template.tools.some((t) => t.type === 'client') && 'client tools',
     template.runner.max_steps !== undefined && 'runner.max_steps',
+    ...(HARNESSES[kind as HarnessKind].refuses?.(template) ?? []),
   ].filter((key): key is string => key !== false);
   const stdio = template.mcps.findIndex((m) => m.connection.type === 'stdio');
   if (stdio >= 0 && !allowStdioMcp) {

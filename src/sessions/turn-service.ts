@@ -212,27 +212,29 @@ export class TurnService {
   }
 
   /**
-   * The model a turn of `template` calls. A project connection supplies provider, base URL, key and
+   * The model a turn of `template` calls: an AI SDK model for agentd's own loop, or the endpoint a
+   * coding-agent harness calls itself. A project connection supplies provider, base URL, key and
    * default model; its key is redacted like any secret of the run. Resolved here even for a turn a
    * worker thread runs (which resolves it again there): a missing key or an unknown provider fails
    * the request before the turn starts.
    */
   private async modelFor(projectId: string, template: EffectiveTemplate, secrets: Record<string, string>) {
+    const { config } = this.deps;
     const connection = await openProjectConnection(this.deps.store, projectId, template.llm);
     const runnable: RunnableTemplate = { ...template, llm: settleLlm(template.llm, connection) };
-    return { connection, template: runnable, model: resolveModel(runnable.llm, this.deps.config, secrets, connection) };
+    const harness = harnessFor(runnable, config.allowStdioMcp);
+    if (harness) return { connection, template: runnable, harness, endpoint: harnessEndpoint(runnable.llm, harness.providers, config, secrets, connection) };
+    return { connection, template: runnable, model: resolveModel(runnable.llm, config, secrets, connection) };
   }
 
   private async begin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
     const { store, config } = this.deps;
     const { projectId, sessionId, messages, secrets } = plan;
     const outOfBand = plan.outOfBand ?? new Set<string>();
-    const { connection, template, model } = await this.modelFor(projectId, plan.template, secrets);
+    // A coding-agent harness and its model endpoint are settled here too, before any answer is claimed.
+    const { connection, template, model, harness, endpoint } = await this.modelFor(projectId, plan.template, secrets);
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
-    // A coding-agent harness and its model endpoint, settled before any answer is claimed.
-    const harness = harnessFor(template, config.allowStdioMcp);
-    const endpoint = harness && harnessEndpoint(template.llm, harness.provider, config, secrets, connection);
     if (harness) harnessEntry(harness);
 
     // Made here only for what needs it before the turn; tools make it when they first run.
@@ -305,7 +307,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
     const events = harness
-      ? runHarnessTurn(harness.kind, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
+      ? runHarnessTurn(harness, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });

@@ -15,6 +15,8 @@ export interface FakeToolCall {
   /** Serialized with JSON.stringify; a string is sent verbatim, which lets tests send broken arguments. */
   input: unknown;
   id?: string;
+  /** Responses only: the namespace tool the function is in (Codex offers an MCP server's tools as one). */
+  namespace?: string;
 }
 
 export interface FakeReply {
@@ -729,7 +731,7 @@ function responsesUsage(u: { input: number; output: number }) {
 interface ResponsesOutput {
   reasoning?: { id: string; text: string };
   message?: { id: string; text: string };
-  calls: Array<{ id: string; call_id: string; name: string; arguments: string }>;
+  calls: Array<{ id: string; call_id: string; name: string; arguments: string; namespace?: string }>;
 }
 
 function responsesOutput(reply: FakeReply, ctx: RenderContext, remember: Remember): ResponsesOutput {
@@ -740,7 +742,7 @@ function responsesOutput(reply: FakeReply, ctx: RenderContext, remember: Remembe
     remember(out.message.id, { text: out.message.text });
   }
   for (const c of reply.toolCalls ?? []) {
-    const call = { id: ctx.id('fc'), call_id: c.id ?? ctx.id('call'), name: c.name, arguments: argsOf(c) };
+    const call = { id: ctx.id('fc'), call_id: c.id ?? ctx.id('call'), name: c.name, arguments: argsOf(c), ...(c.namespace ? { namespace: c.namespace } : {}) };
     out.calls.push(call);
     remember(call.id, { call: { id: call.call_id, name: call.name, arguments: call.arguments, input: parseArgs(call.arguments) } });
   }
@@ -838,7 +840,7 @@ function responsesFrames(reply: FakeReply, ctx: RenderContext, remember: Remembe
   }
   for (const c of o.calls) {
     const output_index = index++;
-    const item = { type: 'function_call', id: c.id, call_id: c.call_id, name: c.name, arguments: '', status: 'in_progress' };
+    const item = { type: 'function_call', id: c.id, call_id: c.call_id, name: c.name, ...(c.namespace ? { namespace: c.namespace } : {}), arguments: '', status: 'in_progress' };
     event('response.output_item.added', { output_index, item });
     for (const delta of pieces(c.arguments, ARG_PIECES)) {
       event('response.function_call_arguments.delta', { item_id: c.id, output_index, delta });

@@ -1,0 +1,61 @@
+import type { BuiltinToolName } from '../contract/template.ts';
+import type { ModelEndpoint, Provider } from '../agent/model.ts';
+import type { RunnableTemplate } from '../agent/template.ts';
+import type { HarnessDialect } from './acp-turn.ts';
+
+/** A file a harness reads its settings from, in the session's state folder (never a key: those go in the environment). */
+export interface StateFile {
+  path: string;
+  content: string;
+}
+
+/** Which of a harness's calls must reach agentd's gate, from the template's permissions. */
+export interface Gating {
+  /** Every call, reads included (`ask`, `deny`, or a tool entry that asks or denies). */
+  gateAll: boolean;
+  /** Any call at all: under `allow` with no tool entry of its own, nothing is asked. */
+  gateAny: boolean;
+}
+
+export function gatingOf(template: RunnableTemplate): Gating {
+  const mode = template.runner.permissions.default;
+  return {
+    gateAll: mode === 'ask' || mode === 'deny' || template.tools.some((t) => t.permission === 'ask' || t.permission === 'deny'),
+    gateAny: mode !== 'allow' || template.tools.some((t) => t.permission !== undefined && t.permission !== 'allow'),
+  };
+}
+
+/** What a harness start depends on besides its template: the model, and which calls are gated. */
+export interface HarnessSetup extends Gating {
+  endpoint: ModelEndpoint;
+  stateDir: string;
+}
+
+/**
+ * One coding agent agentd drives over ACP: where its program is, how it is configured so that
+ * agentd's permission modes mean the same on it as on the others, and what it adds to ACP.
+ */
+export interface Harness {
+  kind: 'claude' | 'codex' | 'pi';
+  /** The npm package to install for it, named in the error when it is missing. */
+  package: string;
+  /** Its program, resolved from agentd's node_modules; run on agentd's own Node unless native. */
+  program: { module: string; native: boolean };
+  /** Other folders of node_modules it runs from, which its sandbox mounts read-only. */
+  modules?: readonly string[];
+  /** Where `instructions.agents_md` goes, in the session folder. */
+  instructionsFile: string;
+  /** Where it finds a project's skills, in its working folder. */
+  skillsDir: string;
+  /** The providers whose API it speaks. */
+  providers: readonly Provider[];
+  /** Its tools that agentd's built-in names stand for, so a tool entry's `permission` reaches them. */
+  toolNames: Partial<Record<BuiltinToolName, string>>;
+  /** Template keys it has no place for, beyond what no harness takes. */
+  refuses?(template: RunnableTemplate): string[];
+  env(setup: HarnessSetup): Record<string, string>;
+  args(setup: HarnessSetup): string[];
+  /** Its settings files, rewritten before every start. */
+  settings(setup: HarnessSetup): StateFile[];
+  dialect: HarnessDialect;
+}
