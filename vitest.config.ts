@@ -29,7 +29,7 @@ export default defineConfig({
   test: {
     projects: engines.flatMap(({ name, env }) => [
       { test: { ...shared, name, env, include: ['test/**/*.test.ts'], exclude: [HARNESSES], sequence: { groupOrder: 0 } } },
-      { test: { ...shared, name: `${name}-harnesses`, env, include: [HARNESSES], sequence: { groupOrder: 1 } } },
+      { test: { ...shared, name: `${name}-harnesses`, env, include: [HARNESSES], fileParallelism: false, sequence: { groupOrder: 1 } } },
     ]),
   },
 });

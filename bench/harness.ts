@@ -1,6 +1,6 @@
 /**
- * `npm run bench:harness`: Claude Code and Codex as the agent of a turn (issue 20), against the
- * fake model. BENCH_HARNESSES (default "claude,codex") chooses which.
+ * `npm run bench:harness`: Claude Code, Codex and Pi as the agent of a turn (issue 20), against
+ * the fake model. BENCH_HARNESSES (default "claude,codex,pi") chooses which.
  *
  * For a tool turn (Write, then an answer), interleaved round by round:
  * - floor: the ACP client library alone driving the harness, spawned under the same bubblewrap
@@ -61,24 +61,28 @@ const PROFILES: Record<HarnessKind, { endpoint: ModelEndpoint; write(file: strin
     endpoint: { provider: 'openai', baseUrl: model.url, apiKey: 'sk-bench', model: 'fake-model' },
     write: (file) => ({ name: 'exec_command', input: { cmd: `printf x > '${file}'` } }),
   },
+  pi: {
+    endpoint: { provider: 'openai', baseUrl: model.url, apiKey: 'sk-bench', model: 'fake-model' },
+    write: (file) => ({ name: 'write', input: { path: file, content: 'x' } }),
+  },
 };
-const kinds = (process.env.BENCH_HARNESSES ?? 'claude,codex').split(',') as HarnessKind[];
+const kinds = (process.env.BENCH_HARNESSES ?? 'claude,codex,pi').split(',') as HarnessKind[];
 
 const writeTurn = (kind: HarnessKind, folder: string): FakeReply[] => [{ toolCalls: [PROFILES[kind].write(path.join(folder, 'out.txt'))] }, { text: 'done' }];
 const sessionDir = (session: string) => path.join(dataDir, 'sessions', project.id, session);
 
 /**
  * The floor: the ACP client library alone, the harness under the same sandbox. Cold: start the
- * process, open a session, prompt, close it. Warm: in that process, load the session again,
- * prompt, close it (what a parked process does for its session's next turn).
+ * process, open a session, prompt. Warm: in that process, prompt the same session again (what a
+ * parked process does for its session's next turn).
  */
 async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; warm: number }> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
   const home = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-home-'));
   model.script(writeTurn(kind, folder));
   const started = performance.now();
-  const setup = { endpoint: PROFILES[kind].endpoint, stateDir: home, gateAll: false, gateAny: false };
-  const { process: command } = await harnessProcess(HARNESSES[kind], setup, { workdir: folder, unsafeHost: false });
+  const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, gateAll: false, gateAny: false };
+  const { process: command } = await harnessProcess(HARNESSES[kind], setup, false);
   const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const connection = acp
@@ -89,13 +93,10 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   await agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
   const { sessionId } = await agent.request('session/new', { cwd: folder, mcpServers: [] });
   await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write out.txt' }] });
-  await agent.request('session/close', { sessionId });
   const cold = performance.now() - started;
   model.script(writeTurn(kind, folder));
   const warmStart = performance.now();
-  await agent.request('session/load', { sessionId, cwd: folder, mcpServers: [] });
   await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it again' }] });
-  await agent.request('session/close', { sessionId });
   const warm = performance.now() - warmStart;
   connection.close();
   process.kill(-child.pid!, 'SIGKILL');

@@ -3,20 +3,11 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type * as acp from '@agentclientprotocol/sdk';
 import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
-import { deniedResultText } from '../contract/tool-messages.ts';
 import { AppError } from '../errors.ts';
 import { EventQueue } from './event-queue.ts';
+import { UpdateTeller, type Gated, type TellerInput } from './update-teller.ts';
 import { HarnessConnection, type ConnectionListener, type HarnessProcess } from './harness-connection.ts';
 import { park, takeParked } from './parked.ts';
-
-/** A gated tool call as the harness asks about it. */
-export interface Gated {
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  /** ACP's kind: `read`, `edit`, `execute`, `search`, `fetch`, `think`, `other`… */
-  kind: string | undefined;
-}
 
 /**
  * What becomes of a gated call: run it, refuse it, or pause the turn for a person. A decision
@@ -25,20 +16,8 @@ export interface Gated {
  */
 export type GateAnswer = { approved: boolean; answers?: string } | 'pause';
 
-/** What one harness adds to the ACP protocol: how it names its tools and tells their input and output. */
-export interface HarnessDialect {
-  /** The tool's own name (`Write`), where the harness says it; the call's title otherwise. */
-  toolName(call: ToolCallShape): string;
-  /** The call's input without what the harness adds on each attempt (ids, times): what a recorded decision matches. */
-  input?(raw: unknown): unknown;
-  /** The call's result as the output tells it. */
-  output?(raw: unknown): unknown;
-  /** Text the harness says in the agent's voice that is its own notice, not the model's words: left out. */
-  notice?(text: string): boolean;
-}
-
-export interface AcpTurnInput {
-  turnId: string;
+/** A turn on a harness: how to start it, where, what to prompt, and how its calls are decided. */
+export interface AcpTurnInput extends TellerInput {
   process: HarnessProcess;
   /** The session folder: the harness's working directory. */
   cwd: string;
@@ -47,7 +26,6 @@ export interface AcpTurnInput {
   /** The prompt, for a harness session that goes on (false) or one that starts anew (true). */
   prompt: (fresh: boolean) => string;
   mcpServers: acp.McpServer[];
-  dialect: HarnessDialect;
   gate: (call: Gated) => GateAnswer;
   newInteractionId: () => string;
   signal: AbortSignal;
@@ -90,12 +68,15 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
 
   const listener: ConnectionListener = {
     permission: async (params) => {
+      // Once paused, the turn is over: whatever the harness asks on its way out is not run.
+      if (paused) return { outcome: { outcome: 'cancelled' } };
       const call = teller.describe(params.toolCall);
-      const answer = paused ? { approved: false } : input.gate(call);
+      const answer = input.gate(call);
       teller.tell(call.toolCallId, answer === 'pause' ? undefined : answer.answers);
       if (answer === 'pause') {
         paused = true;
         events.push({ type: 'interaction_request', data: pendingInteraction(input.newInteractionId(), 'user_approval', call) });
+        teller.stop();
         if (sessionId) void connection?.agent.notify('session/cancel', { sessionId }).catch(() => undefined);
         return { outcome: { outcome: 'cancelled' } };
       }
@@ -124,7 +105,6 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     if (opened.fresh) await saveSession(input.stateDir, sessionId);
     const response = await connection.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: input.prompt(opened.fresh) }] });
     const endedOnDenial = teller.end();
-    await connection.closeSession(sessionId);
     // Reported by the harnesses here, though not yet in ACP's stable schema.
     const usage = (response as { usage?: { inputTokens: number; outputTokens: number; totalTokens: number } }).usage;
     // A turn the harness cancelled on a denial ended as the gate asked: the denial is its last word.
@@ -150,7 +130,7 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     if (connection) {
       connection.listener = undefined;
       if (reusable) park(input.stateDir, input.fingerprint, connection, input.parking);
-      else await connection.end();
+      else await connection.retire();
     }
   }
 }
@@ -176,133 +156,3 @@ async function saveSession(stateDir: string, sessionId: string): Promise<void> {
   await writeFile(path.join(stateDir, SESSION_FILE), JSON.stringify({ sessionId }));
 }
 
-type Update = acp.SessionNotification['update'];
-export type ToolCallShape = { toolCallId: string; title?: string | null; kind?: string | null; rawInput?: unknown; _meta?: Record<string, unknown> | null };
-
-/** A tool call of the turn; `id` is the one the output tells it under. */
-interface Call {
-  id: string;
-  name: string;
-  input: unknown;
-  told: boolean;
-  denied: boolean;
-  done: boolean;
-}
-
-const hasInput = (input: unknown): boolean => input !== undefined && input !== null && !(typeof input === 'object' && Object.keys(input).length === 0);
-
-/**
- * Turns `session/update`s into native events: text and thoughts as messages, a tool call once its
- * input is known (Claude's first `tool_call` has none; an update fills it in), its result when it
- * completes or fails.
- */
-class UpdateTeller {
-  readonly #input: AcpTurnInput;
-  readonly #emit: (event: AgentEvent) => void;
-  #open: { kind: 'message' | 'thought'; id: string } | undefined;
-  #count = 0;
-  readonly #calls = new Map<string, Call>();
-
-  constructor(input: AcpTurnInput, emit: (event: AgentEvent) => void) {
-    this.#input = input;
-    this.#emit = emit;
-  }
-
-  update(update: Update): void {
-    switch (update.sessionUpdate) {
-      case 'agent_message_chunk':
-      case 'agent_thought_chunk': {
-        if (update.content.type !== 'text' || update.content.text === '' || this.#input.dialect.notice?.(update.content.text)) return;
-        const kind = update.sessionUpdate === 'agent_message_chunk' ? 'message' : 'thought';
-        if (this.#open?.kind !== kind) {
-          this.#close();
-          this.#open = { kind, id: `${this.#input.turnId}-m${++this.#count}` };
-          this.#emit({ type: `${kind}_start`, data: { id: this.#open.id } });
-        }
-        this.#emit({ type: `${kind}_delta`, data: { id: this.#open.id, delta: update.content.text } });
-        return;
-      }
-      case 'tool_call':
-      case 'tool_call_update': {
-        this.#close();
-        this.#call(update);
-        // Told once it runs, or when it is asked about: a call that was paused is told again under
-        // the paused call's id (see GateAnswer), so it must not be told before the question.
-        if (update.status === 'in_progress') this.tell(update.toolCallId);
-        if (update.status === 'completed' || update.status === 'failed') {
-          const output = update.rawOutput === undefined ? textOf(update.content) : (this.#input.dialect.output?.(update.rawOutput) ?? update.rawOutput);
-          this.#result(update.toolCallId, update.status === 'failed', output);
-        }
-        return;
-      }
-      default:
-        return;
-    }
-  }
-
-  /** The call a permission request gates. */
-  describe(toolCall: ToolCallShape): Gated {
-    this.#close();
-    const call = this.#call(toolCall);
-    return { toolCallId: toolCall.toolCallId, toolName: call.name, input: call.input, kind: toolCall.kind ?? undefined };
-  }
-
-  /** Tells the call, once; as the call `as` when it answers one told before (then it is not told again). */
-  tell(toolCallId: string, as?: string): void {
-    const call = this.#calls.get(toolCallId);
-    if (!call || call.told) return;
-    call.told = true;
-    if (as !== undefined) {
-      call.id = as;
-      return;
-    }
-    this.#emit({ type: 'tool_call', data: { id: toolCallId, name: call.name, input: call.input } });
-  }
-
-  denied(toolCallId: string): void {
-    const call = this.#calls.get(toolCallId);
-    if (call) call.denied = true;
-  }
-
-  /**
-   * Ends the telling. A denied call the harness never answered gets its denial as its result:
-   * Codex ends its whole turn on a denial. Says whether that is how this turn ended.
-   */
-  end(): boolean {
-    this.#close();
-    let endedOnDenial = false;
-    for (const [id, call] of this.#calls) {
-      if (!call.denied || call.done) continue;
-      this.#result(id, true, deniedResultText());
-      endedOnDenial = true;
-    }
-    return endedOnDenial;
-  }
-
-  #call(update: ToolCallShape): Call {
-    let call = this.#calls.get(update.toolCallId);
-    if (!call) this.#calls.set(update.toolCallId, (call = { id: update.toolCallId, name: this.#input.dialect.toolName(update), input: {}, told: false, denied: false, done: false }));
-    if (hasInput(update.rawInput)) call.input = this.#input.dialect.input?.(update.rawInput) ?? update.rawInput;
-    return call;
-  }
-
-  #result(toolCallId: string, failed: boolean, output: unknown): void {
-    this.tell(toolCallId);
-    const call = this.#calls.get(toolCallId)!;
-    if (call.done) return;
-    call.done = true;
-    this.#emit({ type: 'tool_result', data: { id: call.id, output: output ?? '', is_error: failed, ...(call.denied ? { denied: true } : {}) } });
-  }
-
-  #close(): void {
-    if (!this.#open) return;
-    this.#emit({ type: `${this.#open.kind}_end`, data: { id: this.#open.id } });
-    this.#open = undefined;
-  }
-}
-
-function textOf(content: unknown): string | undefined {
-  if (!Array.isArray(content)) return undefined;
-  const texts = content.flatMap((c: { type?: string; content?: { type?: string; text?: string } }) => (c.type === 'content' && c.content?.type === 'text' ? [c.content.text ?? ''] : []));
-  return texts.length ? texts.join('\n') : undefined;
-}

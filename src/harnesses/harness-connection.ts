@@ -30,6 +30,8 @@ export class HarnessConnection {
   #capabilities: acp.AgentCapabilities | undefined;
   /** While a loaded session replays its history, which no turn tells. */
   #loading = false;
+  /** The harness session this process has open. */
+  #open: string | undefined;
   #stderr = '';
 
   private constructor(spec: HarnessProcess, cwd: string) {
@@ -78,10 +80,12 @@ export class HarnessConnection {
   }
 
   /**
-   * Opens the harness session `saved` names, or a new one when there is none or the harness lost
-   * it (its state cut off mid-write). Says which, for the prompt.
+   * Opens the harness session `saved` names: the one this process still has open (a parked
+   * process, for its session's next turn), else loaded from the state folder, else a new one when
+   * there is none or the harness lost it (its state cut off mid-write). Says which, for the prompt.
    */
   async openSession(saved: string | undefined, cwd: string, mcpServers: acp.McpServer[]): Promise<{ sessionId: string; fresh: boolean }> {
+    if (saved && saved === this.#open) return { sessionId: saved, fresh: false };
     if (saved && this.#capabilities?.loadSession) {
       this.#loading = true;
       const loaded = await this.agent.request('session/load', { sessionId: saved, cwd, mcpServers }).then(
@@ -89,17 +93,27 @@ export class HarnessConnection {
         () => false,
       );
       this.#loading = false;
-      if (loaded) return { sessionId: saved, fresh: false };
+      if (loaded) return { sessionId: (this.#open = saved), fresh: false };
     }
-    return { sessionId: (await this.agent.request('session/new', { cwd, mcpServers })).sessionId, fresh: true };
+    const { sessionId } = await this.agent.request('session/new', { cwd, mcpServers });
+    return { sessionId: (this.#open = sessionId), fresh: true };
   }
 
-  /** Closing a session has the harness write it down, so the next turn (in any process) loads all of it. */
-  async closeSession(sessionId: string): Promise<void> {
-    if (this.#capabilities?.sessionCapabilities?.close) await this.agent.request('session/close', { sessionId }).catch(() => undefined);
+  /**
+   * Ends the process once it is done with, closing its open session first where the harness can:
+   * closing has it write the session down, so the next turn (in any process) loads all of it.
+   * The close is bounded: a harness that does not answer is ended all the same.
+   */
+  async retire(): Promise<void> {
+    const sessionId = this.#open;
+    if (sessionId !== undefined && this.#capabilities?.sessionCapabilities?.close && this.child.exitCode === null && this.child.signalCode === null) {
+      const request = this.agent.request('session/close', { sessionId }).catch(() => undefined);
+      await Promise.race([request, this.exited, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+    }
+    await this.end();
   }
 
-  /** Ends the process and everything it started (its own process group), once it is done with. */
+  /** Ends the process and everything it started (its own process group) at once: an abort, a force, a crash. */
   async end(): Promise<void> {
     this.#connection.close();
     try {
@@ -110,6 +124,9 @@ export class HarnessConnection {
     await this.exited;
   }
 }
+
+/** How long a harness is given to write its session down before it is ended. */
+const CLOSE_WAIT_MS = 2_000;
 
 /**
  * Drops the harness's `usage_update` notifications before the SDK reads them. Claude's carry

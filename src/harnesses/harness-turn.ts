@@ -1,5 +1,4 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
 import type * as acp from '@agentclientprotocol/sdk';
@@ -12,14 +11,18 @@ import { gateFor } from '../agent/permissions.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { TurnInput } from '../agent/turn.ts';
 import { harnessInvocation, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
-import { runAcpTurn, type GateAnswer, type Gated } from './acp-turn.ts';
+import { resolveModule } from './resolve-module.ts';
+import { canonical } from './canonical.ts';
+import { runAcpTurn, type GateAnswer } from './acp-turn.ts';
+import type { Gated } from './update-teller.ts';
 import type { HarnessProcess } from './harness-connection.ts';
 import { gatingOf, type Harness, type HarnessSetup, type StateFile } from './harness.ts';
 import { claude } from './claude.ts';
 import { codex } from './codex.ts';
+import { pi } from './pi.ts';
 
 /** The harnesses agentd drives, by `harness.kind`. */
-export const HARNESSES = { claude, codex } as const;
+export const HARNESSES = { claude, codex, pi } as const;
 export type HarnessKind = keyof typeof HARNESSES;
 
 /** ACP tool kinds that only look: `allow_reads` lets them run. */
@@ -37,30 +40,18 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   parking: { ttlMs: number; max: number };
 }
 
-const require = createRequire(import.meta.url);
 
 /** The harness's program, or a 424 saying how to install it. */
 export function harnessEntry(harness: Harness): string {
   try {
-    return require.resolve(harness.program.module);
+    for (const module of harness.program.requires ?? []) resolveModule(module);
+    return resolveModule(harness.program.module);
   } catch {
     throw new AppError(
       'harness-unavailable',
       `harness "${harness.kind}" is not installed on this server: install it with "npm install ${harness.package}" in agentd's folder (it is an optional dependency)`,
     );
   }
-}
-
-/** Stable JSON: the same input written with its keys in another order is the same input. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 /**
@@ -102,25 +93,25 @@ function promptOf(history: Message[], continues: boolean, fresh: boolean): strin
  * opted in, on the host), its settings files written into the state folder. Says what it wrote,
  * which is part of how the process was started.
  */
-export async function harnessProcess(harness: Harness, setup: HarnessSetup, place: { workdir: string; unsafeHost: boolean }): Promise<{ process: HarnessProcess; settings: StateFile[] }> {
+export async function harnessProcess(harness: Harness, setup: HarnessSetup, unsafeHost: boolean): Promise<{ process: HarnessProcess; settings: StateFile[] }> {
   const settings = harness.settings(setup);
   for (const file of settings) {
     await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
     await writeFile(path.join(setup.stateDir, file.path), file.content);
   }
-  return { process: await processFor(harness, setup, place), settings };
+  return { process: await processFor(harness, setup, unsafeHost), settings };
 }
 
-async function processFor(harness: Harness, setup: HarnessSetup, input: { workdir: string; unsafeHost: boolean }): Promise<HarnessProcess> {
+async function processFor(harness: Harness, setup: HarnessSetup, unsafeHost: boolean): Promise<HarnessProcess> {
   const entry = harnessEntry(harness);
   const program = harness.program.native ? [entry, ...harness.args(setup)] : [process.execPath, entry, ...harness.args(setup)];
   const nodeDir = path.dirname(process.execPath);
   const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
   // Read-only: Node's own folder and the node_modules the harness package lives in.
   const modules = entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
-  const sandboxed = await harnessInvocation({ folder: input.workdir, stateDir: setup.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
+  const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
   if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
-  if (!input.unsafeHost) {
+  if (!unsafeHost) {
     throw new AppError(
       'harness-unavailable',
       `harness "${harness.kind}" runs under bubblewrap, which this server lacks: install it ("apt-get install bubblewrap"), or set AGENTD_UNSAFE_HOST_BASH=1 to run harnesses unsandboxed`,
@@ -145,12 +136,12 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
   const { template, history } = input;
   const { trailing } = collectCalls(history);
   const decided = trailing.filter((c) => c.approval?.approved !== undefined && !c.result);
-  const setup: HarnessSetup = { endpoint: input.endpoint, stateDir: input.stateDir, ...gatingOf(template) };
+  const setup: HarnessSetup = { endpoint: input.endpoint, folder: input.workdir, stateDir: input.stateDir, ...gatingOf(template) };
   await writeFile(path.join(input.workdir, harness.instructionsFile), `${template.instructions.agents_md}\n`);
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const { process: command, settings } = await harnessProcess(harness, setup, input);
+  const { process: command, settings } = await harnessProcess(harness, setup, input.unsafeHost);
   const mcpServers = acpServers(input.mcps);
   const turn = runAcpTurn({
     turnId: input.turnId,
@@ -161,6 +152,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
     mcpServers,
     dialect: harness.dialect,
+    gated: setup.gateAny,
     gate: gatekeeper(harness, template, decided),
     newInteractionId: input.newInteractionId,
     signal: input.signal,

@@ -1,7 +1,7 @@
 import type { BuiltinToolName } from '../contract/template.ts';
 import type { ModelEndpoint, Provider } from '../agent/model.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
-import type { HarnessDialect } from './acp-turn.ts';
+import type { HarnessDialect } from './update-teller.ts';
 
 /** A file a harness reads its settings from, in the session's state folder (never a key: those go in the environment). */
 export interface StateFile {
@@ -28,6 +28,8 @@ export function gatingOf(template: RunnableTemplate): Gating {
 /** What a harness start depends on besides its template: the model, and which calls are gated. */
 export interface HarnessSetup extends Gating {
   endpoint: ModelEndpoint;
+  /** The session folder, its working folder. */
+  folder: string;
   stateDir: string;
 }
 
@@ -39,10 +41,8 @@ export interface Harness {
   kind: 'claude' | 'codex' | 'pi';
   /** The npm package to install for it, named in the error when it is missing. */
   package: string;
-  /** Its program, resolved from agentd's node_modules; run on agentd's own Node unless native. */
-  program: { module: string; native: boolean };
-  /** Other folders of node_modules it runs from, which its sandbox mounts read-only. */
-  modules?: readonly string[];
+  /** Its program, resolved from agentd's node_modules (with the other modules it needs); run on agentd's own Node unless native. */
+  program: { module: string; native: boolean; requires?: readonly string[] };
   /** Where `instructions.agents_md` goes, in the session folder. */
   instructionsFile: string;
   /** Where it finds a project's skills, in its working folder. */

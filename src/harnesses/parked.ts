@@ -1,9 +1,10 @@
 import type { HarnessConnection } from './harness-connection.ts';
 
 /**
- * Harness processes waiting for their session's next turn, started and initialized, their session
- * closed (so written down: any process may load it). The next turn of the session reuses one and
- * skips the start, most of a cold turn's time (BENCHMARKS.md). One per session, under a TTL, and
+ * Harness processes waiting for their session's next turn, started and initialized, their harness
+ * session open (the harnesses write it down as they go: any process may load it meanwhile). The
+ * next turn of the session reuses one and prompts that session: no start and no load, nearly all
+ * of a cold turn's time (BENCHMARKS.md). One per session, under a TTL, and
  * no more than `max` per process: the oldest goes first. Only a process started the same way (its
  * sandbox, environment, model and key) is reused; a pause never parks (its process ends, so the
  * answer works anywhere).
@@ -25,7 +26,7 @@ export function takeParked(session: string, fingerprint: string): HarnessConnect
   parked.delete(session);
   clearTimeout(found.timer);
   if (found.fingerprint === fingerprint && found.connection.child.exitCode === null && found.connection.child.signalCode === null) return found.connection;
-  void found.connection.end();
+  void found.connection.retire();
   return undefined;
 }
 
@@ -41,7 +42,7 @@ const DROP = '';
 export function park(session: string, fingerprint: string, connection: HarnessConnection, limits: { ttlMs: number; max: number }): void {
   drop(session);
   if (limits.max <= 0 || limits.ttlMs <= 0) {
-    void connection.end();
+    void connection.retire();
     return;
   }
   for (const oldest of parked.keys()) {

@@ -24,6 +24,7 @@ const profile: HarnessProfile = {
   mcpCall: (server, tool, input) => ({ name: `mcp__${server}__${tool}`, input }),
   instructionsFile: 'CLAUDE.md',
   skillsDir: '.claude/skills',
+  foreignProvider: 'ollama',
 };
 
 const agent = (mode = 'allow') => ({
@@ -34,10 +35,8 @@ const agent = (mode = 'allow') => ({
 });
 
 harnessSuite(profile, (harness: () => Harness) => {
-  it('refuses what it cannot run: an unknown kind lists the known ones, pi is not available yet', async () => {
-    const h = harness();
-    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude/);
-    await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'pi' } })), 501, 'not-implemented', /pi/);
+  it('an unknown kind is a 400 that lists the known ones', async () => {
+    await expectError(await harness().invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude, codex, pi/);
   });
 
   describe('harness processes are bounded', () => {

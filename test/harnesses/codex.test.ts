@@ -26,6 +26,7 @@ harnessSuite(
     mcpCall: (server, tool, input) => ({ name: tool, namespace: `mcp__${server}`, input }),
     instructionsFile: 'AGENTS.md',
     skillsDir: '.agents/skills',
+    foreignProvider: 'anthropic',
   },
   (harness: () => Harness) => {
     it('a tool entry Codex has no tool for is a 400 that says where the permission goes', async () => {

@@ -35,10 +35,12 @@ export interface HarnessProfile {
   /** The call that runs a shell command line. */
   run(command: string): FakeToolCall;
   readTool: string;
-  /** The call of an MCP server's tool. */
-  mcpCall(server: string, tool: string, input: unknown): FakeToolCall;
+  /** The call of an MCP server's tool; none for a harness that takes no MCP servers. */
+  mcpCall?(server: string, tool: string, input: unknown): FakeToolCall;
   instructionsFile: string;
   skillsDir: string;
+  /** A provider the harness does not speak, if there is one. */
+  foreignProvider?: string;
 }
 
 /** The conformance tests every harness passes: one turn of today's contract each, through a real harness process. */
@@ -179,16 +181,20 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
 
     it('puts the template’s skills where the harness reads them', async () => {
       const session = sid(`${profile.kind}-skill`);
+      h.model.reset();
       h.model.script({ text: 'ok' });
       const skill = { name: 'haiku', description: 'Write a haiku', body: 'Three lines: 5, 7, 5.' };
       await ask(session, 'allow', 'hi', { skills: [skill] });
       expect(await fileOf(session, `${profile.skillsDir}/haiku/SKILL.md`)).toContain('Three lines: 5, 7, 5.');
+      // The harness found it there: the model is told of it.
+      expect(JSON.stringify(h.model.requests.map((r) => r.body))).toContain('Write a haiku');
     }, 60_000);
 
-    it('connects to the template’s MCP servers itself, secrets filled in, and runs their tools', async () => {
+    const mcpCall = profile.mcpCall;
+    it.runIf(mcpCall !== undefined)('connects to the template’s MCP servers itself, secrets filled in, and runs their tools', async () => {
       const mcp = await startMcpServer({ name: 'calc' });
       try {
-        h.model.script([{ toolCalls: [profile.mcpCall('calc', 'add', { a: 2, b: 3 })] }, { text: 'It is 5.' }]);
+        h.model.script([{ toolCalls: [mcpCall!('calc', 'add', { a: 2, b: 3 })] }, { text: 'It is 5.' }]);
         const mcps = [{ name: 'calc', connection: { type: 'http', url: mcp.url, headers: { authorization: 'Bearer {{secrets.token}}' } } }];
         const body = await readJson(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }), { secrets: { token: 'mcp-token-5e1f' } })));
         expect(mcp.calls).toEqual([{ name: 'add', args: { a: 2, b: 3 } }]);
@@ -200,6 +206,11 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
         await mcp.close();
       }
     }, 60_000);
+
+    it.runIf(mcpCall === undefined)('refuses MCP servers, which it cannot take, with a 400 that names it', async () => {
+      const mcps = [{ name: 'calc', connection: { type: 'http', url: 'http://127.0.0.1:9/mcp' } }];
+      await expectError(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }))), 400, 'invalid-request', new RegExp(`harness "${profile.kind}".*mcps`));
+    });
   });
 
   describe(`harness ${profile.kind}, through every way in`, () => {
@@ -240,6 +251,30 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
         expect(JSON.stringify(other.model.requests[0]!.messages)).toContain('write hello.txt');
       } finally {
         await other.close();
+      }
+    }, 60_000);
+
+    it('a session whose process is parked on one agentd goes on through another on the same data, from the saved session', async () => {
+      const parking = await startHarness({ env: (url) => ({ ...profile.env(url), AGENTD_HARNESS_PARK_MS: '60000' }) });
+      try {
+        const session = sid(`${profile.kind}-moved`);
+        parking.model.script({ text: 'first answer' });
+        await readJson(await parking.invoke(invokeBody(user('remember the word tangerine'), agent(), { session_id: session })));
+        const other = await startHarness({ dataDir: parking.dataDir, databaseUrl: parking.databaseUrl, env: (url) => ({ ...profile.env(url), AGENTD_HARNESS_PARK_MS: '0' }) });
+        try {
+          other.model.script({ text: 'second answer' });
+          const body = await readJson(await other.invoke(invokeBody(user('which word?'), agent(), { session_id: session })));
+          expect(body.data.outputs.messages.at(-1)).toMatchObject({ content: 'second answer' });
+          // The harness loaded its own session: the first turn is in the conversation as it was, not retold.
+          const seen = JSON.stringify(other.model.requests.map((r) => r.messages));
+          expect(seen).toContain('remember the word tangerine');
+          expect(seen).toContain('first answer');
+          expect(seen).not.toContain('The conversation so far');
+        } finally {
+          await other.close();
+        }
+      } finally {
+        await parking.close();
       }
     }, 60_000);
 
@@ -291,12 +326,17 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       h.model.script(() => (first ? ((first = false), { text: 'slow', latencyMs: 20_000 }) : { text: 'the new turn' }));
       const slow = h.invoke(invokeBody(user('take your time'), agent(), { session_id: session }), { headers: { accept: 'text/event-stream' } });
       await waitFor(async () => h.model.requests.length > 0, 'the first turn to reach the model');
+      const pids = () => spawnSync('pgrep', ['-f', h.sessionDir(session)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+      const old = pids();
+      expect(old).not.toEqual([]);
       const second = await readJson(await h.invoke(invokeBody(user('now this'), agent(), { session_id: session }), { headers: { 'x-ag-session-control': 'force' } }));
       expect(second.data.outputs.messages.at(-1)).toMatchObject({ content: 'the new turn' });
       await (await slow).text();
       const turns = (await h.store.turns.listForSessionPage(h.projectId, session, { limit: 10 })).items;
       expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
-      expect(spawnSync('pgrep', ['-f', h.sessionDir(session)], { encoding: 'utf8' }).stdout.trim()).toBe('');
+      // The old turn's process was killed with it; the new one's ends once it has closed its session.
+      expect(pids().filter((pid) => old.includes(pid))).toEqual([]);
+      await waitFor(async () => pids().length === 0, 'the new turn’s process to end');
     }, 60_000);
 
     it('cannot write outside its session folder, nor read another session’s', async () => {
@@ -341,8 +381,10 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       await expectError(await h.invoke(invokeBody(user('hi'), agent('allow', { tools: [client] }))), 400, 'invalid-request', /client tools/);
       const stdio = { name: 's', connection: { type: 'stdio', command: 'true' } };
       await expectError(await h.invoke(invokeBody(user('hi'), agent('allow', { mcps: [stdio] }))), 400, 'invalid-request', /AGENTD_ALLOW_STDIO_MCP/);
-      const other = profile.llm.provider === 'anthropic' ? { provider: 'ollama', model: 'fake-model' } : { provider: 'anthropic', model: 'fake-model' };
-      await expectError(await h.invoke(invokeBody(user('hi'), { ...agent(), llm: other })), 400, 'invalid-request', new RegExp(profile.llm.provider));
+      if (profile.foreignProvider) {
+        const llm = { provider: profile.foreignProvider, model: 'fake-model' };
+        await expectError(await h.invoke(invokeBody(user('hi'), { ...agent(), llm })), 400, 'invalid-request', new RegExp(profile.llm.provider));
+      }
     });
   });
 
