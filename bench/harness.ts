@@ -28,6 +28,7 @@ import { startFakeModel } from '../src/testing/fake-model.ts';
 import type { FakeReply, FakeToolCall } from '../src/testing/fake-model.ts';
 import type { ModelEndpoint } from '../src/agent/model.ts';
 import { HARNESSES, harnessProcess, type HarnessKind } from '../src/harnesses/harness-turn.ts';
+import { HarnessRelay } from '../src/harnesses/relay.ts';
 
 const rounds = Number(process.env.BENCH_HARNESS_ROUNDS ?? 5);
 const concurrency = Number(process.env.BENCH_HARNESS_CONCURRENCY ?? 4);
@@ -82,7 +83,7 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   model.script(writeTurn(kind, folder));
   const started = performance.now();
   const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, gateAll: false, gateAny: false };
-  const { process: command } = await harnessProcess(HARNESSES[kind], setup, false);
+  const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false });
   const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const connection = acp
@@ -101,6 +102,7 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   connection.close();
   process.kill(-child.pid!, 'SIGKILL');
   await new Promise((resolve) => child.once('close', resolve));
+  command.release?.();
   // The sandboxed processes end just after bwrap: give them a moment to let go of the folders.
   for (const dir of [folder, home]) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   return { cold, warm };
@@ -203,6 +205,32 @@ for (const kind of kinds) {
     `${kind} turns per second with ${concurrency} harnesses at once (text turns, cold): ${perSecond.toFixed(2)}`,
   );
 }
+/**
+ * What the relay (relay.ts) adds to one model request: the same streaming request straight to the
+ * fake model and through a relay, interleaved.
+ */
+async function relayCost(requests: number): Promise<{ direct: number; relayed: number }> {
+  const relay = await HarnessRelay.open([{ url: model.url, headers: { authorization: 'Bearer sk-bench' } }], 'on');
+  model.script(() => ({ text: 'relayed' }));
+  const body = JSON.stringify({ model: 'fake-model', stream: true, input: 'hi' });
+  const once = async (base: string, key: string) => {
+    const started = performance.now();
+    const res = await fetch(`${base}/responses`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+    await res.text();
+    return performance.now() - started;
+  };
+  const direct: number[] = [];
+  const relayed: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    direct.push(await once(model.url, 'sk-bench'));
+    relayed.push(await once(relay.urls[0]!, relay.token));
+  }
+  relay.close();
+  return { direct: median(direct), relayed: median(relayed) };
+}
+const relayed = await relayCost(200);
+lines.push(`model request through the relay, median of 200 (ms): direct ${relayed.direct.toFixed(2)}, relayed ${relayed.relayed.toFixed(2)}, the relay's own ${(relayed.relayed - relayed.direct).toFixed(2)}`);
+
 for (const line of lines) console.log(line);
 
 await app.close();

@@ -1,7 +1,5 @@
-import { closeSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type * as acp from '@agentclientprotocol/sdk';
 import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { EventQueue } from './event-queue.ts';
@@ -18,14 +16,16 @@ export type GateAnswer = { approved: boolean; answers?: string } | 'pause';
 
 /** A turn on a harness: how to start it, where, what to prompt, and how its calls are decided. */
 export interface AcpTurnInput extends TellerInput {
-  process: HarnessProcess;
+  /** How to start a process for the turn, when no parked one serves. */
+  start: () => Promise<HarnessProcess>;
   /** The session folder: the harness's working directory. */
   cwd: string;
   /** Where the harness's own session id is kept between turns (in its state folder). */
   stateDir: string;
+  /** The text the session's last turn ended with, which a session loaded from the state folder must have. */
+  lastWords?: string;
   /** The prompt, for a harness session that goes on (false) or one that starts anew (true). */
   prompt: (fresh: boolean) => string;
-  mcpServers: acp.McpServer[];
   gate: (call: Gated) => GateAnswer;
   newInteractionId: () => string;
   signal: AbortSignal;
@@ -58,9 +58,7 @@ const SESSION_FILE = 'acp-session.json';
 export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEvent, AcpTurnEnd> {
   const events = new EventQueue<AgentEvent>();
   const teller = new UpdateTeller(input, (event) => events.push(event));
-  let connection = takeParked(input.stateDir, input.fingerprint);
-  // A parked process has its fds already; the ones made for a new one go unused.
-  if (connection) for (const fd of input.process.fds ?? []) closeSync(fd);
+  let connection = await takeParked(input.stateDir, input.fingerprint);
   let paused = false;
   let sessionId: string | undefined;
   const abort = () => void connection?.end();
@@ -93,14 +91,14 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   let died!: () => void;
   const death = new Promise<{ ok: false; error: undefined }>((resolve) => (died = () => resolve({ ok: false, error: undefined })));
   const work = (async () => {
-    connection ??= await HarnessConnection.start(input.process, input.cwd);
+    connection ??= await HarnessConnection.start(await input.start(), input.cwd);
     if (input.signal.aborted) throw input.signal.reason;
     connection.listener = listener;
     void connection.exited.then(() => {
       events.close();
       died();
     });
-    const opened = await connection.openSession(await harnessSession(input.stateDir), input.cwd, input.mcpServers);
+    const opened = await connection.openSession(await harnessSession(input.stateDir), input.cwd, input.lastWords);
     sessionId = opened.sessionId;
     if (opened.fresh) await saveSession(input.stateDir, sessionId);
     const response = await connection.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: input.prompt(opened.fresh) }] });
@@ -129,7 +127,8 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     input.signal.removeEventListener('abort', abort);
     if (connection) {
       connection.listener = undefined;
-      if (reusable) park(input.stateDir, input.fingerprint, connection, input.parking);
+      // A process with nowhere to park ends here, within its turn: until it has, it holds its seat.
+      if (reusable && input.parking.ttlMs > 0 && input.parking.max > 0) park(input.stateDir, input.fingerprint, connection, input.parking);
       else await connection.retire();
     }
   }

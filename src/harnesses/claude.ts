@@ -13,6 +13,8 @@ export const claude: Harness = {
   kind: 'claude',
   package: '@zed-industries/claude-agent-acp',
   program: { module: '@zed-industries/claude-agent-acp/dist/index.js', native: false },
+  // Claude Code queues its transcript's lines and writes them every 100 ms.
+  writeBehindMs: 150,
   instructionsFile: 'CLAUDE.md',
   skillsDir: '.claude/skills',
   providers: ['anthropic'],
@@ -22,7 +24,7 @@ export const claude: Harness = {
     ANTHROPIC_BASE_URL: endpoint.baseUrl,
     ANTHROPIC_API_KEY: endpoint.apiKey,
     ANTHROPIC_MODEL: endpoint.model,
-    // The commands it runs (Bash, hooks, MCP servers) do not see the key.
+    // The commands it runs (Bash, hooks, MCP servers) do not see its key, the relay token.
     CLAUDE_CODE_SUBPROCESS_ENV_SCRUB: '1',
     // No update checks, telemetry, error reports or other calls home: the model endpoint only.
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',

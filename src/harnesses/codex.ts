@@ -1,7 +1,7 @@
 import type { RunnableTemplate } from '../agent/template.ts';
 import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
 
-/** The variable that carries the model key to Codex: named in its config, set only in its environment. */
+/** The variable that carries Codex's key (its relay token, relay.ts) to it: named in its config, set only in its environment. */
 const KEY_VARIABLE = 'AGENTD_MODEL_API_KEY';
 
 /**
@@ -35,7 +35,7 @@ function config({ endpoint, gateAny }: HarnessSetup): string {
     `approval_policy = ${toml(gateAny ? 'untrusted' : 'never')}`,
     'sandbox_mode = "danger-full-access"',
     'check_for_update_on_startup = false',
-    // The commands it runs never see the key: not in their environment, nor in a saved snapshot of it.
+    // The commands it runs never see the token: not in their environment, nor in a saved snapshot of it.
     '[shell_environment_policy]',
     `exclude = [${toml(KEY_VARIABLE)}]`,
     '[features]',

@@ -10,6 +10,12 @@ export interface HarnessProcess {
   env: Record<string, string>;
   /** Handed to the child from fd 3 on, and closed here once it has them. */
   fds?: number[];
+  /** Its MCP servers, as it reaches them: given to every session it opens. */
+  mcpServers: acp.McpServer[];
+  /** What its start opened that must end with it (its relay). */
+  release?: () => void;
+  /** How long after a session is closed the harness may still be writing it (Claude writes its transcript every 100 ms). */
+  writeBehindMs?: number;
 }
 
 /** Who the connection's requests and updates are for: the turn that runs on it now. */
@@ -28,10 +34,12 @@ export class HarnessConnection {
   listener: ConnectionListener | undefined;
   readonly #connection: acp.ClientConnection;
   #capabilities: acp.AgentCapabilities | undefined;
-  /** While a loaded session replays its history, which no turn tells. */
-  #loading = false;
+  /** While a loaded session replays its history, which no turn tells: the text it replays. */
+  #replay: string[] | undefined;
   /** The harness session this process has open. */
   #open: string | undefined;
+  readonly #mcpServers: acp.McpServer[];
+  readonly #writeBehindMs: number;
   #stderr = '';
 
   private constructor(spec: HarnessProcess, cwd: string) {
@@ -43,13 +51,18 @@ export class HarnessConnection {
       if (this.#stderr.length < 4096) this.#stderr += chunk.toString();
     });
     this.exited = new Promise((resolve) => this.child.once('close', () => resolve()));
+    this.#mcpServers = spec.mcpServers;
+    this.#writeBehindMs = spec.writeBehindMs ?? 0;
+    void this.exited.then(() => spec.release?.());
     const fromChild = (Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(withoutUsageUpdates());
     const stream = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, fromChild);
     this.#connection = acp
       .client({ name: 'agentd' })
       .onRequest('session/request_permission', ({ params }) => this.listener?.permission(params) ?? { outcome: { outcome: 'cancelled' } })
       .onNotification('session/update', ({ params }) => {
-        if (!this.#loading) this.listener?.update(params.update);
+        const update = params.update;
+        if (!this.#replay) this.listener?.update(update);
+        else if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') this.#replay.push(update.content.text);
       })
       .connect(stream);
   }
@@ -83,17 +96,27 @@ export class HarnessConnection {
    * Opens the harness session `saved` names: the one this process still has open (a parked
    * process, for its session's next turn), else loaded from the state folder, else a new one when
    * there is none or the harness lost it (its state cut off mid-write). Says which, for the prompt.
+   *
+   * `lastWords`, the text the session's last turn ended with, must be in what a loaded session
+   * replays. A harness may write its session a moment after its turn (Claude writes its transcript
+   * every 100 ms), so a process elsewhere, parked with the session open, may not have written the
+   * end yet: the load is tried again a little later, and a session still short of it is not used.
    */
-  async openSession(saved: string | undefined, cwd: string, mcpServers: acp.McpServer[]): Promise<{ sessionId: string; fresh: boolean }> {
+  async openSession(saved: string | undefined, cwd: string, lastWords?: string): Promise<{ sessionId: string; fresh: boolean }> {
+    const mcpServers = this.#mcpServers;
     if (saved && saved === this.#open) return { sessionId: saved, fresh: false };
-    if (saved && this.#capabilities?.loadSession) {
-      this.#loading = true;
+    for (let attempt = 0; saved && this.#capabilities?.loadSession && attempt < LOAD_ATTEMPTS; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RELOAD_WAIT_MS));
+      this.#replay = [];
       const loaded = await this.agent.request('session/load', { sessionId: saved, cwd, mcpServers }).then(
         () => true,
         () => false,
       );
-      this.#loading = false;
-      if (loaded) return { sessionId: (this.#open = saved), fresh: false };
+      const replayed = this.#replay.join('');
+      this.#replay = undefined;
+      if (!loaded) break;
+      if (lastWords === undefined || replayed.includes(lastWords.trim())) return { sessionId: (this.#open = saved), fresh: false };
+      await this.agent.request('session/close', { sessionId: saved }).catch(() => undefined);
     }
     const { sessionId } = await this.agent.request('session/new', { cwd, mcpServers });
     return { sessionId: (this.#open = sessionId), fresh: true };
@@ -109,6 +132,7 @@ export class HarnessConnection {
     if (sessionId !== undefined && this.#capabilities?.sessionCapabilities?.close && this.child.exitCode === null && this.child.signalCode === null) {
       const request = this.agent.request('session/close', { sessionId }).catch(() => undefined);
       await Promise.race([request, this.exited, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+      if (this.#writeBehindMs > 0) await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, this.#writeBehindMs).unref())]);
     }
     await this.end();
   }
@@ -124,6 +148,10 @@ export class HarnessConnection {
     await this.exited;
   }
 }
+
+/** How often a loaded session short of its last turn is loaded again, and how long apart. */
+const LOAD_ATTEMPTS = 4;
+const RELOAD_WAIT_MS = 150;
 
 /** How long a harness is given to write its session down before it is ended. */
 const CLOSE_WAIT_MS = 2_000;

@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
 import type * as acp from '@agentclientprotocol/sdk';
 import type { Message } from '../contract/messages.ts';
@@ -10,13 +11,14 @@ import type { ModelEndpoint } from '../agent/model.ts';
 import { gateFor } from '../agent/permissions.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { TurnInput } from '../agent/turn.ts';
-import { harnessInvocation, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
+import { harnessInvocation, sandboxAvailable, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
 import { resolveModule } from './resolve-module.ts';
 import { canonical } from './canonical.ts';
 import { runAcpTurn, type GateAnswer } from './acp-turn.ts';
 import type { Gated } from './update-teller.ts';
 import type { HarnessProcess } from './harness-connection.ts';
-import { gatingOf, type Harness, type HarnessSetup, type StateFile } from './harness.ts';
+import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
+import { HarnessRelay, RELAY_DIR } from './relay.ts';
 import { claude } from './claude.ts';
 import { codex } from './codex.ts';
 import { pi } from './pi.ts';
@@ -32,6 +34,8 @@ const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
 export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId'> {
   /** The template's MCP servers, the request's secrets filled in: the harness connects to them itself. */
   mcps: McpServer[];
+  /** What the session's last finished turn ended with, if text: a harness session loaded for this turn must have it. */
+  lastWords?: string;
   /** The harness's own state for the session (its sessions, settings), outside the session folder. */
   stateDir: string;
   endpoint: ModelEndpoint;
@@ -88,44 +92,79 @@ function promptOf(history: Message[], continues: boolean, fresh: boolean): strin
   return `The conversation so far:\n${transcript}\n\nuser: ${ask}`;
 }
 
-/**
- * How to start the harness for a session: its program under bubblewrap (or, where the operator
- * opted in, on the host), its settings files written into the state folder. Says what it wrote,
- * which is part of how the process was started.
- */
-export async function harnessProcess(harness: Harness, setup: HarnessSetup, unsafeHost: boolean): Promise<{ process: HarnessProcess; settings: StateFile[] }> {
-  const settings = harness.settings(setup);
-  for (const file of settings) {
-    await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
-    await writeFile(path.join(setup.stateDir, file.path), file.content);
-  }
-  return { process: await processFor(harness, setup, unsafeHost), settings };
+/** How the harness's process reaches its model and MCP servers, and what else of the network. */
+export interface HarnessReach {
+  /** The template's HTTP and SSE MCP servers (the request's secrets filled in), and its stdio ones. */
+  mcps: readonly McpServer[];
+  /** `sandbox.permissions.network`: off, the harness reaches nothing but the relay. */
+  network: 'on' | 'off';
+  /** Run it on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
+  unsafeHost: boolean;
 }
 
-async function processFor(harness: Harness, setup: HarnessSetup, unsafeHost: boolean): Promise<HarnessProcess> {
+/**
+ * Starts what a harness process needs and says how to start it: the relay to its model and MCP
+ * servers (relay.ts), its settings files in the state folder (told the relay's URL and token, not
+ * the key), and its program under bubblewrap (or, where the operator opted in, on the host).
+ */
+export async function harnessProcess(harness: Harness, setup: HarnessSetup, reach: HarnessReach): Promise<HarnessProcess> {
   const entry = harnessEntry(harness);
-  const program = harness.program.native ? [entry, ...harness.args(setup)] : [process.execPath, entry, ...harness.args(setup)];
-  const nodeDir = path.dirname(process.execPath);
-  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
-  // Read-only: Node's own folder and the node_modules the harness package lives in.
-  const modules = entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
-  const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: [path.dirname(nodeDir), modules], env });
-  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
-  if (!unsafeHost) {
+  const sandboxed = await sandboxAvailable();
+  if (!sandboxed && !reach.unsafeHost) {
     throw new AppError(
       'harness-unavailable',
       `harness "${harness.kind}" runs under bubblewrap, which this server lacks: install it ("apt-get install bubblewrap"), or set AGENTD_UNSAFE_HOST_BASH=1 to run harnesses unsandboxed`,
     );
   }
+  const remote = reach.mcps.flatMap((m) => (m.connection.type === 'stdio' ? [] : [m.connection]));
+  const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {} }))];
+  // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
+  const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on');
+  try {
+    const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
+    for (const file of harness.settings(relayed)) {
+      await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
+      await writeFile(path.join(setup.stateDir, file.path), file.content);
+    }
+    const command = await commandFor(harness, entry, relayed, relay, reach.network);
+    return { ...command, mcpServers: acpServers(reach.mcps, relay), release: () => relay.close(), ...(harness.writeBehindMs ? { writeBehindMs: harness.writeBehindMs } : {}) };
+  } catch (error) {
+    relay.close();
+    throw error;
+  }
+}
+
+/** The credentials the model's API takes, put on each request by the relay. */
+function modelAuth(endpoint: ModelEndpoint): Record<string, string> {
+  if (!endpoint.apiKey) return {};
+  return endpoint.provider === 'anthropic' ? { 'x-api-key': endpoint.apiKey } : { authorization: `Bearer ${endpoint.apiKey}` };
+}
+
+/** Runs inside the sandbox when the network is off, in front of the harness (relay-launcher.mjs). */
+const LAUNCHER = fileURLToPath(new URL('./relay-launcher.mjs', import.meta.url));
+
+async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, relay: HarnessRelay, network: 'on' | 'off'): Promise<Omit<HarnessProcess, 'mcpServers'>> {
+  const harnessProgram = harness.program.native ? [entry, ...harness.args(setup)] : [process.execPath, entry, ...harness.args(setup)];
+  const nodeDir = path.dirname(process.execPath);
+  const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
+  // Read-only: Node's own folder and the node_modules the harness package lives in.
+  const modules = entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
+  const readOnly = [path.dirname(nodeDir), modules];
+  const socketDir = relay.socketDir;
+  const program = socketDir ? [process.execPath, LAUNCHER, RELAY_DIR, relay.ports.join(','), ...harnessProgram] : harnessProgram;
+  const mounted = socketDir ? [{ from: socketDir, to: RELAY_DIR }] : [];
+  const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: socketDir ? [...readOnly, LAUNCHER] : readOnly, mounted, network, env });
+  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
   return { file: program[0]!, args: program.slice(1), env };
 }
 
-/** MCP servers as ACP's `session/new` names them. */
-function acpServers(servers: readonly McpServer[]): acp.McpServer[] {
+/** MCP servers as ACP's `session/new` names them; an HTTP or SSE one at its relay, with the token in place of its headers. */
+function acpServers(servers: readonly McpServer[], relay: HarnessRelay): acp.McpServer[] {
+  let relayed = 0;
   return servers.map(({ name, connection }) =>
     connection.type === 'stdio'
       ? { name, command: connection.command, args: connection.args ?? [], env: [] }
-      : { type: connection.type, name, url: connection.url, headers: Object.entries(connection.headers ?? {}).map(([header, value]) => ({ name: header, value })) },
+      : { type: connection.type, name, url: relay.urls[++relayed]!, headers: [{ name: 'x-agentd-relay', value: relay.token }] },
   );
 }
 
@@ -141,16 +180,16 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const { process: command, settings } = await harnessProcess(harness, setup, input.unsafeHost);
-  const mcpServers = acpServers(input.mcps);
+  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost };
   const turn = runAcpTurn({
     turnId: input.turnId,
-    process: command,
-    fingerprint: JSON.stringify({ file: command.file, args: command.args, env: command.env, settings, instructions: template.instructions.agents_md, mcpServers }),
+    start: () => harnessProcess(harness, setup, reach),
+    // Everything a start depends on; what differs per start (the relay's port and token) is not.
+    fingerprint: JSON.stringify({ kind: harness.kind, endpoint: input.endpoint, gating: gatingOf(template), instructions: template.instructions.agents_md, reach }),
     cwd: input.workdir,
     stateDir: input.stateDir,
+    ...(decided.length === 0 && input.lastWords ? { lastWords: input.lastWords } : {}),
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
-    mcpServers,
     dialect: harness.dialect,
     gated: setup.gateAny,
     gate: gatekeeper(harness, template, decided),

@@ -3,7 +3,7 @@ import type { ModelEndpoint, Provider } from '../agent/model.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { HarnessDialect } from './update-teller.ts';
 
-/** A file a harness reads its settings from, in the session's state folder (never a key: those go in the environment). */
+/** A file a harness reads its settings from, in the session's state folder (never a credential: its relay token goes in the environment). */
 export interface StateFile {
   path: string;
   content: string;
@@ -27,6 +27,7 @@ export function gatingOf(template: RunnableTemplate): Gating {
 
 /** What a harness start depends on besides its template: the model, and which calls are gated. */
 export interface HarnessSetup extends Gating {
+  /** Its model as the harness reaches it: at its relay (relay.ts), the relay's token as its key. */
   endpoint: ModelEndpoint;
   /** The session folder, its working folder. */
   folder: string;
@@ -43,6 +44,8 @@ export interface Harness {
   package: string;
   /** Its program, resolved from agentd's node_modules (with the other modules it needs); run on agentd's own Node unless native. */
   program: { module: string; native: boolean; requires?: readonly string[] };
+  /** How long after a session is closed it may still be writing it down, so its process is not ended sooner. */
+  writeBehindMs?: number;
   /** Where `instructions.agents_md` goes, in the session folder. */
   instructionsFile: string;
   /** Where it finds a project's skills, in its working folder. */

@@ -19,46 +19,51 @@ interface Parked {
 
 const parked = new Map<string, Parked>();
 
-/** The session's parked process when it was started as `fingerprint` asks; any other is ended. */
-export function takeParked(session: string, fingerprint: string): HarnessConnection | undefined {
+function unpark(session: string): Parked | undefined {
   const found = parked.get(session);
   if (!found) return undefined;
   parked.delete(session);
   clearTimeout(found.timer);
+  return found;
+}
+
+/**
+ * The session's parked process when it was started as `fingerprint` asks. Any other is retired
+ * first, its session closed: it has the session open, which the turn is about to load.
+ */
+export async function takeParked(session: string, fingerprint: string): Promise<HarnessConnection | undefined> {
+  const found = unpark(session);
+  if (!found) return undefined;
   if (found.fingerprint === fingerprint && found.connection.child.exitCode === null && found.connection.child.signalCode === null) return found.connection;
-  void found.connection.retire();
+  await found.connection.retire();
   return undefined;
 }
 
-/** Ends the session's parked process, if it has one: a deleted session's folder is gone from under it. */
-export function drop(session: string): void {
-  takeParked(session, DROP);
+/** Retires the session's parked process, if it has one: its time is up, or another needs its room. */
+function retire(session: string): void {
+  void unpark(session)?.connection.retire();
 }
 
-/** A fingerprint no start has, so taking with it always ends what it finds. */
-const DROP = '';
+/** Ends the session's parked process at once, and waits for it: the session is being deleted from under it. */
+export async function discardParked(session: string): Promise<void> {
+  await unpark(session)?.connection.end();
+}
 
-/** Keeps the process for the session's next turn, for `ttlMs`; with no room (`max` 0, no TTL), ends it. */
+/** Keeps the process for the session's next turn, for `ttlMs` (more than 0, as `max` is). */
 export function park(session: string, fingerprint: string, connection: HarnessConnection, limits: { ttlMs: number; max: number }): void {
-  drop(session);
-  if (limits.max <= 0 || limits.ttlMs <= 0) {
-    void connection.retire();
-    return;
-  }
+  retire(session);
   for (const oldest of parked.keys()) {
     if (parked.size < limits.max) break;
-    drop(oldest);
+    retire(oldest);
   }
-  const timer = setTimeout(() => drop(session), limits.ttlMs);
+  const timer = setTimeout(() => retire(session), limits.ttlMs);
   timer.unref();
   parked.set(session, { connection, fingerprint, timer });
   // A parked process that dies by itself is simply gone.
   void connection.exited.then(() => parked.get(session)?.connection === connection && parked.delete(session));
 }
 
-/** Ends every parked process: the server is stopping. */
+/** Retires every parked process, and waits for them: the server is stopping. */
 export async function endParked(): Promise<void> {
-  const all = [...parked.values()].map((p) => p.connection);
-  for (const session of [...parked.keys()]) drop(session);
-  await Promise.all(all.map((connection) => connection.exited));
+  await Promise.all([...parked.keys()].map((session) => unpark(session)!.connection.retire()));
 }

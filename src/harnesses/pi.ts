@@ -4,7 +4,7 @@ import type { RunnableTemplate } from '../agent/template.ts';
 import type { Harness, HarnessSetup } from './harness.ts';
 import { resolveModule } from './resolve-module.ts';
 
-/** The variable that carries the model key to Pi: its models.json names it, its environment holds it. */
+/** The variable that carries Pi's key (its relay token, relay.ts) to it: its models.json names it, its environment holds it. */
 const KEY_VARIABLE = 'AGENTD_MODEL_API_KEY';
 
 /** Pi's API for each provider agentd knows. */
@@ -16,18 +16,17 @@ const READ_TOOLS = ['read', 'grep', 'find', 'ls'];
 /** Pi's package, by a file it exports: its command line `cli.js` sits beside it. */
 const PI_MODULE = '@earendil-works/pi-coding-agent/rpc-entry';
 
-/** `~/.pi/agent/models.json`: one provider, agentd's, with the template's model; the key by its variable's name. */
+/** `~/.pi/agent/models.json`: one provider, agentd's, with the template's model; its key by its variable's name. */
 function models(endpoint: ModelEndpoint): string {
-  // A provider without a key (a local Ollama) still needs one for Pi to offer the model.
-  const apiKey = endpoint.apiKey ? `$${KEY_VARIABLE}` : 'none';
-  return JSON.stringify({ providers: { agentd: { baseUrl: endpoint.baseUrl, api: PI_API[endpoint.provider], apiKey, models: [{ id: endpoint.model }] } } });
+  const provider = { baseUrl: endpoint.baseUrl, api: PI_API[endpoint.provider], apiKey: `$${KEY_VARIABLE}`, models: [{ id: endpoint.model }] };
+  return JSON.stringify({ providers: { agentd: provider } });
 }
 
 /**
  * Pi has no permission system of its own (reference/acp-harnesses.md §2): this extension gives it
  * one. Before a gated tool runs it asks through the extension UI, which pi-acp turns into an ACP
  * permission request: the tool's name as the title, its input as JSON as the message (what the
- * gate matches a recorded decision on). It also runs `bash` without the model key in the
+ * gate matches a recorded decision on). It also runs `bash` without the relay token in the
  * command's environment.
  */
 function gateExtension({ gateAll, gateAny }: HarnessSetup): string {

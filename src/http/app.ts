@@ -157,7 +157,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A closed app runs no more cases; those in flight go back to pending for the next start.
   app.addHook('onClose', async () => {
     await evaluations.drain();
-    turns.close();
+    await turns.close();
     await spans?.close();
   });
   app.decorateRequest('run', null as never);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
+import type { Message } from '../contract/messages.ts';
 import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
 import { runTurn } from '../agent/turn.ts';
@@ -307,7 +308,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
     const events = harness
-      ? runHarnessTurn(harness, { ...input, ...context, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
+      ? runHarnessTurn(harness, { ...input, ...context, ...(await this.lastWords(projectId, sessionId, turnId)), mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });
@@ -473,6 +474,17 @@ export class TurnService {
     return () => clearInterval(timer);
   }
 
+  /**
+   * The text the session's last finished turn ended with, for a harness turn: the harness session
+   * it loads must have got that far (a process parked elsewhere may still be writing it down).
+   */
+  private async lastWords(projectId: string, sessionId: string, turnId: string): Promise<{ lastWords?: string }> {
+    const turns = await this.deps.store.turns.listForSession(projectId, sessionId, { limit: 3 });
+    const output = turns.find((t) => t.id !== turnId && t.status === 'completed')?.output as { messages?: Message[] } | null | undefined;
+    const last = output?.messages?.at(-1);
+    return last?.role === 'assistant' && last.content.trim() ? { lastWords: last.content } : {};
+  }
+
   /** A seat for one harness process, or a 503 when every one is taken: never unbounded memory. */
   private takeHarnessProcess(): void {
     const max = this.deps.config.harnessMaxProcesses;
@@ -489,12 +501,12 @@ export class TurnService {
     this.pool?.warm();
   }
 
-  /** Turn worker threads end once their turns have; no turn starts after this. */
-  close(): void {
-    void endParked();
+  /** Turn worker threads end once their turns have; no turn starts after this. Parked harness processes write their sessions down and end. */
+  async close(): Promise<void> {
     this.load?.stop();
     this.pool?.close();
     if (this.pool) this.deps.log.info({ turns: this.placement }, 'where turns ran: on the server thread, or on turn threads while it was busy');
+    await endParked();
   }
 
   /**

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeReply, FakeToolCall } from '../../src/testing/fake-model.ts';
+import type { FakeReply, FakeToolCall, RecordedRequest } from '../../src/testing/fake-model.ts';
 import { sessionFolder } from '../../src/sessions/folders.ts';
 import { openStore } from '../../src/store/db.ts';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
@@ -41,6 +41,14 @@ export interface HarnessProfile {
   skillsDir: string;
   /** A provider the harness does not speak, if there is one. */
   foreignProvider?: string;
+}
+
+/**
+ * The harness went on in its own saved session (`session/load`): agentd did not have to retell the
+ * conversation in a new one, which it does only when the harness lost its session.
+ */
+function expectLoaded(requests: readonly RecordedRequest[]): void {
+  expect(JSON.stringify(requests.map((r) => r.messages))).not.toContain('The conversation so far');
 }
 
 /** The conformance tests every harness passes: one turn of today's contract each, through a real harness process. */
@@ -119,6 +127,7 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(body.data.outputs.messages[0]).toMatchObject({ role: 'tool', tool_call_id: callId, is_error: false });
       expect(body.data.outputs.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Done with the file.' });
       expect((await h.store.interactions.get(h.projectId, outputs.pending_interaction.id))?.status).toBe('resolved');
+      expectLoaded(h.model.requests);
     }, 60_000);
 
     it('ask: a denial in band leaves no file, and the turn ends cleanly with the denial in the output', async () => {
@@ -170,13 +179,26 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(JSON.stringify(turns)).not.toContain(profile.key);
     }, 60_000);
 
-    it('runs the agent’s commands without the provider key in their environment', async () => {
+    it('keeps the provider key out of its sandbox: not in any process’s environment there', async () => {
       const session = sid(`${profile.kind}-env`);
-      h.model.script([{ toolCalls: [profile.run('env; echo listed')] }, { text: 'ok' }]);
+      h.model.script([{ toolCalls: [profile.run("env; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; echo listed")] }, { text: 'ok' }]);
       const body = await ask(session, 'allow', 'show your environment');
       expect(body.data.outputs.messages[1]).toMatchObject({ role: 'tool', content: expect.stringContaining('listed') });
       expect(JSON.stringify(body)).toContain('PATH=');
       expect(JSON.stringify(body)).not.toContain(profile.key);
+    }, 60_000);
+
+    it('with the network off (the default) its commands reach nothing, its model only through agentd; on, they reach the host', async () => {
+      const port = new URL(h.model.url).port;
+      const probe = profile.run(`bash -c '(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo port-reached || echo port-blocked'`);
+      const tried = async (network: string) => {
+        h.model.script([{ toolCalls: [probe] }, { text: 'probed' }]);
+        const body = await ask(sid(`${profile.kind}-net`), 'allow', 'probe', { sandbox: { permissions: { network: { mode: network } } } });
+        expect(body.data.outputs.messages.at(-1)).toMatchObject({ content: 'probed' });
+        return JSON.stringify(body.data.outputs.messages[1]);
+      };
+      expect(await tried('off')).toContain('port-blocked');
+      expect(await tried('on')).toContain('port-reached');
     }, 60_000);
 
     it('puts the template’s skills where the harness reads them', async () => {
@@ -249,6 +271,7 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
         expect(await fileOf(session)).toBe('hi there');
         // The harness was told to go on, in the session it saved: the model saw the first prompt too.
         expect(JSON.stringify(other.model.requests[0]!.messages)).toContain('write hello.txt');
+        expectLoaded(other.model.requests);
       } finally {
         await other.close();
       }
@@ -269,7 +292,7 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
           const seen = JSON.stringify(other.model.requests.map((r) => r.messages));
           expect(seen).toContain('remember the word tangerine');
           expect(seen).toContain('first answer');
-          expect(seen).not.toContain('The conversation so far');
+          expectLoaded(other.model.requests);
         } finally {
           await other.close();
         }
@@ -308,6 +331,7 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
           expect(await readFile(path.join(sessionFolder(dataDir, auth.projectId, session), 'hello.txt'), 'utf8')).toBe('hi there');
           // The new process loaded the harness's saved session: the model saw the first prompt.
           expect(JSON.stringify(h.model.requests.map((r) => r.messages))).toContain('write hello.txt');
+          expectLoaded(h.model.requests);
         } finally {
           second.child.kill('SIGTERM');
           await second.exited;
@@ -337,6 +361,18 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       // The old turn's process was killed with it; the new one's ends once it has closed its session.
       expect(pids().filter((pid) => old.includes(pid))).toEqual([]);
       await waitFor(async () => pids().length === 0, 'the new turn’s process to end');
+    }, 60_000);
+
+    it('a turn past AGENTD_TURN_TIMEOUT_MS ends with a 504, and its process with it', async () => {
+      const timed = await startHarness({ env: (url) => ({ ...profile.env(url), AGENTD_TURN_TIMEOUT_MS: '4000', AGENTD_HARNESS_PARK_MS: '0' }) });
+      try {
+        const session = sid(`${profile.kind}-timeout`);
+        timed.model.script(() => ({ text: 'too late', latencyMs: 30_000 }));
+        await expectError(await timed.invoke(invokeBody(user('take forever'), agent(), { session_id: session })), 504, 'turn-timeout', /AGENTD_TURN_TIMEOUT_MS/);
+        await waitFor(async () => spawnSync('pgrep', ['-f', timed.sessionDir(session)], { encoding: 'utf8' }).stdout.trim() === '', 'the timed-out turn’s process to end');
+      } finally {
+        await timed.close();
+      }
     }, 60_000);
 
     it('cannot write outside its session folder, nor read another session’s', async () => {

@@ -93,7 +93,7 @@ function openSeccompProgram(bytes: Buffer): number {
  * follows), and the fds to hand it from fd 3 on. `folder` must be a real path.
  */
 export async function bwrapInvocation(folder: string, network: 'on' | 'off'): Promise<{ args: string[]; fds: number[] }> {
-  return invocation((await sandboxState()) === 'filtered', { network, readOnly: [], writable: [folder], cwd: folder, env: commandEnv(folder) });
+  return invocation((await sandboxState()) === 'filtered', { network, readOnly: [], writable: [{ from: folder, to: folder }], cwd: folder, env: commandEnv(folder) });
 }
 
 /** What a coding-agent harness process may see besides the system: read-only and writable places. */
@@ -104,28 +104,36 @@ export interface HarnessMounts {
   stateDir: string;
   /** Its program: Node and the package folders it runs from. */
   readOnly: string[];
+  /** Host folders mounted writable elsewhere inside (the model relay's sockets). */
+  mounted?: Array<{ from: string; to: string }>;
+  network: 'on' | 'off';
   env: Record<string, string>;
 }
 
 /**
  * How to start a harness under bubblewrap: the system read-only, its program read-only, the session
- * folder and its state folder writable, a private /tmp, the same seccomp filter as bash. The
- * network is shared: the harness calls its model endpoint itself. Undefined without bubblewrap.
+ * folder and its state folder writable, a private /tmp, the same seccomp filter as bash, the
+ * network only when the template turns it on (relay.ts is its way to its model either way).
+ * Undefined without bubblewrap.
  */
 export async function harnessInvocation(mounts: HarnessMounts): Promise<{ args: string[]; fds: number[] } | undefined> {
   const state = await sandboxState();
   if (state === 'missing') return undefined;
-  return invocation(state === 'filtered', { network: 'on', readOnly: mounts.readOnly, writable: [mounts.folder, mounts.stateDir], cwd: mounts.folder, env: mounts.env });
+  const writable = [mounts.folder, mounts.stateDir].map((dir) => ({ from: dir, to: dir }));
+  return invocation(state === 'filtered', { network: mounts.network, readOnly: mounts.readOnly, writable: [...writable, ...(mounts.mounted ?? [])], cwd: mounts.folder, env: mounts.env });
 }
 
 /** bwrap's arguments up to and including "--" (the program follows), and the fds it is handed from fd 3 on. */
-function invocation(filtered: boolean, place: { network: 'on' | 'off'; readOnly: string[]; writable: string[]; cwd: string; env: Record<string, string> }): { args: string[]; fds: number[] } {
+function invocation(
+  filtered: boolean,
+  place: { network: 'on' | 'off'; readOnly: string[]; writable: Array<{ from: string; to: string }>; cwd: string; env: Record<string, string> },
+): { args: string[]; fds: number[] } {
   const seccomp = filtered ? program : undefined;
   const args = [
     ...baseArgs(place.network),
     ...place.readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
     // After --tmpfs /tmp, so a folder under /tmp is mounted on top of the private /tmp.
-    ...place.writable.flatMap((dir) => ['--bind', dir, dir]),
+    ...place.writable.flatMap(({ from, to }) => ['--bind', from, to]),
     '--chdir', place.cwd,
     '--clearenv',
     ...Object.entries(place.env).flatMap(([name, value]) => ['--setenv', name, value]),

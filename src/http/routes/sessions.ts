@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
-import { drop as dropParked } from '../../harnesses/parked.ts';
+import { discardParked } from '../../harnesses/parked.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
 import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
 import { toSessionView } from '../../sessions/view.ts';
@@ -61,7 +61,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       await deletingFolder(folder, async () => {
         const state = harnessStateFolder(config.dataDir, projectId, sessionId);
         // A harness process kept for the session's next turn sees the folders it was started on.
-        dropParked(state);
+        await discardParked(state);
         await rm(folder, { recursive: true, force: true });
         await rm(state, { recursive: true, force: true });
         // Removes the lease taken above along with the records.

@@ -1,0 +1,136 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+
+/** A server the harness reaches only through agentd: its model endpoint, an MCP server. */
+export interface Upstream {
+  url: string;
+  /** Sent upstream on every request, in place of what the harness sent: the key, the MCP server's headers. */
+  headers: Record<string, string>;
+}
+
+/** Where, inside the sandbox, the relay's sockets are and the ports the launcher listens on. */
+export const RELAY_DIR = '/tmp/.agentd-relay';
+const FIRST_PORT = 41_000;
+
+/** The headers a harness may carry the relay's token in: its API key, or the one agentd sets for an MCP server. */
+const TOKEN_HEADERS = ['x-agentd-relay', 'authorization', 'x-api-key', 'api-key'];
+/** Not passed on: hop-by-hop, and the token. */
+const DROPPED = new Set([...TOKEN_HEADERS, 'host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * The harness's only way out when its network is off, and its only way to a key in every case.
+ * For each upstream agentd serves a relay that checks the process's token, puts the real
+ * credentials on the request and passes it on, streaming both ways. The harness is told the
+ * relay's URL and the token as its key: the keys and the MCP servers' secrets never enter the
+ * sandbox, and a token is worth nothing once its process has ended.
+ *
+ * With the network off, each relay listens on a Unix socket in a folder the sandbox mounts, and
+ * a launcher inside (relay-launcher.mjs) listens on the sandbox's own loopback and forwards to it.
+ * With the network on, each listens on the host's loopback (the sandbox shares the network).
+ */
+export class HarnessRelay {
+  /** What the harness presents as its key, and the relay checks. */
+  readonly token: string;
+  /** The URLs the harness is told, one per upstream, each with the upstream's path. */
+  readonly urls: string[];
+  /** The host folder of the sockets (network off), mounted at RELAY_DIR. */
+  readonly socketDir: string | undefined;
+  /** The loopback ports the launcher listens on inside the sandbox (network off). */
+  readonly ports: number[];
+  readonly #servers: http.Server[];
+
+  private constructor(token: string, servers: http.Server[], urls: string[], socketDir: string | undefined, ports: number[]) {
+    this.token = token;
+    this.#servers = servers;
+    this.urls = urls;
+    this.socketDir = socketDir;
+    this.ports = ports;
+  }
+
+  static async open(upstreams: readonly Upstream[], network: 'on' | 'off'): Promise<HarnessRelay> {
+    const token = randomBytes(24).toString('base64url');
+    const socketDir = network === 'off' ? mkdtempSync(path.join(os.tmpdir(), 'agentd-relay-')) : undefined;
+    const servers: http.Server[] = [];
+    const urls: string[] = [];
+    const ports: number[] = [];
+    try {
+      for (const [i, upstream] of upstreams.entries()) {
+        const server = http.createServer((req, res) => void relay(upstream, token, req, res));
+        servers.push(server);
+        const target = new URL(upstream.url);
+        const suffix = `${target.pathname.replace(/\/+$/, '')}${target.search}`;
+        if (socketDir) {
+          await listen(server, path.join(socketDir, `${i}.sock`));
+          ports.push(FIRST_PORT + i);
+          urls.push(`http://127.0.0.1:${FIRST_PORT + i}${suffix}`);
+        } else {
+          await listen(server, { host: '127.0.0.1', port: 0 });
+          urls.push(`http://127.0.0.1:${(server.address() as AddressInfo).port}${suffix}`);
+        }
+      }
+    } catch (error) {
+      for (const server of servers) server.close();
+      if (socketDir) rmSync(socketDir, { recursive: true, force: true });
+      throw error;
+    }
+    return new HarnessRelay(token, servers, urls, socketDir, ports);
+  }
+
+  /** Stops relaying: the process it served has ended. */
+  close(): void {
+    for (const server of this.#servers) {
+      server.close();
+      server.closeAllConnections();
+    }
+    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
+  }
+}
+
+function listen(server: http.Server, where: string | { host: string; port: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(where, () => resolve());
+  });
+}
+
+function carriesToken(req: http.IncomingMessage, token: string): boolean {
+  const expected = Buffer.from(token);
+  return TOKEN_HEADERS.some((name) => {
+    const value = req.headers[name];
+    if (typeof value !== 'string') return false;
+    const given = Buffer.from(value.replace(/^Bearer\s+/i, ''));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+/** One request, passed on to the upstream with its credentials, the answer streamed back as it comes. */
+async function relay(upstream: Upstream, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  if (!carriesToken(req, token)) {
+    res.writeHead(403, { 'content-type': 'text/plain' }).end('agentd relay: this request does not carry its harness process token\n');
+    return;
+  }
+  const target = new URL(req.url ?? '/', new URL(upstream.url).origin);
+  const headers: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(req.headers)) if (!DROPPED.has(name)) headers[name] = value;
+  Object.assign(headers, upstream.headers);
+  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
+  request.once('response', (answer) => {
+    const back: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(answer.headers)) if (!DROPPED.has(name)) back[name] = value;
+    res.writeHead(answer.statusCode ?? 502, back);
+    res.flushHeaders();
+    void pipeline(answer, res).catch(() => res.destroy());
+  });
+  request.once('error', (error) => {
+    if (res.headersSent) res.destroy();
+    else res.writeHead(502, { 'content-type': 'text/plain' }).end(`agentd relay: ${target.origin} cannot be reached (${error.message})\n`);
+  });
+  res.once('close', () => request.destroy());
+  await pipeline(req, request).catch(() => request.destroy());
+}

@@ -1,0 +1,68 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HarnessRelay } from '../../src/harnesses/relay.ts';
+
+/** The relay between a harness and its model or MCP servers (relay.ts), against a real upstream. */
+
+let upstream: http.Server;
+let url: string;
+const seen: http.IncomingHttpHeaders[] = [];
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    // Streamed in two pieces, the second after a pause: the relay must not wait for the end.
+    res.write(`data: ${req.method} ${req.url}\n\n`);
+    setTimeout(() => res.end('data: done\n\n'), 50);
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+});
+afterAll(() => upstream.close());
+
+describe('HarnessRelay', () => {
+  it('passes a request with the process token on with the real credentials, streaming the answer', async () => {
+    const relay = await HarnessRelay.open([{ url, headers: { authorization: 'Bearer sk-real-key' } }], 'on');
+    try {
+      expect(relay.urls[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      const res = await fetch(`${relay.urls[0]}/responses?x=1`, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: POST /v1/responses?x=1\n\n');
+      let rest = '';
+      for (let part = await reader.read(); !part.done; part = await reader.read()) rest += new TextDecoder().decode(part.value);
+      expect(rest).toBe('data: done\n\n');
+      expect(seen.at(-1)!.authorization).toBe('Bearer sk-real-key');
+      expect(JSON.stringify(seen.at(-1))).not.toContain(relay.token);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('refuses a request without the token, and one with another process’s', async () => {
+    const relay = await HarnessRelay.open([{ url, headers: {} }], 'on');
+    const other = await HarnessRelay.open([{ url, headers: {} }], 'on');
+    try {
+      const before = seen.length;
+      expect((await fetch(`${relay.urls[0]}/models`)).status).toBe(403);
+      expect((await fetch(`${relay.urls[0]}/models`, { headers: { 'x-api-key': other.token } })).status).toBe(403);
+      expect(seen.length).toBe(before);
+      expect((await fetch(`${relay.urls[0]}/models`, { headers: { 'x-agentd-relay': relay.token } })).status).toBe(200);
+    } finally {
+      relay.close();
+      other.close();
+    }
+  });
+
+  it('answers 502 naming the upstream it cannot reach', async () => {
+    const relay = await HarnessRelay.open([{ url: 'http://127.0.0.1:9/v1', headers: {} }], 'on');
+    try {
+      const res = await fetch(`${relay.urls[0]}/responses`, { headers: { 'x-api-key': relay.token } });
+      expect(res.status).toBe(502);
+      expect(await res.text()).toContain('127.0.0.1:9');
+    } finally {
+      relay.close();
+    }
+  });
+});
