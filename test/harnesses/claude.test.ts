@@ -17,6 +17,7 @@ const profile: HarnessProfile = {
   key: KEY,
   write: (folder, file, content) => ({ name: 'Write', input: { file_path: path.join(folder, file), content } }),
   writeTool: 'Write',
+  writeEntry: 'write',
   writeInput: (content) => ({ content }),
   read: (file) => ({ name: 'Read', input: { file_path: file } }),
   run: (command) => ({ name: 'Bash', input: { command } }),
@@ -35,6 +36,13 @@ const agent = (mode = 'allow') => ({
 });
 
 harnessSuite(profile, (harness: () => Harness) => {
+  it('reports the turn’s token usage, as Claude reports it', async () => {
+    const h = harness();
+    h.model.script({ text: 'counted', usage: { input: 100, output: 20 } });
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], agent())));
+    expect(body.data.outputs.usage).toMatchObject({ input: 100, output: 20, total: 120 });
+  }, 60_000);
+
   it('an unknown kind is a 400 that lists the known ones', async () => {
     await expectError(await harness().invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude, codex, pi/);
   });

@@ -19,6 +19,7 @@ harnessSuite(
     key: KEY,
     write: (folder, file, content) => ({ name: 'exec_command', input: { cmd: `printf %s ${quote(content)} > ${quote(path.join(folder, file))}` } }),
     writeTool: 'exec_command',
+    writeEntry: 'bash',
     writeInput: (content) => ({ command: expect.arrayContaining([expect.stringContaining(content)]) }),
     read: (file) => ({ name: 'exec_command', input: { cmd: `cat ${quote(file)}` } }),
     run: (cmd) => ({ name: 'exec_command', input: { cmd } }),

@@ -18,6 +18,7 @@ harnessSuite(
     key: KEY,
     write: (folder, file, content) => ({ name: 'write', input: { path: path.join(folder, file), content } }),
     writeTool: 'write',
+    writeEntry: 'write',
     writeInput: (content) => ({ content }),
     read: (file) => ({ name: 'read', input: { path: file } }),
     readTool: 'read',

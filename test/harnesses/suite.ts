@@ -29,6 +29,8 @@ export interface HarnessProfile {
   /** The call that writes `content` to `file` in `folder`, and the harness's name for its tool. */
   write(folder: string, file: string, content: string): FakeToolCall;
   writeTool: string;
+  /** agentd's built-in tool name whose `permission` reaches that tool. */
+  writeEntry: string;
   /** What the pending approval of that call shows of its input. */
   writeInput(content: string): Record<string, unknown>;
   read(file: string): FakeToolCall;
@@ -164,6 +166,15 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(refused.data.outputs.stop_reason).toBe('end_turn');
       expect(refused.data.outputs.messages[1]).toMatchObject({ role: 'tool', is_error: true });
       expect(existsSync(path.join(h.sessionDir(denied), 'hello.txt'))).toBe(false);
+    }, 60_000);
+
+    it('a tool entry’s own permission reaches the harness’s tool of that name: it asks under allow', async () => {
+      const session = sid(`${profile.kind}-entry`);
+      h.model.script([write(session), { text: 'Wrote it.' }]);
+      const tools = [{ type: 'builtin', name: profile.writeEntry, permission: 'ask' }];
+      const body = await ask(session, 'allow', 'write hello.txt', { tools });
+      expect(body.data.outputs).toMatchObject({ stop_reason: 'paused', pending_interaction: { tool: profile.writeTool } });
+      expect(existsSync(path.join(h.sessionDir(session), 'hello.txt'))).toBe(false);
     }, 60_000);
 
     it('keeps no provider key in any file of the data folder (session, harness state, SQLite) nor in the stored turns', async () => {
