@@ -1,21 +1,21 @@
-import http from 'node:http';
-import https from 'node:https';
 import { Readable, type Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import { Agent, request } from 'undici';
 
 /**
- * `fetch` for the common case, over `node:http` with kept-alive connections: a request with a text
- * or byte body to an http(s) URL. Node's own `fetch` (undici) spent 0.2–0.3 ms more CPU per call,
- * which on a busy two-core machine is a tenth of a turn (BENCHMARKS.md, "Model calls and the CLI
- * over node:http"). Anything else — a `Request` object, a stream or form body, a redirect to
- * follow — goes to the global `fetch`, so callers keep its contract.
- * So does everything when the operator routes outbound traffic through a proxy with Node's
- * NODE_USE_ENV_PROXY, which the global `fetch` honours.
+ * `fetch` for the common case, over undici's `request` with kept-alive connections: a request with
+ * a text or byte body to an http(s) URL. Node's own `fetch` spends 0.1–0.15 ms more CPU per call,
+ * and the `node:http` client this replaced about 0.05 ms more (BENCHMARKS.md, "The HTTP client
+ * under every model call", `npm run bench:http-client`). Anything else — a `Request` object, a
+ * stream or form body, a redirect to follow — goes to the global `fetch`, so callers keep its
+ * contract. So does everything when the operator routes outbound traffic through a proxy with
+ * Node's NODE_USE_ENV_PROXY, which the global `fetch` honours.
  */
 
 type Fetch = typeof globalThis.fetch;
 
-const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+const dispatcher = new Agent();
+const PROTOCOLS = new Set(['http:', 'https:']);
 const NO_BODY_STATUS = new Set([101, 204, 205, 304]);
 const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
 
@@ -54,9 +54,12 @@ function requestHeaders(init: RequestInit, body: string | Uint8Array | undefined
   return headers;
 }
 
-function responseHeaders(raw: string[]): Headers {
+function responseHeaders(raw: Record<string, string | string[] | undefined>): Headers {
   const headers = new Headers();
-  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  for (const [name, value] of Object.entries(raw)) {
+    if (Array.isArray(value)) for (const one of value) headers.append(name, one);
+    else if (value !== undefined) headers.append(name, value);
+  }
   return headers;
 }
 
@@ -66,54 +69,37 @@ function failure(error: unknown, signal: AbortSignal | null | undefined): unknow
   return new TypeError('fetch failed', { cause: error });
 }
 
-export const keepAliveFetch: Fetch = (input, init = {}) => {
+export const keepAliveFetch: Fetch = async (input, init = {}) => {
   const url = typeof input === 'string' ? URL.parse(input) : input instanceof URL ? input : null;
   const body = init.body ?? undefined;
   const plainBody = body === undefined || typeof body === 'string' || body instanceof Uint8Array;
-  if (!url || !(url.protocol in agents) || !plainBody || init.redirect === 'error' || process.env.NODE_USE_ENV_PROXY) return fetch(input, init);
-  const signal = init.signal;
-  if (signal?.aborted) return Promise.reject(signal.reason);
+  if (!url || !PROTOCOLS.has(url.protocol) || !plainBody || init.redirect === 'error' || process.env.NODE_USE_ENV_PROXY) return fetch(input, init);
+  const signal = init.signal ?? undefined;
+  if (signal?.aborted) throw signal.reason;
 
-  return new Promise<Response>((resolve, reject) => {
-    const transport = url.protocol === 'https:' ? https : http;
-    const req = transport.request(url, {
-      method: init.method ?? 'GET',
-      headers: requestHeaders(init, body),
-      agent: agents[url.protocol as keyof typeof agents],
-    });
-    let response: http.IncomingMessage | undefined;
-    const onAbort = () => (response ?? req).destroy(signal!.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const settled = () => signal?.removeEventListener('abort', onAbort);
-    req.on('error', (error) => {
-      settled();
-      reject(failure(error, signal));
-    });
-    req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
-      // Only the redirect itself was answered: fetch sends the request again and follows it.
-      if (REDIRECT_STATUS.has(status) && res.headers.location && init.redirect !== 'manual') {
-        res.resume();
-        settled();
-        resolve(fetch(input, init));
-        return;
-      }
-      // From here the body stream carries the failure (an abort included), as with fetch.
-      response = res;
-      res.once('close', settled);
-      const empty = NO_BODY_STATUS.has(status) || init.method === 'HEAD';
-      const decoder = empty ? null : decoderFor(res.headers['content-encoding']);
-      const source: Readable = decoder ? res.pipe(decoder) : res;
-      if (decoder) res.once('error', (error) => decoder.destroy(error));
-      if (empty) res.resume();
-      resolve(
-        new Response(empty ? null : (Readable.toWeb(source) as ReadableStream<Uint8Array>), {
-          status,
-          statusText: res.statusMessage ?? '',
-          headers: responseHeaders(res.rawHeaders),
-        }),
-      );
-    });
-    req.end(body);
-  });
+  let res: Awaited<ReturnType<typeof request>>;
+  try {
+    res = await request(url, { method: (init.method ?? 'GET') as 'GET', headers: requestHeaders(init, body), body, dispatcher, ...(signal ? { signal } : {}) });
+  } catch (error) {
+    throw failure(error, signal);
+  }
+  const status = res.statusCode;
+  // Only the redirect itself was answered: fetch sends the request again and follows it.
+  if (REDIRECT_STATUS.has(status) && res.headers.location && init.redirect !== 'manual') {
+    res.body.resume();
+    return fetch(input, init);
+  }
+  // From here the body stream carries the failure (an abort included), as with fetch.
+  const empty = NO_BODY_STATUS.has(status) || init.method === 'HEAD';
+  if (empty) res.body.resume();
+  const encoding = res.headers['content-encoding'];
+  const decoder = empty ? null : decoderFor(Array.isArray(encoding) ? encoding.join(',') : encoding);
+  const source: Readable = decoder ? res.body.pipe(decoder) : res.body;
+  if (decoder) res.body.once('error', (error) => decoder.destroy(error));
+  if (signal && !empty) {
+    const onAbort = () => source.destroy(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    source.once('close', () => signal.removeEventListener('abort', onAbort));
+  }
+  return new Response(empty ? null : (Readable.toWeb(source) as ReadableStream<Uint8Array>), { status, headers: responseHeaders(res.headers) });
 };
