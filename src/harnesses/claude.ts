@@ -32,7 +32,6 @@ export const claude: Harness = {
     DISABLE_TELEMETRY: '1',
     DISABLE_ERROR_REPORTING: '1',
   }),
-  args: () => [],
   settings: ({ gateAll }) => [{ path: '.claude/settings.json', content: JSON.stringify({ permissions: { ask: gateAll ? READ_TOOLS : [] } }) }],
   dialect: {
     toolName: (update) => {

@@ -78,7 +78,6 @@ export const codex: Harness = {
     ...(template.mcps.length && gatingOf(template).gateAny ? ['mcps with a permission mode other than "allow" (Codex runs MCP tools without asking)'] : []),
   ],
   env: ({ endpoint, stateDir }) => ({ CODEX_HOME: stateDir, [KEY_VARIABLE]: endpoint.apiKey }),
-  args: () => [],
   settings: (setup) => [
     { path: 'config.toml', content: config(setup) },
     { path: 'rules/agentd.rules', content: setup.gateAll ? `prefix_rule(pattern=[${JSON.stringify(SAFE_COMMANDS)}], decision="prompt")\n` : '' },

@@ -44,7 +44,6 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   parking: { ttlMs: number; max: number };
 }
 
-
 /** The harness's program, or a 424 saying how to install it. */
 export function harnessEntry(harness: Harness): string {
   try {
@@ -144,7 +143,7 @@ function modelAuth(endpoint: ModelEndpoint): Record<string, string> {
 const LAUNCHER = fileURLToPath(new URL('./relay-launcher.mjs', import.meta.url));
 
 async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, relay: HarnessRelay, network: 'on' | 'off'): Promise<Omit<HarnessProcess, 'mcpServers'>> {
-  const harnessProgram = harness.program.native ? [entry, ...harness.args(setup)] : [process.execPath, entry, ...harness.args(setup)];
+  const harnessProgram = harness.program.native ? [entry] : [process.execPath, entry];
   const nodeDir = path.dirname(process.execPath);
   const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
   // Read-only: Node's own folder and the node_modules the harness package lives in.

@@ -57,7 +57,6 @@ export interface Harness {
   /** Template keys it has no place for, beyond what no harness takes. */
   refuses?(template: RunnableTemplate): string[];
   env(setup: HarnessSetup): Record<string, string>;
-  args(setup: HarnessSetup): string[];
   /** Its settings files, rewritten before every start. */
   settings(setup: HarnessSetup): StateFile[];
   dialect: HarnessDialect;

@@ -79,7 +79,6 @@ export const pi: Harness = {
     PI_SKIP_VERSION_CHECK: '1',
     npm_config_offline: 'true',
   }),
-  args: () => [],
   settings: (setup) => [
     { path: '.pi/agent/models.json', content: models(setup.endpoint) },
     {

@@ -38,6 +38,8 @@ export interface TellerInput {
   /** Whether any call may be asked about (the mode is not `allow`, or a tool entry asks or denies). */
   gated: boolean;
 }
+
+/** A tool call as ACP's `tool_call`, its updates and a permission request tell it. */
 export type ToolCallShape = { toolCallId: string; title?: string | null; kind?: string | null; rawInput?: unknown; _meta?: Record<string, unknown> | null };
 
 /** A tool call of the turn; `id` is the one the output tells it under. */
