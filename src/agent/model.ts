@@ -72,7 +72,7 @@ export function resolveModel(
       return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
       const endpoint = compatibleEndpoint(llm, config);
-      return compatibleModel(llm.connection.slug!, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
+      return compatibleModel(endpoint.slug, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
     }
     default:
       throw new AppError('invalid-request', `unknown provider "${llm.provider}" at ${WHERE}.provider; known: ${PROVIDERS.join(', ')}`);
@@ -80,10 +80,10 @@ export function resolveModel(
 }
 
 /** The AGENTD_OPENAI_COMPATIBLE endpoint the template's connection slug names. */
-function compatibleEndpoint(llm: EffectiveTemplate['llm'], config: Pick<Config, 'openaiCompatible'>): Config['openaiCompatible'][string] {
+function compatibleEndpoint(llm: EffectiveTemplate['llm'], config: Pick<Config, 'openaiCompatible'>): Config['openaiCompatible'][string] & { slug: string } {
   const slug = llm.connection.slug;
   const endpoint = slug ? own(config.openaiCompatible, slug) : undefined;
-  if (slug && endpoint) return endpoint;
+  if (slug && endpoint) return { ...endpoint, slug };
   const known = Object.keys(config.openaiCompatible);
   throw new AppError(
     'invalid-request',

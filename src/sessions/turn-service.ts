@@ -234,6 +234,7 @@ export class TurnService {
     const outOfBand = plan.outOfBand ?? new Set<string>();
     // A coding-agent harness and its model endpoint are settled here too, before any answer is claimed.
     const { connection, template, model, harness, endpoint } = await this.modelFor(projectId, plan.template, secrets);
+    const lastWords = harness ? await this.lastWords(projectId, sessionId) : {};
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
     if (harness) harnessEntry(harness);
@@ -308,7 +309,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
     const events = harness
-      ? runHarnessTurn(harness, { ...input, ...context, ...(await this.lastWords(projectId, sessionId, turnId)), mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
+      ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });
@@ -478,9 +479,9 @@ export class TurnService {
    * The text the session's last finished turn ended with, for a harness turn: the harness session
    * it loads must have got that far (a process parked elsewhere may still be writing it down).
    */
-  private async lastWords(projectId: string, sessionId: string, turnId: string): Promise<{ lastWords?: string }> {
+  private async lastWords(projectId: string, sessionId: string): Promise<{ lastWords?: string }> {
     const turns = await this.deps.store.turns.listForSession(projectId, sessionId, { limit: 3 });
-    const output = turns.find((t) => t.id !== turnId && t.status === 'completed')?.output as { messages?: Message[] } | null | undefined;
+    const output = turns.find((t) => t.status === 'completed')?.output as { messages?: Message[] } | null | undefined;
     const last = output?.messages?.at(-1);
     return last?.role === 'assistant' && last.content.trim() ? { lastWords: last.content } : {};
   }

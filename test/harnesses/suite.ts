@@ -319,12 +319,18 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       const writeIn = (projectId: string): FakeReply => ({ toolCalls: [profile.write(sessionFolder(dataDir, projectId, session), 'hello.txt', 'hi there')] });
       try {
         const first = await startServe(env);
-        const auth = firstStartCredentials(first.output());
-        h.model.script([writeIn(auth.projectId), { text: 'never reached' }]);
-        const paused = await (await postJson(first.url, '/services/agent/v0/invoke', auth, invokeBody(user('write hello.txt'), agent('ask'), { session_id: session }))).json();
-        expect(paused.data.outputs.stop_reason).toBe('paused');
-        first.child.kill('SIGKILL');
-        await first.exited;
+        let auth: ReturnType<typeof firstStartCredentials>;
+        let paused;
+        try {
+          auth = firstStartCredentials(first.output());
+          h.model.script([writeIn(auth.projectId), { text: 'never reached' }]);
+          paused = await (await postJson(first.url, '/services/agent/v0/invoke', auth, invokeBody(user('write hello.txt'), agent('ask'), { session_id: session }))).json();
+          expect(paused.data.outputs.stop_reason).toBe('paused');
+        } finally {
+          // Killed whatever happened above: a failed assertion must not leave a server running.
+          first.child.kill('SIGKILL');
+          await first.exited;
+        }
         h.model.reset();
         h.model.script([writeIn(auth.projectId), { text: 'continued after restart' }]);
         const second = await startServe(env);
