@@ -1,4 +1,4 @@
-import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from 'ai';
+import type { LanguageModelV4Message, LanguageModelV4ToolResultOutput } from '@ai-sdk/provider';
 import type { Message } from '../contract/messages.ts';
 import { messagePath } from '../contract/message-sources.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';
@@ -46,38 +46,41 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
 }
 
 /**
- * A call's result as the model reads it. A call the user denied is told as the SDK's own
- * `execution-denied`, as it was right after the decision: providers render that as the reason
- * alone, and the re-sent conversation must read the same as the one the model already answered.
+ * A call's result as the model reads it. A call the user denied is told as `execution-denied`, as
+ * it was right after the decision: providers render that as the reason alone, and the re-sent
+ * conversation must read the same as the one the model already answered.
  */
-function resultOutput(call: HistoryCall, result: NonNullable<HistoryCall['result']>): ToolResultPart['output'] {
+function resultOutput(call: HistoryCall, result: NonNullable<HistoryCall['result']>): LanguageModelV4ToolResultOutput {
   if (call.approval?.approved === false) return { type: 'execution-denied', ...(call.approval.reason ? { reason: call.approval.reason } : {}) };
   return result.isError ? { type: 'error-text', value: result.content } : { type: 'text', value: result.content };
 }
 
+type AssistantPart = Extract<LanguageModelV4Message, { role: 'assistant' }>['content'][number];
+type ToolPart = Extract<LanguageModelV4Message, { role: 'tool' }>['content'][number];
+
 /**
- * Converts a validated native history to AI SDK model messages. A call whose approval carries a
- * decision becomes the SDK's own approval request/response pair, so `streamText` runs or refuses
- * the tool exactly as its approval protocol defines. Calls that were abandoned (no result, and the
- * user spoke after them) are dropped: the provider would reject a call with no result.
+ * Converts a validated native history to the provider's prompt. A call with the caller's decision
+ * and no result yet is in `decided`: the turn settles it (runs or refuses it) before its first
+ * step and adds the outcome to the prompt. Calls that were abandoned (no result, and the user
+ * spoke after them) are dropped: the provider would reject a call with no result.
  */
-export function toModelMessages(messages: Message[], calls: HistoryCall[]): { system: string[]; messages: ModelMessage[] } {
+export function toPrompt(messages: Message[], calls: HistoryCall[]): { system: string[]; prompt: LanguageModelV4Message[]; decided: HistoryCall[] } {
   const callAt = new Map(calls.map((c) => [c.index, c]));
   const resultAt = new Map(calls.flatMap((c) => (c.result ? [[c.result.index, c] as const] : [])));
   const system: string[] = [];
-  const out: ModelMessage[] = [];
-  let assistant: Exclude<AssistantContent, string> | undefined;
-  let tool: ToolContent | undefined;
-  // A call after a result starts the model's next step; approval responses (which have no message
-  // of their own) belong to the step of their call and never split it.
+  const prompt: LanguageModelV4Message[] = [];
+  const decided: HistoryCall[] = [];
+  let assistant: AssistantPart[] | undefined;
+  let tool: ToolPart[] | undefined;
+  // A call after a result starts the model's next step.
   let sawResult = false;
-  // The SDK runs decisions only from the end of the conversation; one the user spoke after came too
-  // late (its interaction is cancelled with the pause), so its call is abandoned like any other.
+  // Decisions count only at the end of the conversation; one the user spoke after came too late
+  // (its interaction is cancelled with the pause), so its call is abandoned like any other.
   const lastUser = messages.findLastIndex((m) => m.role === 'user');
 
   const flush = () => {
-    if (assistant?.length) out.push({ role: 'assistant', content: assistant });
-    if (tool?.length) out.push({ role: 'tool', content: tool });
+    if (assistant?.length) prompt.push({ role: 'assistant', content: assistant });
+    if (tool?.length) prompt.push({ role: 'tool', content: tool });
     assistant = undefined;
     tool = undefined;
     sawResult = false;
@@ -86,21 +89,12 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
   messages.forEach((m, index) => {
     const call = callAt.get(index);
     if (call) {
-      const decided = call.approval?.approved !== undefined;
-      if (!call.result && (!decided || index < lastUser)) return;
+      const isDecided = call.approval?.approved !== undefined;
+      if (!call.result && (!isDecided || index < lastUser)) return;
       if (sawResult) flush();
       assistant ??= [];
       assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
-      if (!call.result && call.approval) {
-        assistant.push({ type: 'tool-approval-request', approvalId: call.approval.id, toolCallId: call.toolCallId });
-        tool ??= [];
-        tool.push({
-          type: 'tool-approval-response',
-          approvalId: call.approval.id,
-          approved: call.approval.approved!,
-          ...(call.approval.reason ? { reason: call.approval.reason } : {}),
-        });
-      }
+      if (!call.result) decided.push(call);
       return;
     }
     const answered = resultAt.get(index);
@@ -116,7 +110,7 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
         return;
       case 'user':
         flush();
-        out.push({ role: 'user', content: m.content });
+        prompt.push({ role: 'user', content: [{ type: 'text', text: m.content }] });
         return;
       case 'assistant':
         if (tool?.length) flush();
@@ -130,5 +124,5 @@ export function toModelMessages(messages: Message[], calls: HistoryCall[]): { sy
     }
   });
   flush();
-  return { system, messages: out };
+  return { system, prompt, decided };
 }

@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
-import { APICallError, type LanguageModel } from 'ai';
+import { APICallError } from 'ai';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
@@ -56,7 +56,7 @@ export function resolveModel(
   config: Pick<Config, 'env' | 'openaiCompatible'>,
   secrets: Record<string, string>,
   connection?: ProjectConnection,
-): LanguageModel {
+): LanguageModelV4 {
   const env = config.env;
   if (connection) return connectionModel(connection, settleLlm(llm, connection).model, env);
   if (llm.connection.mode === 'project' || llm.provider === undefined || llm.model === undefined) {
@@ -140,7 +140,7 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
  * would otherwise take OPENAI_BASE_URL / ANTHROPIC_BASE_URL from the server's environment and send
  * the project's key wherever the operator pointed the server's own traffic.
  */
-function connectionModel(connection: ProjectConnection, model: string, env: NodeJS.ProcessEnv): LanguageModel {
+function connectionModel(connection: ProjectConnection, model: string, env: NodeJS.ProcessEnv): LanguageModelV4 {
   const apiKey = connection.api_key;
   switch (connection.provider) {
     case 'openai':
@@ -168,8 +168,7 @@ function at<M extends LanguageModelV4>(baseURL: string, model: M): M {
 }
 
 /** The server a model's calls go to, for what is learnt about it; the provider's name when unknown. */
-export function endpointOf(model: LanguageModel): string {
-  if (typeof model === 'string') return model;
+export function endpointOf(model: LanguageModelV4): string {
   return endpoints.get(model) ?? `${model.provider}:${model.modelId}`;
 }
 
@@ -229,7 +228,7 @@ const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
  * that answers is used for that base URL from then on, with no more trying. At OpenAI's
  * API a 404 means something else (an unknown model), so nothing else is tried there either.
  */
-function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModel {
+function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
   const base = baseURL ?? OPENAI_PUBLIC;
   const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
   if (base === OPENAI_PUBLIC) return at(base, openAI(base).responses(modelId));

@@ -1,17 +1,19 @@
-import { isStepCount, jsonSchema, tool, type LanguageModel, type Tool, type ToolApprovalStatus, type ToolSet } from 'ai';
-import { modelParts } from './model-parts.ts';
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Message } from '@ai-sdk/provider';
+import { jsonSchema, tool, type Tool, type ToolSet } from 'ai';
 import type { Config } from '../config.ts';
-import { doneEvent, pendingInteraction, type AgentEvent, type EventOf, type PendingInteraction, type StopReason, type Usage } from '../contract/events.ts';
+import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction, type StopReason, type Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
-import { gateFor } from './permissions.ts';
-import { collectCalls, toModelMessages } from './history.ts';
+import { deniedResultText } from '../contract/tool-messages.ts';
+import { collectCalls, toPrompt, type HistoryCall } from './history.ts';
+import type { McpTools } from './mcp.ts';
 import { toModelError } from './model-errors.ts';
+import { modelCall } from './model-call.ts';
+import { errorMessage, modelOutput, modelTools, parseCall, runTool, validateInput, type ParsedCall, type ToolOutcome } from './model-tools.ts';
 import { providerOptionsFor } from './model.ts';
+import { gateFor, type Gate } from './permissions.ts';
+import type { Pricing } from './pricing.ts';
 import type { RunnableTemplate } from './template.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
-import type { Pricing } from './pricing.ts';
-import type { McpTools } from './mcp.ts';
-import { deniedResultText } from '../contract/tool-messages.ts';
 
 export interface TurnInput {
   turnId: string;
@@ -25,7 +27,7 @@ export interface TurnInput {
   notes?: string[];
   /** Tools of the template's MCP servers, connected by the caller (who also closes them). */
   mcp?: Pick<McpTools, 'tools' | 'readOnly' | 'permissions'> | undefined;
-  model: LanguageModel;
+  model: LanguageModelV4;
   config: Pick<Config, 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
   pricing?: Pricing | undefined;
   signal: AbortSignal;
@@ -45,7 +47,7 @@ function buildTools(input: TurnInput): ToolSet {
     if (entry.type === 'builtin') {
       tools[entry.name] = builtins[entry.name] as Tool;
     } else {
-      // No execute: the SDK ends the step with the call unanswered, and the caller fulfils it.
+      // No execute: the call waits for the caller, who runs it.
       tools[entry.name] = tool({
         ...(entry.description ? { description: entry.description } : {}),
         inputSchema: jsonSchema(entry.input_schema ?? { type: 'object', additionalProperties: true }),
@@ -65,172 +67,215 @@ function instructionsFor(input: TurnInput, system: string[]): string {
   ].join('\n\n');
 }
 
-function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return typeof error === 'string' ? error : JSON.stringify(error);
+type AssistantPart = Extract<LanguageModelV4Message, { role: 'assistant' }>['content'][number];
+type ToolPart = Extract<LanguageModelV4Message, { role: 'tool' }>['content'][number];
+
+/** A call of a step and what becomes of it. */
+interface StepCall {
+  call: ParsedCall;
+  /** Running, or run: its outcome. */
+  outcome?: Promise<ToolOutcome>;
+  /** Refused by the gate (`deny`), or by the caller: why. */
+  denied?: { reason: string | undefined };
+  /** Waits for a person (approval) or for the caller (a client tool). */
+  waits?: PendingInteraction['kind'];
 }
 
 /**
  * One agent turn as a stream of native events. It knows nothing of HTTP or storage: the caller
  * persists what it needs from the events (interaction records, the folded output).
+ *
+ * The step loop is agentd's own, over the provider's model interface (`doGenerate`/`doStream`):
+ * agentd owns approvals, tools, the event stream and every projection of it, so the AI SDK's
+ * `generateText`/`streamText` would add their cost and nothing this uses (BENCHMARKS.md). The
+ * providers stay the AI SDK's: request building, response parsing, every protocol.
  */
 export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, void, undefined> {
-  const { template } = input;
+  const { template, signal } = input;
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
 
   const { calls } = collectCalls(input.history);
-  const { system, messages } = toModelMessages(input.history, calls);
+  const { system, prompt, decided } = toPrompt(input.history, calls);
   const tools = buildTools(input);
   const entries = new Map(template.tools.map((t) => [t.name, t]));
   const mode = template.runner.permissions.default;
-  const deniedReasons = new Map<string, string>();
-  // A denial re-posted in band reaches the SDK as history, and its tool-output-denied part carries
-  // no reason; without this the caller's own reason would vanish from the turn's output.
-  for (const call of calls) {
-    if (call.approval?.approved === false && call.approval.reason && !call.result) deniedReasons.set(call.toolCallId, call.approval.reason);
-  }
-
-  const toolApproval = ({ toolCall }: { toolCall: { toolName: string; toolCallId: string } }): ToolApprovalStatus => {
-    const entry = entries.get(toolCall.toolName);
+  const gateOf = (toolName: string): Gate => {
+    const entry = entries.get(toolName);
+    if (entry) return gateFor(entry, mode, READ_TOOLS.has(toolName));
     const mcp = input.mcp;
-    const gate = entry
-      ? gateFor(entry, mode, READ_TOOLS.has(toolCall.toolName))
-      : gateFor({ permission: mcp?.permissions.get(toolCall.toolName) }, mode, mcp?.readOnly.has(toolCall.toolName) ?? false);
-    if (gate === 'deny') {
-      const reason = `the tool "${toolCall.toolName}" is not permitted for this agent`;
-      deniedReasons.set(toolCall.toolCallId, reason);
-      return { type: 'denied', reason };
-    }
-    if (entry?.type === 'client') return 'not-applicable';
-    return gate === 'ask' ? 'user-approval' : 'not-applicable';
+    return gateFor({ permission: mcp?.permissions.get(toolName) }, mode, mcp?.readOnly.has(toolName) ?? false);
   };
+  const notPermitted = (toolName: string) => `the tool "${toolName}" is not permitted for this agent`;
 
+  const messages: LanguageModelV4Message[] = [{ role: 'system', content: instructionsFor(input, system) }, ...prompt];
+  const functionTools = await modelTools(tools);
+  const options: LanguageModelV4CallOptions = {
+    prompt: messages,
+    ...(functionTools.length ? { tools: functionTools, toolChoice: { type: 'auto' } } : {}),
+    providerOptions: providerOptionsFor(template.llm) as LanguageModelV4CallOptions['providerOptions'],
+    abortSignal: signal,
+  };
+  const settings = { streaming: input.streaming, timeoutMs: input.config.modelTimeoutMs, maxRetries: input.config.modelMaxRetries };
   const maxSteps = template.runner.max_steps ?? input.config.maxSteps;
-  const call = {
-    model: input.model,
-    instructions: instructionsFor(input, system),
-    messages,
-    tools,
-    toolApproval,
-    stopWhen: isStepCount(maxSteps),
-    maxRetries: input.config.modelMaxRetries,
-    abortSignal: input.signal,
-    providerOptions: providerOptionsFor(template.llm) as never,
-  };
-  const parts = () => modelParts(call, { streaming: input.streaming, timeoutMs: input.config.modelTimeoutMs });
 
-  const textIds = new Map<string, string>();
   let textCount = 0;
-  const messageId = (sdkId: string, fresh: boolean) => {
-    if (fresh || !textIds.has(sdkId)) textIds.set(sdkId, `${input.turnId}-m${++textCount}`);
-    return textIds.get(sdkId)!;
-  };
   const pending: PendingInteraction[] = [];
-  const unanswered = new Map<string, { name: string; input: unknown }>();
   let finishReason: string | undefined;
   let steps = 0;
   let lastStepHadCalls = false;
   const usage: Usage = { input: 0, output: 0, total: 0 };
-  // A continuation's answered calls settle before its first step: denials at once, approved calls
-  // as they finish. They are told in the order the calls were made, as the model will read them,
-  // so the output does not depend on which tool was quicker.
-  const callOrder = new Map(calls.map((c, i) => [c.toolCallId, i]));
-  let settling: Array<EventOf<'tool_result'>> | undefined = [];
-  const settled = function* () {
-    const results = settling ?? [];
-    settling = undefined;
-    yield* results.sort((a, b) => (callOrder.get(a.data.id) ?? 0) - (callOrder.get(b.data.id) ?? 0));
+
+  /** Outcomes told in the order the calls were made, as the model reads them, whichever finished first. */
+  async function* told(stepCalls: StepCall[]): AsyncGenerator<AgentEvent, ToolPart[]> {
+    const content: ToolPart[] = [];
+    for (const { call, outcome, denied } of stepCalls) {
+      const ids = { toolCallId: call.toolCallId, toolName: call.toolName };
+      if (denied) {
+        content.push({ type: 'tool-result', ...ids, output: { type: 'execution-denied', ...(denied.reason ? { reason: denied.reason } : {}) } });
+        yield { type: 'tool_result', data: { id: call.toolCallId, output: deniedResultText(denied.reason), is_error: true, denied: true } };
+        continue;
+      }
+      if (!outcome) continue;
+      const done = await outcome;
+      content.push({ type: 'tool-result', ...ids, output: modelOutput(done) });
+      yield { type: 'tool_result', data: done.ok ? { id: call.toolCallId, output: done.output, is_error: false } : { id: call.toolCallId, output: errorMessage(done.error), is_error: true } };
+    }
+    return content;
+  }
+
+  /** The continued calls the caller decided on: run (if the gate still lets them) or refused. */
+  const settle = async (call: HistoryCall): Promise<StepCall> => {
+    const parsed: ParsedCall = { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input };
+    if (!call.approval?.approved) return { call: parsed, denied: { reason: call.approval?.reason } };
+    if (gateOf(call.toolName) === 'deny') return { call: parsed, denied: { reason: notPermitted(call.toolName) } };
+    const tool = Object.hasOwn(tools, call.toolName) ? tools[call.toolName] : undefined;
+    if (!tool?.execute) return { call: parsed, outcome: Promise.resolve({ ok: false, error: new Error(`the tool "${call.toolName}" is not available to this agent`) }) };
+    const checked = await validateInput(tool, call.toolName, call.input);
+    if ('invalid' in checked) return { call: parsed, outcome: Promise.resolve({ ok: false, error: checked.invalid }) };
+    return { call: parsed, outcome: runTool(tool, { toolCallId: call.toolCallId, input: checked.input }, signal) };
   };
-  const toldResult = function* (event: EventOf<'tool_result'>) {
-    if (settling) settling.push(event);
-    else yield event;
+
+  /** A call the model just made: refused, waiting, or started at once (while the model goes on). */
+  const start = (call: ParsedCall): StepCall => {
+    if (call.invalid) return { call, outcome: Promise.resolve({ ok: false, error: call.invalid }) };
+    const gate = gateOf(call.toolName);
+    if (gate === 'deny') return { call, denied: { reason: notPermitted(call.toolName) } };
+    if (entries.get(call.toolName)?.type === 'client') return { call, waits: 'client_tool' };
+    if (gate === 'ask') return { call, waits: 'user_approval' };
+    return { call, outcome: runTool(tools[call.toolName]!, call, signal) };
   };
 
   try {
-    for await (const part of parts()) {
-      switch (part.type) {
-        case 'text-start':
-          yield { type: 'message_start', data: { id: messageId(part.id, true) } };
-          break;
-        case 'text-delta':
-          if (part.text) yield { type: 'message_delta', data: { id: messageId(part.id, false), delta: part.text } };
-          break;
-        case 'text-end':
-          yield { type: 'message_end', data: { id: messageId(part.id, false) } };
-          break;
-        case 'reasoning-start':
-          yield { type: 'thought_start', data: { id: messageId(part.id, true) } };
-          break;
-        case 'reasoning-delta':
-          if (part.text) yield { type: 'thought_delta', data: { id: messageId(part.id, false), delta: part.text } };
-          break;
-        case 'reasoning-end':
-          yield { type: 'thought_end', data: { id: messageId(part.id, false) } };
-          break;
-        case 'tool-call':
-          lastStepHadCalls = true;
-          unanswered.set(part.toolCallId, { name: part.toolName, input: part.input });
-          yield { type: 'tool_call', data: { id: part.toolCallId, name: part.toolName, input: part.input } };
-          break;
-        case 'tool-result':
-          unanswered.delete(part.toolCallId);
-          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: part.output, is_error: false } });
-          break;
-        case 'tool-error':
-          unanswered.delete(part.toolCallId);
-          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: errorText(part.error), is_error: true } });
-          break;
-        case 'tool-approval-response':
-          if (!part.approved && part.reason) deniedReasons.set(part.toolCall.toolCallId, part.reason);
-          break;
-        case 'tool-output-denied': {
-          unanswered.delete(part.toolCallId);
-          yield* toldResult({ type: 'tool_result', data: { id: part.toolCallId, output: deniedResultText(deniedReasons.get(part.toolCallId)), is_error: true, denied: true } });
-          break;
+    if (decided.length) {
+      const content = yield* told(await Promise.all(decided.map(settle)));
+      const last = messages.at(-1);
+      if (last?.role === 'tool') last.content.push(...content);
+      else messages.push({ role: 'tool', content });
+    }
+
+    for (;;) {
+      signal.throwIfAborted();
+      steps++;
+      const assistant: AssistantPart[] = [];
+      const stepCalls: StepCall[] = [];
+      // Text and reasoning as they stream, keyed by kind and the provider's id; the message ids are
+      // the turn's own, fresh for every part, since providers reuse theirs from step to step.
+      const open = new Map<string, { id: string; part: Extract<AssistantPart, { type: 'text' | 'reasoning' }> }>();
+      const opened = (kind: 'text' | 'reasoning', key: string) => {
+        let entry = open.get(key);
+        const fresh = !entry;
+        if (!entry) {
+          entry = { id: `${input.turnId}-m${++textCount}`, part: { type: kind, text: '' } };
+          open.set(key, entry);
+          assistant.push(entry.part);
         }
-        case 'tool-approval-request': {
-          if (part.isAutomatic) break;
-          unanswered.delete(part.toolCall.toolCallId);
-          const interaction = pendingInteraction(input.newInteractionId(), 'user_approval', part.toolCall);
+        return { entry, fresh };
+      };
+      for await (const part of modelCall(input.model, options, settings)) {
+        switch (part.type) {
+          case 'text-start':
+          case 'reasoning-start': {
+            const kind = part.type === 'text-start' ? 'text' : 'reasoning';
+            open.delete(`${kind}:${part.id}`);
+            const { entry } = opened(kind, `${kind}:${part.id}`);
+            if (part.providerMetadata) entry.part.providerOptions = part.providerMetadata;
+            yield { type: kind === 'text' ? 'message_start' : 'thought_start', data: { id: entry.id } };
+            break;
+          }
+          case 'text-delta':
+          case 'reasoning-delta': {
+            const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
+            const { entry, fresh } = opened(kind, `${kind}:${part.id}`);
+            if (fresh) yield { type: kind === 'text' ? 'message_start' : 'thought_start', data: { id: entry.id } };
+            if (part.providerMetadata) entry.part.providerOptions = part.providerMetadata;
+            entry.part.text += part.delta;
+            if (part.delta) yield { type: kind === 'text' ? 'message_delta' : 'thought_delta', data: { id: entry.id, delta: part.delta } };
+            break;
+          }
+          case 'text-end':
+          case 'reasoning-end': {
+            const kind = part.type === 'text-end' ? 'text' : 'reasoning';
+            const entry = open.get(`${kind}:${part.id}`);
+            if (!entry) break;
+            if (part.providerMetadata) entry.part.providerOptions = part.providerMetadata;
+            yield { type: kind === 'text' ? 'message_end' : 'thought_end', data: { id: entry.id } };
+            break;
+          }
+          case 'tool-call': {
+            // Tools the provider runs itself are none of agentd's: it gives no model any.
+            if (part.providerExecuted) break;
+            const call = await parseCall(part, tools);
+            assistant.push({
+              type: 'tool-call',
+              toolCallId: call.toolCallId,
+              toolName: call.toolName,
+              input: call.invalid && (typeof call.input !== 'object' || call.input === null) ? {} : call.input,
+              ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
+            });
+            yield { type: 'tool_call', data: { id: call.toolCallId, name: call.toolName, input: call.input } };
+            const started = start(call);
+            stepCalls.push(started);
+            if (started.waits === 'user_approval') {
+              const interaction = pendingInteraction(input.newInteractionId(), 'user_approval', call);
+              pending.push(interaction);
+              yield { type: 'interaction_request', data: interaction };
+            }
+            break;
+          }
+          case 'finish':
+            finishReason = part.finishReason.unified;
+            usage.input += part.usage.inputTokens.total ?? 0;
+            usage.output += part.usage.outputTokens.total ?? 0;
+            usage.total += (part.usage.inputTokens.total ?? 0) + (part.usage.outputTokens.total ?? 0);
+            break;
+          case 'error':
+            throw part.error;
+          default:
+            break;
+        }
+      }
+
+      const content = yield* told(stepCalls);
+      const said = assistant.filter((p) => p.type !== 'text' || p.text !== '' || p.providerOptions);
+      if (said.length) messages.push({ role: 'assistant', content: said });
+      if (content.length) messages.push({ role: 'tool', content });
+
+      lastStepHadCalls = stepCalls.length > 0;
+      const waiting = stepCalls.filter((c) => c.waits);
+      if (waiting.length || !lastStepHadCalls || steps >= maxSteps) {
+        // Client tools wait for the caller, who runs them and posts their results.
+        for (const { call, waits } of waiting) {
+          if (waits !== 'client_tool') continue;
+          const interaction = pendingInteraction(input.newInteractionId(), 'client_tool', call);
           pending.push(interaction);
           yield { type: 'interaction_request', data: interaction };
-          break;
         }
-        case 'start-step':
-          yield* settled();
-          steps++;
-          lastStepHadCalls = false;
-          break;
-        case 'finish-step':
-          usage.input += part.usage.inputTokens ?? 0;
-          usage.output += part.usage.outputTokens ?? 0;
-          usage.total += part.usage.totalTokens ?? (part.usage.inputTokens ?? 0) + (part.usage.outputTokens ?? 0);
-          break;
-        case 'finish':
-          finishReason = part.finishReason;
-          break;
-        case 'error':
-          throw part.error;
-        case 'abort':
-          throw input.signal.reason ?? new Error('the turn was aborted');
-        default:
-          break;
+        break;
       }
     }
   } catch (error) {
-    // Tools that ran before the failure are part of what the turn did.
-    yield* settled();
-    if (input.signal.aborted) throw input.signal.reason ?? error;
+    if (signal.aborted) throw signal.reason ?? error;
     throw toModelError(error);
-  }
-  yield* settled();
-
-  // Calls left without a result or an approval request belong to client tools: the caller runs them.
-  for (const [toolCallId, call] of unanswered) {
-    if (entries.get(call.name)?.type !== 'client') continue;
-    const interaction = pendingInteraction(input.newInteractionId(), 'client_tool', { toolCallId, toolName: call.name, input: call.input });
-    pending.push(interaction);
-    yield { type: 'interaction_request', data: interaction };
   }
 
   const cost = input.pricing?.(template.llm.provider, template.llm.model, usage);

@@ -50,11 +50,24 @@ async function realpathOrMissing(userPath: string, p: string): Promise<string | 
  * rules, because creating the file would follow it too.
  */
 export async function resolveInside(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Promise<string> {
+  return (await confine(root, userPath, opts)).path;
+}
+
+/** Where `userPath` is, as resolveInside finds it, with the folder's own real path and what a writer needs to know. */
+export interface Confined {
+  path: string;
+  realRoot: string;
+  exists: boolean;
+  /** Folders on the way that do not exist yet (a writer makes them). */
+  missingFolders: boolean;
+}
+
+export async function confine(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Promise<Confined> {
   if (userPath.includes('\0')) throw new ToolError(`path "${userPath}" contains a NUL byte`);
   const realRoot = await fs.realpath(root);
   const resolved = await resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0);
   if (opts.mustExist && !resolved.exists) throw new ToolError(`path "${userPath}" does not exist`);
-  return resolved.path;
+  return { ...resolved, realRoot };
 }
 
 async function resolveFrom(
@@ -62,18 +75,18 @@ async function resolveFrom(
   userPath: string,
   candidate: string,
   hops: number,
-): Promise<{ path: string; exists: boolean }> {
+): Promise<Omit<Confined, 'realRoot'>> {
   const missing: string[] = [];
   let current = candidate;
   for (;;) {
     const real = await realpathOrMissing(userPath, current);
     if (real !== undefined) {
       if (!isInside(realRoot, real)) throw isInside(realRoot, current) ? throughLink(userPath) : outside(userPath);
-      if (missing.length === 0) return { path: real, exists: true };
+      if (missing.length === 0) return { path: real, exists: true, missingFolders: false };
       if (!(await fs.stat(real)).isDirectory()) {
         throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
       }
-      return { path: path.join(real, ...missing), exists: false };
+      return { path: path.join(real, ...missing), exists: false, missingFolders: missing.length > 1 };
     }
 
     const link = await fs.readlink(current).catch(() => undefined);

@@ -1,7 +1,6 @@
 import { tool } from 'ai';
-import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { displayPath, resolveInside } from './confine.ts';
+import { confine, displayPath } from './confine.ts';
 import { looksBinary, openRegularFile, writeRegularFile } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
@@ -24,7 +23,7 @@ export function editTool(root: string) {
     execute: async ({ path: userPath, old_string: oldString, new_string: newString, replace_all: replaceAll }) => {
       if (oldString === '') throw new ToolError('old_string is empty; to create or overwrite a file use write');
       if (oldString === newString) throw new ToolError('old_string and new_string are identical; nothing to change');
-      const real = await resolveInside(root, userPath, { mustExist: true });
+      const { path: real, realRoot } = await confine(root, userPath, { mustExist: true });
       const text = await readText(real, userPath);
 
       const count = countOccurrences(text, oldString);
@@ -40,7 +39,7 @@ export function editTool(root: string) {
       }
       // split/join rather than String.replace: "$&" and friends in new_string must stay literal.
       await writeRegularFile(real, userPath, text.split(oldString).join(newString));
-      const shown = displayPath(await fs.realpath(root), real);
+      const shown = displayPath(realRoot, real);
       return `replaced ${count} occurrence${count === 1 ? '' : 's'} in ${shown}`;
     },
   });

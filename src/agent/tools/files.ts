@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { nameTooLong, resolveInside } from './confine.ts';
+import { confine, nameTooLong } from './confine.ts';
 import { ToolError } from './tool-error.ts';
 
 /** Bytes inspected for NUL when deciding a file is binary (what git and grep do, roughly). */
@@ -50,17 +50,20 @@ export async function writeRegularFile(realPath: string, userPath: string, conte
 }
 
 /**
- * Writes a file inside `root`, creating missing parent folders there. The path is checked again
- * after the folders exist, in case one on the way was swapped for a symlink meanwhile. Returns
- * the file's real path and the bytes written.
+ * Writes a file inside `root`, creating missing parent folders there. When folders were made, the
+ * path is checked again after they exist, in case one on the way was swapped for a symlink
+ * meanwhile; when none was missing, the first check stands (the last component is opened with
+ * O_NOFOLLOW either way). Returns the file's real path, the folder's, and the bytes written.
  */
-export async function writeInside(root: string, userPath: string, content: string | Uint8Array): Promise<{ real: string; bytes: number }> {
-  const real = await resolveInside(root, userPath);
-  await fs.mkdir(path.dirname(real), { recursive: true }).catch((error: unknown) => {
-    throw fileError(error, userPath);
-  });
-  const checked = await resolveInside(root, userPath);
-  return { real: checked, bytes: await writeRegularFile(checked, userPath, content) };
+export async function writeInside(root: string, userPath: string, content: string | Uint8Array): Promise<{ real: string; realRoot: string; bytes: number }> {
+  let target = await confine(root, userPath);
+  if (target.missingFolders) {
+    await fs.mkdir(path.dirname(target.path), { recursive: true }).catch((error: unknown) => {
+      throw fileError(error, userPath);
+    });
+    target = await confine(root, userPath);
+  }
+  return { real: target.path, realRoot: target.realRoot, bytes: await writeRegularFile(target.path, userPath, content) };
 }
 
 export function fileError(error: unknown, userPath: string): unknown {

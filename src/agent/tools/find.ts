@@ -1,7 +1,7 @@
 import { tool } from 'ai';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { displayPath, resolveInside } from './confine.ts';
+import { confine, displayPath } from './confine.ts';
 import { globMatcher } from './glob.ts';
 import { ToolError } from './tool-error.ts';
 import { SKIPPED_DIRS, WALK_MAX_ENTRIES, walk } from './walk.ts';
@@ -23,8 +23,7 @@ export function findTool(root: string) {
     inputSchema: input,
     execute: async ({ pattern, path: userPath = '.' }, { abortSignal }) => {
       const matches = globMatcher(pattern);
-      const realRoot = await fs.realpath(root);
-      const start = await resolveInside(root, userPath, { mustExist: true });
+      const { path: start, realRoot } = await confine(root, userPath, { mustExist: true });
       if (!(await fs.stat(start)).isDirectory()) throw new ToolError(`"${userPath}" is a file, not a folder`);
 
       const found: string[] = [];

@@ -1,8 +1,7 @@
 import { tool } from 'ai';
-import fs from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
-import { resolveInside } from './confine.ts';
+import { confine } from './confine.ts';
 import { globMatcher } from './glob.ts';
 import { GREP_MAX_FILE_BYTES, GREP_MAX_MATCHES, type GrepRequest } from './grep-search.ts';
 import { ToolError } from './tool-error.ts';
@@ -31,9 +30,10 @@ export function grepTool(root: string, timeoutMs: number = GREP_TIMEOUT_MS) {
         throw new ToolError(`pattern is not a valid JavaScript regular expression: ${(error as Error).message}`);
       }
       if (glob !== undefined) globMatcher(glob);
+      const { path: start, realRoot } = await confine(root, userPath, { mustExist: true });
       const request: GrepRequest = {
-        realRoot: await fs.realpath(root),
-        start: await resolveInside(root, userPath, { mustExist: true }),
+        realRoot,
+        start,
         pattern,
         ignoreCase: ignoreCase ?? false,
         glob,

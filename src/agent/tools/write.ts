@@ -1,5 +1,4 @@
 import { tool } from 'ai';
-import fs from 'node:fs/promises';
 import { z } from 'zod';
 import { displayPath } from './confine.ts';
 import { writeInside } from './files.ts';
@@ -16,8 +15,8 @@ export function writeTool(root: string) {
       'To change part of an existing file, prefer edit.',
     inputSchema: input,
     execute: async ({ path: userPath, content }) => {
-      const { real, bytes } = await writeInside(root, userPath, content);
-      return `wrote ${bytes} bytes to ${displayPath(await fs.realpath(root), real)}`;
+      const { real, realRoot, bytes } = await writeInside(root, userPath, content);
+      return `wrote ${bytes} bytes to ${displayPath(realRoot, real)}`;
     },
   });
 }

@@ -1,0 +1,128 @@
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
+import { APICallError, RetryError } from 'ai';
+import { learn, neverStreams, streamOnly } from './model-facts.ts';
+import { withModelTimeout } from './model-timeout.ts';
+import { endpointOf } from './model.ts';
+
+export interface ModelCallSettings {
+  /** Whether anyone reads the turn as it is written; a non-streaming call costs far less CPU. */
+  streaming: boolean;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+/** Statuses a server that only streams may answer a non-streaming call with. */
+const REFUSALS = new Set([400, 405, 415, 422, 501]);
+
+/** A reply that is not the JSON a non-streaming call expects (e.g. an SSE body). */
+function isUnreadableReply(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (e.name === 'AI_JSONParseError' || e.name === 'AI_TypeValidationError' || e.message === 'Invalid JSON response') return true;
+  }
+  return false;
+}
+
+function isRefusedCall(error: unknown): boolean {
+  return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
+}
+
+function isJson(headers: Record<string, string | undefined> | undefined): boolean {
+  return /^application\/(?:[\w.+-]+\+)?json\b/i.test(headers?.['content-type'] ?? '');
+}
+
+/**
+ * One model call of a step, as the provider's stream parts whichever way it was made. Streamed
+ * when somebody reads the turn as it is written; otherwise one non-streaming call, its content
+ * retold as the same parts. What a server turns out to do is learnt once per endpoint
+ * (model-facts.ts): one that answers a non-streaming call with SSE only streams from then on, one
+ * that answers a streaming call with one JSON body is asked without streaming from then on.
+ */
+export async function* modelCall(given: LanguageModelV4, options: LanguageModelV4CallOptions, settings: ModelCallSettings): AsyncGenerator<LanguageModelV4StreamPart> {
+  const endpoint = endpointOf(given);
+  const model = withModelTimeout(given, settings.timeoutMs);
+  const retried = retrying(settings.maxRetries, options.abortSignal);
+  const generate = async function* () {
+    yield* contentParts(await retried(() => model.doGenerate(options)));
+  };
+  if (neverStreams.has(endpoint)) return yield* generate();
+  if (!settings.streaming && !streamOnly.has(endpoint)) {
+    try {
+      return yield* generate();
+    } catch (error) {
+      // Nothing has reached the turn yet, so the call is made again, streamed. An unreadable reply
+      // is a sure sign; a refusal may have other causes, so it is not learnt.
+      if (isUnreadableReply(error)) learn({ kind: 'stream-only', endpoint });
+      else if (!isRefusedCall(error)) throw error;
+    }
+  }
+  const result = await retried(() => model.doStream(options));
+  if (isJson(result.response?.headers)) {
+    // The SDK would read that body as an empty stream: drop it unread and ask again without streaming.
+    await result.stream.cancel();
+    learn({ kind: 'never-streams', endpoint });
+    return yield* generate();
+  }
+  const reader = result.stream.getReader();
+  let done = false;
+  try {
+    while (!done) {
+      const read = await reader.read();
+      done = read.done;
+      if (!read.done) yield read.value;
+    }
+  } finally {
+    // The turn stopped reading (it failed, or was aborted): the rest of the answer is not wanted.
+    if (!done) await reader.cancel().catch(() => {});
+  }
+}
+
+/**
+ * AGENTD_MODEL_MAX_RETRIES, as the AI SDK's own calls retry: retryable API errors only, after the
+ * provider's retry-after when it gives a sensible one, else with exponential backoff.
+ */
+function retrying(maxRetries: number, abortSignal: AbortSignal | undefined): RetryFunction {
+  if (maxRetries === 0) return (call) => call();
+  return retryWithExponentialBackoff({
+    maxRetries,
+    abortSignal,
+    shouldRetry: async (error) => APICallError.isInstance(error) && error.isRetryable,
+    getDelayInMs: ({ error, exponentialBackoffDelay }) => retryAfterMs(error) ?? exponentialBackoffDelay,
+    createRetryError: ({ message, reason, errors }) => new RetryError({ message, reason, errors }),
+  });
+}
+
+function retryAfterMs(error: unknown): number | undefined {
+  const headers = APICallError.isInstance(error) ? error.responseHeaders : undefined;
+  if (!headers) return undefined;
+  const ms = headers['retry-after-ms'] ? Number.parseFloat(headers['retry-after-ms']) : undefined;
+  const seconds = headers['retry-after'] ? Number.parseFloat(headers['retry-after']) * 1000 : undefined;
+  const wait = Number.isFinite(ms) ? ms : Number.isFinite(seconds) ? seconds : headers['retry-after'] ? Date.parse(headers['retry-after']) - Date.now() : undefined;
+  return wait !== undefined && Number.isFinite(wait) && wait >= 0 && wait < 60_000 ? wait : undefined;
+}
+
+/** A non-streaming call's content as the parts a stream of it would have had. */
+function* contentParts(result: LanguageModelV4GenerateResult): Generator<LanguageModelV4StreamPart> {
+  for (const [at, part] of result.content.entries()) {
+    const id = `g${at}`;
+    const providerMetadata = 'providerMetadata' in part ? part.providerMetadata : undefined;
+    switch (part.type) {
+      case 'text':
+        yield { type: 'text-start', id };
+        yield { type: 'text-delta', id, delta: part.text };
+        yield { type: 'text-end', id, ...(providerMetadata ? { providerMetadata } : {}) };
+        break;
+      case 'reasoning':
+        yield { type: 'reasoning-start', id };
+        yield { type: 'reasoning-delta', id, delta: part.text };
+        yield { type: 'reasoning-end', id, ...(providerMetadata ? { providerMetadata } : {}) };
+        break;
+      case 'tool-call':
+        yield part;
+        break;
+      default:
+        break;
+    }
+  }
+  yield { type: 'finish', usage: result.usage, finishReason: result.finishReason, ...(result.providerMetadata ? { providerMetadata: result.providerMetadata } : {}) };
+}
