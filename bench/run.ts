@@ -50,6 +50,8 @@ const settings = {
   maxOtherCores: num('BENCH_MAX_OTHER', 0.15),
   noiseRetries: num('BENCH_NOISE_RETRIES', 2),
   quietWaitS: num('BENCH_QUIET_WAIT', 60),
+  /** One more agentd whose turns call the model over Chat Completions (`openai-compatible`), not Responses. */
+  chat: !['0', 'false', 'no'].includes(process.env.BENCH_CHAT ?? ''),
   /** One more agentd, on this PostgreSQL server (a fresh schema), beside the SQLite ones. */
   postgresUrl: process.env.BENCH_DATABASE_URL || undefined,
 };
@@ -297,22 +299,28 @@ async function timeToText(req: Request, marker: string): Promise<number> {
 
 // ---------------------------------------------------------------------------------------------
 
-function agentTemplate(tools: unknown[]) {
+/** The model as each agentd asks for it: OpenAI's Responses API, or any server's Chat Completions. */
+const LLMS = {
+  responses: { provider: 'openai', model: 'fake-model' },
+  chat: { provider: 'openai-compatible', model: 'fake-model', connection: { mode: 'self_managed', slug: 'bench' } },
+} as const;
+type Protocol = keyof typeof LLMS;
+
+function agentTemplate(llm: object, tools: unknown[]) {
   return {
     instructions: { agents_md: 'You are a benchmark agent.' },
-    llm: { provider: 'openai', model: 'fake-model' },
+    llm,
     tools,
     runner: { permissions: { default: 'allow' } },
   };
 }
 
 // No session id: the server mints one per turn, so every request is a new session and turn row.
-const TOOL_BODY = JSON.stringify({
-  data: { inputs: { messages: [{ role: 'user', content: 'List the folder.' }] }, parameters: { agent: agentTemplate([{ type: 'builtin', name: 'ls' }]) } },
-});
-const STREAM_BODY = JSON.stringify({
-  data: { inputs: { messages: [{ role: 'user', content: 'Say hello.' }] }, parameters: { agent: agentTemplate([]) } },
-});
+const toolBody = (llm: object) =>
+  JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'List the folder.' }] }, parameters: { agent: agentTemplate(llm, [{ type: 'builtin', name: 'ls' }]) } } });
+const streamBody = (llm: object) => JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'Say hello.' }] }, parameters: { agent: agentTemplate(llm, []) } } });
+const TOOL_BODY = toolBody(LLMS.responses);
+const STREAM_BODY = streamBody(LLMS.responses);
 
 interface Server extends Child {
   name: string;
@@ -322,12 +330,12 @@ interface Server extends Child {
   textMarker: string;
 }
 
-function agentdRequests(c: Child): Pick<Server, 'tool' | 'stream' | 'textMarker'> {
+function agentdRequests(c: Child, protocol: Protocol = 'responses'): Pick<Server, 'tool' | 'stream' | 'textMarker'> {
   const url = `${c.url}/services/agent/v0/invoke?project_id=${c.projectId}`;
   const headers = { 'content-type': 'application/json', authorization: `ApiKey ${c.apiKey}` };
   return {
-    tool: { url, headers, body: TOOL_BODY },
-    stream: { url, headers: { ...headers, accept: 'text/event-stream' }, body: STREAM_BODY },
+    tool: { url, headers, body: toolBody(LLMS[protocol]) },
+    stream: { url, headers: { ...headers, accept: 'text/event-stream' }, body: streamBody(LLMS[protocol]) },
     textMarker: '"type":"message_delta"',
   };
 }
@@ -375,13 +383,18 @@ function profileArgs(name: string): string[] {
 async function main(): Promise<void> {
   const model = await start('model', 'model-server.ts', childEnv({}));
   const agentds: Server[] = [];
+  const modelEnv = { OPENAI_BASE_URL: model.url!, OPENAI_API_KEY: 'sk-bench', AGENTD_OPENAI_COMPATIBLE: JSON.stringify({ bench: { base_url: model.url! } }) };
   for (const level of settings.logLevels) {
-    const env = childEnv({ OPENAI_BASE_URL: model.url!, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: level });
+    const env = childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: level });
     const c = await start(`agentd-${level}`, 'agentd-server.ts', env, profileArgs(`agentd-${level}`));
     agentds.push({ ...c, name: `agentd (log ${level})`, ...agentdRequests(c) });
   }
+  if (settings.chat) {
+    const c = await start('agentd-chat', 'agentd-server.ts', childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: settings.logLevels[0] ?? 'info' }), profileArgs('agentd-chat'));
+    agentds.push({ ...c, name: `agentd over Chat Completions (log ${settings.logLevels[0] ?? 'info'})`, ...agentdRequests(c, 'chat') });
+  }
   if (settings.postgresUrl) {
-    const env = childEnv({ OPENAI_BASE_URL: model.url!, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
+    const env = childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
     const c = await start('agentd-postgres', 'agentd-server.ts', env, profileArgs('agentd-postgres'));
     agentds.push({ ...c, name: 'agentd on PostgreSQL (log warn)', ...agentdRequests(c) });
   }

@@ -187,13 +187,33 @@ function http(apiKey: string, authHeader: string): { fetch: typeof keepAliveFetc
   };
 }
 
+/**
+ * Models are made once and kept for the turns after: a provider's model builds its response
+ * schemas when it is made (the OpenAI-compatible chat model's stream schema alone cost about
+ * 0.45 ms of CPU per turn, BENCHMARKS.md), and a server's turns use the same few models. Keyed by
+ * everything a model is made from, its key included (the model holds that either way); past
+ * KEPT_MODELS the least recently used goes.
+ */
+const kept = new Map<string, LanguageModelV4>();
+const KEPT_MODELS = 64;
+
+function keep(parts: Array<string | undefined>, make: () => LanguageModelV4): LanguageModelV4 {
+  const key = JSON.stringify(parts);
+  let model = kept.get(key);
+  if (model) kept.delete(key);
+  else model = make();
+  kept.set(key, model);
+  if (kept.size > KEPT_MODELS) kept.delete(kept.keys().next().value!);
+  return model;
+}
+
 function anthropicModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
   const base = withV1(baseURL || ANTHROPIC_PUBLIC);
-  return at(base, createAnthropic({ ...http(apiKey, 'x-api-key'), apiKey, baseURL: base })(modelId));
+  return keep(['anthropic', base, apiKey, modelId], () => at(base, createAnthropic({ ...http(apiKey, 'x-api-key'), apiKey, baseURL: base })(modelId)));
 }
 
 function compatibleModel(name: string, baseURL: string, apiKey: string | undefined, modelId: string): LanguageModelV4 {
-  return at(baseURL, createOpenAICompatible({ ...HTTP, name, baseURL, apiKey, includeUsage: true })(modelId));
+  return keep(['compatible', name, baseURL, apiKey, modelId], () => at(baseURL, createOpenAICompatible({ ...HTTP, name, baseURL, apiKey, includeUsage: true })(modelId)));
 }
 
 const ANTHROPIC_PUBLIC = 'https://api.anthropic.com';
@@ -230,13 +250,23 @@ const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
  */
 function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
   const base = baseURL ?? OPENAI_PUBLIC;
+  return keep(['openai', base, apiKey, modelId, String(wayIn.get(base))], () => openAIModelAt(apiKey, base, modelId));
+}
+
+function openAIModelAt(apiKey: string, base: string, modelId: string): LanguageModelV4 {
   const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
   if (base === OPENAI_PUBLIC) return at(base, openAI(base).responses(modelId));
   const root = base.replace(/\/+$/, '');
   const roots = URL.parse(root)?.pathname === '/' ? [root, `${root}/v1`] : [root];
+  const candidates = new Map<number, LanguageModelV4>();
   const candidate = (i: number): LanguageModelV4 => {
-    const provider = openAI(roots[Math.floor(i / 2)]!);
-    return i % 2 === 0 ? provider.responses(modelId) : provider.chat(modelId);
+    let model = candidates.get(i);
+    if (!model) {
+      const provider = openAI(roots[Math.floor(i / 2)]!);
+      model = i % 2 === 0 ? provider.responses(modelId) : provider.chat(modelId);
+      candidates.set(i, model);
+    }
+    return model;
   };
   const known = wayIn.get(base);
   if (known !== undefined) return at(base, candidate(known));

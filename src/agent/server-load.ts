@@ -31,13 +31,21 @@ export class ServerLoad {
   readonly #sample: () => number;
   readonly #timer: NodeJS.Timeout | undefined;
   #busy: boolean;
+  #rising: (() => void) | undefined;
 
-  /** `above` 0 sends every turn to a thread; `sample` is the load reader, the event loop's unless a test gives one. */
-  constructor(above: number, sample: () => number = utilizationSampler(), start = true) {
+  /**
+   * `above` 0 sends every turn to a thread; `sample` is the load reader, the event loop's unless a
+   * test gives one. `rising` is called once, the first time the load passes the line turns come
+   * back under: the turn threads start then, ready before they are needed, and a server that
+   * never gets busy never pays for them (BENCHMARKS.md, idle memory).
+   */
+  constructor(above: number, options: { sample?: () => number; start?: boolean; rising?: () => void } = {}) {
     this.#above = above;
-    this.#sample = sample;
+    this.#sample = options.sample ?? utilizationSampler();
     this.#busy = above === 0;
-    this.#timer = above > 0 && start ? setInterval(() => this.update(), WINDOW_MS).unref() : undefined;
+    this.#rising = options.rising;
+    if (this.#busy) this.#risen();
+    this.#timer = above > 0 && options.start !== false ? setInterval(() => this.update(), WINDOW_MS).unref() : undefined;
   }
 
   get busy(): boolean {
@@ -48,7 +56,14 @@ export class ServerLoad {
   update(): void {
     if (this.#above === 0) return;
     const load = this.#sample();
+    if (load > this.#above * RETURN_FACTOR) this.#risen();
     this.#busy = this.#busy ? load > this.#above * RETURN_FACTOR : load > this.#above;
+  }
+
+  #risen(): void {
+    const rising = this.#rising;
+    this.#rising = undefined;
+    rising?.();
   }
 
   stop(): void {

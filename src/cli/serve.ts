@@ -37,7 +37,6 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   }
   const first = await bootstrapFirstRun(store);
   const app = await buildApp({ config, store });
-  app.turns.warm();
   const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
   const stopAnsweringFollowers = await app.turns.answerFollowers();
   await app.listen({ port, host: values.host ?? config.host });

@@ -68,7 +68,7 @@ export class TurnService {
     const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = deps.config;
     // At a load line of 1 no turn would ever go to a thread: none is started.
     this.pool = turnWorkers > 0 && deps.config.turnWorkersLoad < 1 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
-    this.load = this.pool && new ServerLoad(deps.config.turnWorkersLoad);
+    this.load = this.pool && new ServerLoad(deps.config.turnWorkersLoad, { rising: () => this.pool?.warm() });
     this.serverSecrets = serverKeys(deps.config);
   }
 
@@ -495,11 +495,6 @@ export class TurnService {
       });
     }
     this.harnessProcesses++;
-  }
-
-  /** Starts the turn worker threads now rather than at the first turns. */
-  warm(): void {
-    this.pool?.warm();
   }
 
   /** Turn worker threads end once their turns have; no turn starts after this. Parked harness processes write their sessions down and end. */

@@ -89,3 +89,15 @@ describe.each([
     expect(h.model.requests.length - before).toBe(1);
   });
 });
+
+describe('models kept from turn to turn', () => {
+  it('each turn still sends its own key', async () => {
+    const keys = ['sk-first-turn-key', 'sk-second-turn-key', 'sk-first-turn-key'];
+    for (const key of keys) {
+      h.model.script({ text: 'ok' });
+      const before = h.model.requests.length;
+      await readJson(await h.invoke(invokeBody(ask, template(), { secrets: { OPENAI_API_KEY: key } })));
+      expect(h.model.requests.slice(before).map((r) => r.headers.authorization)).toEqual([`Bearer ${key}`]);
+    }
+  });
+});

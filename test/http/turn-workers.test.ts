@@ -162,21 +162,27 @@ describe('where a turn runs', () => {
 
   it('the load gauge: busy above the line, back only well under it; 0 means always', () => {
     const readings: number[] = [];
-    const load = new ServerLoad(0.9, () => readings.shift()!, false);
+    let rose = 0;
+    const load = new ServerLoad(0.9, { sample: () => readings.shift()!, start: false, rising: () => rose++ });
     const after = (value: number) => {
       readings.push(value);
       load.update();
       return load.busy;
     };
     expect(load.busy).toBe(false);
+    expect(after(0.4)).toBe(false);
+    expect(rose).toBe(0);
+    // Past the line turns come back under, the turn threads are started (once), ahead of need.
     expect(after(0.6)).toBe(false);
+    expect(rose).toBe(1);
     expect(after(0.95)).toBe(true);
     // Sending turns away lowers the load; they stay away until it is well under the line.
     expect(after(0.7)).toBe(true);
     expect(after(0.55)).toBe(true);
     expect(after(0.4)).toBe(false);
     expect(after(0.85)).toBe(false);
-    expect(new ServerLoad(0, () => 0, false).busy).toBe(true);
+    expect(rose).toBe(1);
+    expect(new ServerLoad(0, { sample: () => 0, start: false }).busy).toBe(true);
   });
 
   it('AGENTD_TURN_WORKERS_LOAD is a share from 0 to 1, 0.9 unless set; anything else stops the start, saying so', () => {
