@@ -7,7 +7,8 @@
  * - the `ls` tool is offered → a call to `ls {}`;
  * - otherwise → text, after `latencyMs` (set only for the first-token measurement).
  *
- * Control over IPC from bench/run.ts: `{ type: 'latency', ms }`, `{ type: 'capture', on }` and
+ * Control over IPC from bench/run.ts: `{ type: 'latency', ms }`, `{ type: 'pace', ms }` (the time
+ * between a streamed answer's frames, for streams that stay open: bench/memory.ts), `{ type: 'capture', on }` and
  * `{ type: 'captured' }` (answers with the request bodies seen while capturing, so the floor can
  * send exactly what agentd sends), `{ type: 'reset' }` and `{ type: 'peak' }` (peak concurrent
  * requests since the reset).
@@ -16,6 +17,7 @@ import { startFakeModel, type FakeReply, type RecordedRequest } from '../src/tes
 import { STREAM_TEXT, TOOL_ANSWER, type CapturedRequest, type ModelControl } from './shared.ts';
 
 let latencyMs = 0;
+let paceMs = 0;
 let capturing = false;
 const captured: CapturedRequest[] = [];
 
@@ -24,7 +26,7 @@ function script(req: RecordedRequest): FakeReply {
   const last = req.messages.at(-1);
   if (last?.role === 'tool') return { text: TOOL_ANSWER };
   if (req.tools.includes('ls')) return { toolCalls: [{ name: 'ls', input: {} }] };
-  return latencyMs > 0 ? { text: STREAM_TEXT, latencyMs } : { text: STREAM_TEXT };
+  return { text: STREAM_TEXT, ...(latencyMs > 0 ? { latencyMs } : {}), ...(paceMs > 0 ? { chunkDelayMs: paceMs } : {}) };
 }
 
 // Recording every request would grow memory for the whole run; the capture above is opt-in.
@@ -34,6 +36,10 @@ process.on('message', (msg: ModelControl) => {
   switch (msg.type) {
     case 'latency':
       latencyMs = msg.ms;
+      process.send?.({ type: 'ok' });
+      break;
+    case 'pace':
+      paceMs = msg.ms;
       process.send?.({ type: 'ok' });
       break;
     case 'capture':

@@ -5,6 +5,7 @@ export const STREAM_TEXT = 'Hello from the fake model: this is the streamed answ
 
 export type ModelControl =
   | { type: 'latency'; ms: number }
+  | { type: 'pace'; ms: number }
   | { type: 'capture'; on: boolean }
   | { type: 'captured' }
   | { type: 'reset' }

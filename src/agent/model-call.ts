@@ -2,7 +2,7 @@ import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Genera
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
 import { APICallError, RetryError } from 'ai';
 import { learn, neverStreams, streamOnly } from './model-facts.ts';
-import { withModelTimeout } from './model-timeout.ts';
+import { watched } from './model-timeout.ts';
 import { endpointOf } from './model.ts';
 
 export interface ModelCallSettings {
@@ -38,12 +38,15 @@ function isJson(headers: Record<string, string | undefined> | undefined): boolea
  * (model-facts.ts): one that answers a non-streaming call with SSE only streams from then on, one
  * that answers a streaming call with one JSON body is asked without streaming from then on.
  */
-export async function* modelCall(given: LanguageModelV4, options: LanguageModelV4CallOptions, settings: ModelCallSettings): AsyncGenerator<LanguageModelV4StreamPart> {
-  const endpoint = endpointOf(given);
-  const model = withModelTimeout(given, settings.timeoutMs);
+export async function* modelCall(model: LanguageModelV4, options: LanguageModelV4CallOptions, settings: ModelCallSettings): AsyncGenerator<LanguageModelV4StreamPart> {
+  const endpoint = endpointOf(model);
   const retried = retrying(settings.maxRetries, options.abortSignal);
+  // Each attempt has the whole AGENTD_MODEL_TIMEOUT_MS; the waits between attempts do not count.
+  const attempt = <T>(call: (abortSignal: AbortSignal) => PromiseLike<T>) => retried(() => watched(settings.timeoutMs, options.abortSignal, call));
   const generate = async function* () {
-    yield* contentParts(await retried(() => model.doGenerate(options)));
+    const { value, watch } = await attempt((abortSignal) => model.doGenerate({ ...options, abortSignal }));
+    watch.stop();
+    yield* contentParts(value);
   };
   if (neverStreams.has(endpoint)) return yield* generate();
   if (!settings.streaming && !streamOnly.has(endpoint)) {
@@ -56,22 +59,33 @@ export async function* modelCall(given: LanguageModelV4, options: LanguageModelV
       else if (!isRefusedCall(error)) throw error;
     }
   }
-  const result = await retried(() => model.doStream(options));
+  const { value: result, watch } = await attempt((abortSignal) => model.doStream({ ...options, abortSignal }));
   if (isJson(result.response?.headers)) {
+    watch.stop();
     // The SDK would read that body as an empty stream: drop it unread and ask again without streaming.
     await result.stream.cancel();
     learn({ kind: 'never-streams', endpoint });
     return yield* generate();
   }
+  // Read here rather than through a transform stream of the watchdog's: a stream that goes quiet
+  // is cancelled, and said to have timed out.
   const reader = result.stream.getReader();
+  watch.onExpire(() => void reader.cancel().catch(() => {}));
   let done = false;
   try {
+    watch.restart();
     while (!done) {
-      const read = await reader.read();
+      const read = await reader.read().catch((error: unknown) => {
+        throw watch.expired ?? error;
+      });
+      if (watch.expired) throw watch.expired;
       done = read.done;
-      if (!read.done) yield read.value;
+      if (read.done) break;
+      watch.restart();
+      yield read.value;
     }
   } finally {
+    watch.stop();
     // The turn stopped reading (it failed, or was aborted): the rest of the answer is not wanted.
     if (!done) await reader.cancel().catch(() => {});
   }

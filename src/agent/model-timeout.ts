@@ -1,4 +1,3 @@
-import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { AppError } from '../errors.ts';
 
 /**
@@ -6,53 +5,25 @@ import { AppError } from '../errors.ts';
  * stream with no first part, or one that goes quiet between parts. The SDK's own step timeout
  * would also count the tools a step runs, so a slow tool failed the turn as the provider's fault
  * and lost its result; tools have limits of their own, and the turn as a whole has its own too.
+ *
+ * `call` is given the signal that ends the call when the time is up; what it answers is returned
+ * with the watchdog still running, for a stream to `restart` at every part and `stop` at its end.
  */
-export function withModelTimeout(model: LanguageModelV4, timeoutMs: number): LanguageModelV4 {
-  return {
-    specificationVersion: 'v4',
-    provider: model.provider,
-    modelId: model.modelId,
-    supportedUrls: model.supportedUrls,
-    async doGenerate(options) {
-      const watch = new Watchdog(timeoutMs, options.abortSignal);
-      try {
-        return await model.doGenerate({ ...options, abortSignal: watch.signal });
-      } catch (error) {
-        throw watch.expired ?? error;
-      } finally {
-        watch.stop();
-      }
-    },
-    async doStream(options) {
-      const watch = new Watchdog(timeoutMs, options.abortSignal);
-      let result: Awaited<ReturnType<LanguageModelV4['doStream']>>;
-      try {
-        result = await model.doStream({ ...options, abortSignal: watch.signal });
-      } catch (error) {
-        watch.stop();
-        throw watch.expired ?? error;
-      }
-      watch.restart();
-      const stream = result.stream.pipeThrough(
-        new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
-          start: (controller) => watch.onExpire((error) => controller.error(error)),
-          transform: (part, controller) => {
-            watch.restart();
-            controller.enqueue(part);
-          },
-          flush: () => watch.stop(),
-        }),
-      );
-      return { ...result, stream };
-    },
-  };
+export async function watched<T>(timeoutMs: number, outer: AbortSignal | undefined, call: (signal: AbortSignal) => PromiseLike<T>): Promise<{ value: T; watch: Watchdog }> {
+  const watch = new Watchdog(timeoutMs, outer);
+  try {
+    return { value: await call(watch.signal), watch };
+  } catch (error) {
+    watch.stop();
+    throw watch.expired ?? error;
+  }
 }
 
 /**
  * One timer per call, re-armed only when it fires (a part just records the time), so a stream of
  * many small parts costs a timestamp each, not a timer each.
  */
-class Watchdog {
+export class Watchdog {
   readonly signal: AbortSignal;
   expired: AppError | undefined;
   readonly #controller = new AbortController();
@@ -93,7 +64,7 @@ class Watchdog {
     try {
       this.#expire?.(this.expired);
     } catch {
-      // The stream was already cancelled by its reader: nobody is left to tell.
+      // Whoever was to be told has gone (the stream ended meanwhile): nobody is left to tell.
     }
   }
 }

@@ -1,0 +1,129 @@
+/**
+ * `npm run bench:memory` (issue 21): what agentd holds in memory idle, per paused session and per
+ * live stream. agentd runs as `agentd serve` does (bench/agentd-server.ts) in a child of its own
+ * with --expose-gc, so the figures are the server's alone: every reading comes after two forced
+ * collections, as RSS (what the machine gives the process) and as the V8 heap in use.
+ *
+ * 1. idle: right after the start, and again after a warm-up of sequential turns;
+ * 2. paused sessions: BENCH_MEMORY_PAUSED (2,000) turns that each end paused on an approval;
+ * 3. live streams: BENCH_MEMORY_STREAMS (500) SSE turns held open at once, each read to its first
+ *    frames while the model streams its answer a frame every 3 s.
+ * Each per-item figure is the difference over the step divided by the items.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { startModelProcess } from './local.ts';
+import type { Ready } from './shared.ts';
+
+const PAUSED = Number(process.env.BENCH_MEMORY_PAUSED ?? 2000);
+const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 500);
+const WARMUP = Number(process.env.BENCH_MEMORY_WARMUP ?? 500);
+const PACE_MS = 3000;
+
+interface Memory {
+  rss: number;
+  rssAnon: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+const model = await startModelProcess(0);
+const child: ChildProcess = fork(path.join(import.meta.dirname, 'agentd-server.ts'), [], {
+  stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  // Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
+  // here would reach it. A turn thread costs 54 MB of its own once started (BENCHMARKS.md).
+  env: { ...process.env, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', AGENTD_DATA_DIR: '', AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' },
+  execArgv: ['--expose-gc'],
+});
+const server = await new Promise<Ready>((resolve) => child.once('message', (msg: Ready) => resolve(msg)));
+const memory = () =>
+  new Promise<Memory>((resolve) => {
+    child.once('message', (reply: Memory) => resolve(reply));
+    child.send({ type: 'memory' });
+  });
+
+// Enough connections for every stream held open at once, each on its own.
+const dispatcher = new Agent({ connections: STREAMS + 10, pipelining: 0 });
+const invokeUrl = `${server.url}/services/agent/v0/invoke?project_id=${server.projectId}`;
+const headers = { 'content-type': 'application/json', authorization: `ApiKey ${server.apiKey}` };
+const agent = (tools: unknown[], permission: string) => ({ llm: { provider: 'openai', model: 'm' }, tools, runner: { permissions: { default: permission } } });
+const body = (session: string | undefined, tools: unknown[], permission: string) =>
+  JSON.stringify({ ...(session ? { session_id: session } : {}), data: { inputs: { messages: [{ role: 'user', content: 'go' }] }, parameters: { agent: agent(tools, permission) } } });
+
+async function turn(payload: string): Promise<unknown> {
+  const res = await request(invokeUrl, { method: 'POST', headers, body: payload, dispatcher });
+  const json = (await res.body.json()) as { data?: { outputs?: unknown } };
+  if (res.statusCode !== 200) throw new Error(`turn answered ${res.statusCode}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json.data?.outputs;
+}
+
+const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`;
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+const progress = (what: string) => process.stderr.write(`${what} … `);
+
+const idle = await memory();
+progress(`warm-up: ${WARMUP} turns`);
+for (let i = 0; i < WARMUP; i++) await turn(body(undefined, [], 'allow'));
+const warm = await memory();
+process.stderr.write('done\n');
+
+progress(`${PAUSED} paused sessions`);
+for (let i = 0; i < PAUSED; i++) {
+  const outputs = (await turn(body(`paused-${i}`, [{ type: 'builtin', name: 'ls' }], 'ask'))) as { stop_reason?: string };
+  if (outputs.stop_reason !== 'paused') throw new Error(`expected a paused turn, got ${JSON.stringify(outputs).slice(0, 300)}`);
+}
+const paused = await memory();
+process.stderr.write('done\n');
+
+progress(`${STREAMS} live streams`);
+// Each answer's frames come seconds apart: its first text arrives (and with it the stream's
+// first frames) while the rest is still to come.
+await model.ask({ type: 'pace', ms: PACE_MS });
+const open = await Promise.all(
+  Array.from({ length: STREAMS }, async () => {
+    const res = await request(invokeUrl, { method: 'POST', headers: { ...headers, accept: 'text/event-stream' }, body: body(undefined, [], 'allow'), dispatcher });
+    // The first frame (turn_start) says the turn is live; the rest waits on the model. Read
+    // without ending the loop, which would close the stream: the client stays connected.
+    const frames = res.body[Symbol.asyncIterator]();
+    for (let seen = ''; !seen.includes('turn_start'); ) {
+      const next = await frames.next();
+      if (next.done) throw new Error(`the stream ended before its first frame: ${seen.slice(0, 300)}`);
+      seen += String(next.value);
+    }
+    return res;
+  }),
+);
+const streaming = await memory();
+process.stderr.write('done\n');
+for (const res of open) res.body.destroy();
+
+const row = (what: string, before: Memory, after: Memory, items: number) =>
+  `| ${what} | ${kb((after.rssAnon - before.rssAnon) / items)} | ${kb((after.rss - before.rss) / items)} | ${kb((after.heapUsed - before.heapUsed) / items)} | ${kb((after.heapTotal - before.heapTotal) / items)} | ${kb((after.external - before.external) / items)} |`;
+process.stdout.write(
+  [
+    `machine: ${os.cpus().length} cores, Node ${process.version}`,
+    '',
+    '| agentd, after forced GC | RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |',
+    '|---|---|---|---|---|---|',
+    `| idle, just started | ${mb(idle.rssAnon)} | ${mb(idle.rss)} | ${mb(idle.heapUsed)} | ${mb(idle.heapTotal)} | ${mb(idle.external)} |`,
+    `| idle, after ${WARMUP} turns | ${mb(warm.rssAnon)} | ${mb(warm.rss)} | ${mb(warm.heapUsed)} | ${mb(warm.heapTotal)} | ${mb(warm.external)} |`,
+    '',
+    '| each one held | RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |',
+    '|---|---|---|---|---|---|',
+    row(`paused session (${PAUSED})`, warm, paused, PAUSED),
+    row(`live SSE stream, its model answering (${STREAMS})`, paused, streaming, STREAMS),
+    '',
+  ].join('\n'),
+);
+
+// Stopped, not killed: it removes its data folder (the streams' turns are cut at the short grace).
+await new Promise((resolve) => {
+  child.once('exit', resolve);
+  child.send({ type: 'stop' });
+});
+model.stop();
+await dispatcher.close().catch(() => {});
+process.exit(0);
