@@ -9,9 +9,13 @@
  *   result. The tool itself is not run: listing an empty folder belongs to agentd's side of the
  *   ledger. Replies with a small JSON.
  * - POST /floor/stream: one streamed call whose SSE bytes are relayed to the client as they come.
+ * - POST /floor/echo: the same call, not streamed, as a JSON reply makes it; replies with its text.
+ * - POST /floor/vercel: the streamed call, each text delta read out of the SSE and written as the
+ *   Vercel AI SDK's UI message stream (start, text-start, text-delta…, text-end, finish, [DONE]).
  *
- * Not the floor, a reference between it and agentd: /sdk/tool and /sdk/stream make the same calls
- * through the AI SDK's `generateText` and `streamText` (what agentd's turn engine is built on), with agentd's
+ * Not the floor, a reference between it and agentd: /sdk/tool, /sdk/stream, /sdk/echo and
+ * /sdk/vercel make the same calls through the AI SDK's `generateText` and `streamText` (the last
+ * with its own `pipeUIMessageStreamToResponse`), with agentd's
  * own `ls` tool on an empty folder, and nothing else: no auth, store, session folder, events or
  * logging. floor → sdk is what the SDK costs; sdk → agentd is what agentd itself adds.
  *
@@ -74,6 +78,38 @@ app.post('/floor/stream', async (_request, reply) => {
   return reply.send(Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream));
 });
 
+app.post('/floor/echo', async () => {
+  const answer = await callModel({ ...(templates.stream as Item), stream: false });
+  if (!answer.ok) throw new Error(`model answered ${answer.status}`);
+  return { text: outputText(((await answer.json()) as { output: Output }).output) };
+});
+
+app.post('/floor/vercel', async (_request, reply) => {
+  const upstream = await callModel(templates.stream);
+  if (!upstream.ok || !upstream.body) throw new Error(`model answered ${upstream.status}`);
+  reply.hijack();
+  const out = reply.raw;
+  out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-vercel-ai-ui-message-stream': 'v1' });
+  const chunk = (value: object) => out.write(`data: ${JSON.stringify(value)}\n\n`);
+  chunk({ type: 'start' });
+  chunk({ type: 'text-start', id: 't' });
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const bytes of upstream.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(bytes, { stream: true });
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.startsWith('data: ')) continue;
+      const event = JSON.parse(line.slice(6)) as { type: string; delta?: string };
+      if (event.type === 'response.output_text.delta') chunk({ type: 'text-delta', id: 't', delta: event.delta });
+    }
+  }
+  chunk({ type: 'text-end', id: 't' });
+  chunk({ type: 'finish' });
+  out.end('data: [DONE]\n\n');
+});
+
 const sdkModel = createOpenAI({ apiKey: 'sk-bench', baseURL: modelUrl }).responses('fake-model');
 const emptyFolder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-sdk-'));
 const sdkTools = { ls: lsTool(emptyFolder) };
@@ -101,6 +137,16 @@ app.post('/sdk/stream', async (_request, reply) => {
     if (part.type === 'text-delta') reply.raw.write(`data: ${JSON.stringify({ type: 'text', delta: part.text })}\n\n`);
   }
   reply.raw.end();
+});
+
+app.post('/sdk/echo', async () => {
+  const result = await generateText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 });
+  return { text: result.text };
+});
+
+app.post('/sdk/vercel', async (_request, reply) => {
+  reply.hijack();
+  streamText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 }).pipeUIMessageStreamToResponse(reply.raw);
 });
 
 await app.listen({ port: 0, host: '127.0.0.1' });

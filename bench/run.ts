@@ -45,7 +45,7 @@ const settings = {
   sequentialRequests: num('BENCH_SEQUENTIAL_REQUESTS', 200),
   modelLatencyMs: num('BENCH_MODEL_LATENCY_MS', 20),
   logLevels: (process.env.BENCH_LOG_LEVELS ?? 'info,warn').split(',').filter(Boolean),
-  scenarios: (process.env.BENCH_SCENARIOS ?? 'tool,stream,first-byte,unloaded').split(',').filter(Boolean),
+  scenarios: (process.env.BENCH_SCENARIOS ?? 'echo,tool,stream,vercel,first-byte,unloaded').split(',').filter(Boolean),
   profile: ['1', 'true', 'yes'].includes(process.env.BENCH_PROFILE ?? ''),
   maxOtherCores: num('BENCH_MAX_OTHER', 0.15),
   noiseRetries: num('BENCH_NOISE_RETRIES', 2),
@@ -319,23 +319,34 @@ function agentTemplate(llm: object, tools: unknown[]) {
 const toolBody = (llm: object) =>
   JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'List the folder.' }] }, parameters: { agent: agentTemplate(llm, [{ type: 'builtin', name: 'ls' }]) } } });
 const streamBody = (llm: object) => JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'Say hello.' }] }, parameters: { agent: agentTemplate(llm, []) } } });
+/** The echo as a `useChat` front end sends it: the conversation as UI messages. */
+const vercelBody = (llm: object) =>
+  JSON.stringify({ data: { inputs: { messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Say hello.' }] }] }, parameters: { agent: agentTemplate(llm, []) } } });
 const TOOL_BODY = toolBody(LLMS.responses);
 const STREAM_BODY = streamBody(LLMS.responses);
 
-interface Server extends Child {
+/** The load runs, each a workload every server answers. */
+const LOADS = ['echo', 'tool', 'stream', 'vercel'] as const;
+type Load = (typeof LOADS)[number];
+const LABEL: Record<Load, string> = { echo: 'JSON echo', tool: 'JSON turn, 1 tool call', stream: 'streamed echo (SSE)', vercel: 'Vercel stream echo' };
+/** Issue 21: CPU per turn at most this many times the floor's, for each workload; p99 at most twice. */
+const CPU_RATIO_TARGET: Record<Load, number> = { echo: 2, tool: 2, stream: 3, vercel: 3 };
+const P99_RATIO_TARGET = 2;
+
+interface Server extends Child, Record<Load, Request> {
   name: string;
-  tool: Request;
-  stream: Request;
   /** What the first frame with text contains, in this server's stream. */
   textMarker: string;
 }
 
-function agentdRequests(c: Child, protocol: Protocol = 'responses'): Pick<Server, 'tool' | 'stream' | 'textMarker'> {
+function agentdRequests(c: Child, protocol: Protocol = 'responses'): Pick<Server, Load | 'textMarker'> {
   const url = `${c.url}/services/agent/v0/invoke?project_id=${c.projectId}`;
   const headers = { 'content-type': 'application/json', authorization: `ApiKey ${c.apiKey}` };
   return {
+    echo: { url, headers, body: streamBody(LLMS[protocol]) },
     tool: { url, headers, body: toolBody(LLMS[protocol]) },
     stream: { url, headers: { ...headers, accept: 'text/event-stream' }, body: streamBody(LLMS[protocol]) },
+    vercel: { url, headers: { ...headers, accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' }, body: vercelBody(LLMS[protocol]) },
     textMarker: '"type":"message_delta"',
   };
 }
@@ -417,25 +428,37 @@ async function main(): Promise<void> {
   const floor: Server = {
     ...f,
     name: 'floor',
+    echo: { url: `${f.url}/floor/echo`, headers: json, body: STREAM_BODY },
     tool: { url: `${f.url}/floor/tool`, headers: json, body: TOOL_BODY },
     stream: { url: `${f.url}/floor/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
+    vercel: { url: `${f.url}/floor/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
     textMarker: 'response.output_text.delta',
   };
   await check(floor.tool, TOOL_ANSWER, 'floor tool route');
   await check(floor.stream, 'response.output_text.delta', 'floor stream route');
+  await check(floor.echo, '"text"', 'floor echo route');
+  await check(floor.vercel, '"type":"text-delta"', 'floor Vercel route');
   // Same process as the floor, loaded separately: see floor-server.ts for what it is for.
   const sdk: Server = {
     ...f,
     name: 'sdk (reference)',
+    echo: { url: `${f.url}/sdk/echo`, headers: json, body: STREAM_BODY },
     tool: { url: `${f.url}/sdk/tool`, headers: json, body: TOOL_BODY },
     stream: { url: `${f.url}/sdk/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
+    vercel: { url: `${f.url}/sdk/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
     textMarker: '"type":"text"',
   };
   await check(sdk.tool, TOOL_ANSWER, 'sdk tool route');
   await check(sdk.stream, '"type":"text"', 'sdk stream route');
+  await check(sdk.echo, '"text"', 'sdk echo route');
+  await check(sdk.vercel, '"type":"text-delta"', 'sdk Vercel route');
+  for (const a of agentds) {
+    await check(a.echo, '"stop_reason":"end_turn"', `${a.name} echo`);
+    await check(a.vercel, '"type":"text-delta"', `${a.name} Vercel stream`);
+  }
 
   const servers = [floor, sdk, ...agentds];
-  const scenarios = (['tool', 'stream'] as const).filter((s) => settings.scenarios.includes(s));
+  const scenarios = LOADS.filter((s) => settings.scenarios.includes(s));
   const runs: Record<string, Record<string, LoadResult[]>> = {};
   for (let round = 1; round <= settings.rounds; round++) {
     for (const scenario of scenarios) {
@@ -522,7 +545,7 @@ async function main(): Promise<void> {
   const pick = (rs: LoadResult[], k: 'p50' | 'p99' | 'rps') => median(rs.map((r) => r[k]));
   const rows: string[][] = [['scenario', 'floor p50 / p99 ms', 'floor req/s', 'vs', 'p50 / p99 ms', 'req/s', 'added p50 / p99 ms', 'throughput ratio', 'target met']];
   const comparisons: unknown[] = [];
-  const label = { tool: 'JSON turn, 1 tool call', stream: 'streamed turn (SSE)' } as const;
+  const label = LABEL;
   for (const scenario of scenarios) {
     const fl = runs[scenario]!.floor!;
     for (const a of [sdk, ...agentds]) {
@@ -555,6 +578,36 @@ async function main(): Promise<void> {
       const rs = runs[scenario]![s.name]!;
       const m = (f: (r: LoadResult) => number | undefined) => median(rs.map((r) => f(r) ?? NaN));
       cpuRows.push([label[scenario], s.name, fmt(m((r) => r.cpu.serverMsPerReq), 2), fmt(m((r) => r.cpu.serverCore) * 100, 0), fmt(m((r) => r.cpu.modelMsPerReq), 2), fmt(m((r) => r.cpu.clientMsPerReq), 2), otherCell(m((r) => r.cpu.otherCores)), `${fmt(m((r) => r.loop.p99))} / ${fmt(m((r) => r.loop.max))}`]);
+    }
+  }
+
+  // Issue 21's targets: CPU per turn and p99 as multiples of the floor's in the same run, and
+  // Chat Completions against Responses.
+  const ratioRows: string[][] = [['workload', 'server', 'CPU ms/turn', '× floor', 'p99 ms', '× floor p99', 'target met']];
+  const ratios: unknown[] = [];
+  const chatName = agentds.find((a) => a.name.includes('Chat Completions'))?.name;
+  const responsesName = agentds[0]?.name;
+  for (const scenario of scenarios) {
+    const cpuOf = (name: string) => median(runs[scenario]![name]!.map((r) => r.cpu.serverMsPerReq ?? NaN));
+    const p99Of = (name: string) => pick(runs[scenario]![name]!, 'p99');
+    for (const s of [sdk, ...agentds]) {
+      const cpu = cpuOf(s.name);
+      const cpuX = cpu / cpuOf('floor');
+      const p99X = p99Of(s.name) / p99Of('floor');
+      const isAgentd = s !== sdk;
+      const chatX = s.name === chatName && responsesName ? cpu / cpuOf(responsesName) : undefined;
+      const met = { cpu: cpuX <= CPU_RATIO_TARGET[scenario], p99: p99X <= P99_RATIO_TARGET, ...(chatX !== undefined ? { chat: chatX <= 1.1 } : {}) };
+      const missed = Object.entries(met).filter(([, v]) => !v).map(([k]) => k);
+      ratios.push({ scenario, server: s.name, cpuMsPerTurn: cpu, cpuRatio: cpuX, p99Ratio: p99X, ...(chatX !== undefined ? { chatToResponses: chatX } : {}), ...(isAgentd ? { met } : {}) });
+      ratioRows.push([
+        label[scenario],
+        s.name + (chatX !== undefined ? ` (${fmt(chatX, 2)}× Responses)` : ''),
+        fmt(cpu, 2),
+        fmt(cpuX, 2),
+        fmt(p99Of(s.name)),
+        fmt(p99X, 2),
+        !isAgentd ? '–' : missed.length ? `no (${missed.join(', ')})` : 'yes',
+      ]);
     }
   }
 
@@ -595,6 +648,9 @@ async function main(): Promise<void> {
     `model call bodies (bytes): tool ${bodyBytes[0]} + ${bodyBytes[1]}, stream ${bodyBytes[2]}`,
     '',
     ...(scenarios.length ? [table(rows), '', table(cpuRows)] : []),
+    ...(scenarios.length
+      ? ['', `against the floor (issue 21): CPU ≤ ${CPU_RATIO_TARGET.echo}× for JSON, ≤ ${CPU_RATIO_TARGET.stream}× for streams; p99 ≤ ${P99_RATIO_TARGET}×; Chat Completions ≤ 1.1× Responses`, '', table(ratioRows)]
+      : []),
     ...(fbRows ? ['', `first byte: ${settings.sequentialRequests} sequential requests each, the model waits ${settings.modelLatencyMs} ms before its first frame`, '', table(fbRows)] : []),
     ...(unRows ? ['', `unloaded: the JSON tool turn, ${settings.sequentialRequests} sequential requests each (no queueing; the targets above are for 50 clients)`, '', table(unRows)] : []),
     '',
@@ -604,7 +660,7 @@ async function main(): Promise<void> {
   const resultsDir = path.join(here, 'results');
   mkdirSync(resultsDir, { recursive: true });
   const file = path.join(resultsDir, `${stamp}.json`);
-  writeFileSync(file, JSON.stringify({ machine, source, settings, targets: TARGETS, modelBodyBytes: bodyBytes, runs, comparisons, firstByte, firstByteComparisons: fbComparisons, unloaded, agentdLogBytes: logBytes, table: out }, null, 2));
+  writeFileSync(file, JSON.stringify({ machine, source, settings, targets: TARGETS, modelBodyBytes: bodyBytes, runs, comparisons, ratios, firstByte, firstByteComparisons: fbComparisons, unloaded, agentdLogBytes: logBytes, table: out }, null, 2));
   process.stdout.write(`\nraw results: ${path.relative(process.cwd(), file)}\n`);
 }
 
