@@ -47,6 +47,8 @@ export interface TurnPlan {
    * its turn are written once, when the turn ends: four statements fewer on the path of every case.
    */
   privateSession?: boolean;
+  /** The server made the session id for this turn: no turn came before it, so nothing in it waits on an answer. */
+  newSession?: boolean;
   /** The Vercel-format message this turn continues, as its client sent it (see LiveTurn). */
   continues?: UIMessage;
 }
@@ -121,6 +123,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
       },
       force: params.force,
       streaming: params.streaming,
+      ...(params.sessionId === undefined ? { newSession: true } : {}),
       ...(continues ? { continues } : {}),
     },
   };

@@ -278,7 +278,7 @@ export class TurnService {
       if (!plan.privateSession) {
         // Answers given through the API to a pause this turn leaves behind are abandoned with it;
         // left `responded`, they would be continued at the next start, behind the user's back.
-        await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
+        if (!plan.newSession) await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
         await store.sessions.touch(projectId, sessionId);
         await store.turns.create(record);
       }
