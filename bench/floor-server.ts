@@ -5,30 +5,34 @@
  * and the AI SDK under it, does beyond those calls.
  *
  * - POST /floor/tool: the tool turn. Two Responses calls, not streamed, as agentd makes them for a
- *   JSON reply; the first answer is read for the function call so the second call can carry its
- *   result. The tool itself is not run: listing an empty folder belongs to agentd's side of the
- *   ledger. Replies with a small JSON.
+ *   JSON reply; the first answer is read for the function call, whose file is written (in a
+ *   folder of the request's own, as agentd writes in the session's), and the second call carries
+ *   its result. Replies with a small JSON.
+ * - POST /floor/stream-tool: the same turn streamed: both calls' SSE relayed as they come, the
+ *   function call read out of the first.
  * - POST /floor/stream: one streamed call whose SSE bytes are relayed to the client as they come.
  * - POST /floor/echo: the same call, not streamed, as a JSON reply makes it; replies with its text.
  * - POST /floor/vercel: the streamed call, each text delta read out of the SSE and written as the
  *   Vercel AI SDK's UI message stream (start, text-start, text-delta…, text-end, finish, [DONE]).
  *
- * Not the floor, a reference between it and agentd: /sdk/tool, /sdk/stream, /sdk/echo and
- * /sdk/vercel make the same calls through the AI SDK's `generateText` and `streamText` (the last
- * with its own `pipeUIMessageStreamToResponse`), with agentd's
- * own `ls` tool on an empty folder, and nothing else: no auth, store, session folder, events or
+ * Not the floor, a reference between it and agentd: /sdk/tool, /sdk/stream-tool, /sdk/stream,
+ * /sdk/echo and /sdk/vercel make the same calls through the AI SDK's `generateText` and
+ * `streamText` (the Vercel one with its own `pipeUIMessageStreamToResponse`), with agentd's own
+ * `write` tool on one folder, and nothing else: no auth, store, session folder, events or
  * logging. floor → sdk is what the SDK costs; sdk → agentd is what agentd itself adds.
  *
  * Env: MODEL_URL (the fake model's `/v1` base), FLOOR_TEMPLATES (path to a FloorTemplates JSON).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, isStepCount, streamText, type ModelMessage } from 'ai';
 import Fastify from 'fastify';
-import { lsTool } from '../src/agent/tools/ls.ts';
+import { writeTool } from '../src/agent/tools/write.ts';
 import { serveLoopStats, type FloorTemplates, type Ready } from './shared.ts';
 
 const modelUrl = process.env.MODEL_URL;
@@ -60,15 +64,59 @@ function outputText(output: Output): string {
 
 const app = Fastify({ logger: false });
 
+/** Where the floor's tool writes: a folder per request under this one, as agentd's sessions have. */
+const folders = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
+
+/** The `write` tool at its barest: the request's folder, the file, and what the model is told. */
+async function write(call: { arguments: string }): Promise<string> {
+  const { path: file, content } = JSON.parse(call.arguments) as { path: string; content: string };
+  const folder = path.join(folders, randomUUID());
+  await mkdir(folder);
+  await writeFile(path.join(folder, file), content);
+  return `wrote ${Buffer.byteLength(content)} bytes to ${file}`;
+}
+
+/** The second call of a tool turn: agentd's own body, with this call's id and result. */
+function secondCall(template: unknown, call: { call_id: string }, result: string): Item {
+  const second = template as { input: Item[] };
+  const input = second.input.map((item) => (item.type === 'function_call_output' ? { ...item, call_id: call.call_id, output: result } : typeof item.call_id === 'string' ? { ...item, call_id: call.call_id } : item));
+  return { ...second, input };
+}
+
 app.post('/floor/tool', async () => {
   const first = await callModel(templates.tool[0]);
   if (!first.ok) throw new Error(`model answered ${first.status}`);
   const call = functionCall(((await first.json()) as { output: Output }).output);
-  const second = templates.tool[1] as { input: Item[] };
-  const input = second.input.map((item) => (typeof item.call_id === 'string' ? { ...item, call_id: call.call_id } : item));
-  const final = await callModel({ ...second, input });
+  const final = await callModel(secondCall(templates.tool[1], call, await write(call)));
   if (!final.ok) throw new Error(`model answered ${final.status}`);
   return { text: outputText(((await final.json()) as { output: Output }).output), tool_call_id: call.call_id };
+});
+
+app.post('/floor/stream-tool', async (_request, reply) => {
+  const first = await callModel(templates.streamTool[0]);
+  if (!first.ok || !first.body) throw new Error(`model answered ${first.status}`);
+  reply.hijack();
+  const out = reply.raw;
+  out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  let call: { call_id: string; name: string; arguments: string } | undefined;
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const bytes of first.body as unknown as AsyncIterable<Uint8Array>) {
+    out.write(bytes);
+    buffered += decoder.decode(bytes, { stream: true });
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.startsWith('data: ') || !line.includes('"response.output_item.done"')) continue;
+      const item = (JSON.parse(line.slice(6)) as { item: { type: string; call_id: string; name: string; arguments: string } }).item;
+      if (item.type === 'function_call') call = item;
+    }
+  }
+  if (!call) throw new Error('the model streamed no function call');
+  const final = await callModel(secondCall(templates.streamTool[1], call, await write(call)));
+  if (!final.ok || !final.body) throw new Error(`model answered ${final.status}`);
+  for await (const bytes of final.body as unknown as AsyncIterable<Uint8Array>) out.write(bytes);
+  out.end();
 });
 
 app.post('/floor/stream', async (_request, reply) => {
@@ -111,8 +159,7 @@ app.post('/floor/vercel', async (_request, reply) => {
 });
 
 const sdkModel = createOpenAI({ apiKey: 'sk-bench', baseURL: modelUrl }).responses('fake-model');
-const emptyFolder = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-sdk-'));
-const sdkTools = { ls: lsTool(emptyFolder) };
+const sdkTools = { write: writeTool(folders) };
 
 /** The system text and user message agentd sent, so the SDK builds bodies of the same size. */
 function sdkPrompt(body: unknown): { instructions: string; messages: ModelMessage[] } {
@@ -139,6 +186,17 @@ app.post('/sdk/stream', async (_request, reply) => {
   reply.raw.end();
 });
 
+app.post('/sdk/stream-tool', async (_request, reply) => {
+  const result = streamText({ model: sdkModel, ...sdkToolPrompt, tools: sdkTools, stopWhen: isStepCount(50), maxRetries: 0 });
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  for await (const part of result.stream) {
+    if (part.type === 'text-delta') reply.raw.write(`data: ${JSON.stringify({ type: 'text', delta: part.text })}\n\n`);
+    else if (part.type === 'tool-result') reply.raw.write(`data: ${JSON.stringify({ type: 'tool-result', id: part.toolCallId })}\n\n`);
+  }
+  reply.raw.end();
+});
+
 app.post('/sdk/echo', async () => {
   const result = await generateText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 });
   return { text: result.text };
@@ -158,7 +216,7 @@ process.send?.({ type: 'ready', ...ready });
 
 async function stop(): Promise<void> {
   await app.close();
-  rmSync(emptyFolder, { recursive: true, force: true });
+  rmSync(folders, { recursive: true, force: true });
   process.exit(0);
 }
 process.on('message', (msg: { type?: string }) => {

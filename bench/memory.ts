@@ -72,7 +72,7 @@ process.stderr.write('done\n');
 
 progress(`${PAUSED} paused sessions`);
 for (let i = 0; i < PAUSED; i++) {
-  const outputs = (await turn(body(`paused-${i}`, [{ type: 'builtin', name: 'ls' }], 'ask'))) as { stop_reason?: string };
+  const outputs = (await turn(body(`paused-${i}`, [{ type: 'builtin', name: 'write' }], 'ask'))) as { stop_reason?: string };
   if (outputs.stop_reason !== 'paused') throw new Error(`expected a paused turn, got ${JSON.stringify(outputs).slice(0, 300)}`);
 }
 const paused = await memory();

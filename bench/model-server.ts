@@ -4,7 +4,7 @@
  *
  * Script, the same for agentd and the floor because both send the same bodies:
  * - the last input is a tool result → final text;
- * - the `ls` tool is offered → a call to `ls {}`;
+ * - the `write` tool is offered → a call to `write` (WRITTEN);
  * - otherwise → text, after `latencyMs` (set only for the first-token measurement).
  *
  * Control over IPC from bench/run.ts: `{ type: 'latency', ms }`, `{ type: 'pace', ms }` (the time
@@ -14,7 +14,7 @@
  * requests since the reset).
  */
 import { startFakeModel, type FakeReply, type RecordedRequest } from '../src/testing/fake-model.ts';
-import { STREAM_TEXT, TOOL_ANSWER, type CapturedRequest, type ModelControl } from './shared.ts';
+import { STREAM_TEXT, TOOL_ANSWER, WRITTEN, type CapturedRequest, type ModelControl } from './shared.ts';
 
 let latencyMs = 0;
 let paceMs = 0;
@@ -25,7 +25,7 @@ function script(req: RecordedRequest): FakeReply {
   if (capturing) captured.push({ path: req.path, body: req.body });
   const last = req.messages.at(-1);
   if (last?.role === 'tool') return { text: TOOL_ANSWER };
-  if (req.tools.includes('ls')) return { toolCalls: [{ name: 'ls', input: {} }] };
+  if (req.tools.includes('write')) return { toolCalls: [{ name: 'write', input: WRITTEN }] };
   return { text: STREAM_TEXT, ...(latencyMs > 0 ? { latencyMs } : {}), ...(paceMs > 0 ? { chunkDelayMs: paceMs } : {}) };
 }
 

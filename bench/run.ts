@@ -7,12 +7,15 @@
  * floor gets exactly the same arrangement (same model child, its own server child, same parent).
  * Servers are loaded one at a time; an idle child costs nothing.
  *
- * What is measured (see BENCHMARKS.md):
- * 1. tool:   a JSON turn with one `ls` tool call (two model calls) vs /floor/tool;
- * 2. stream: a streamed text turn (SSE) vs /floor/stream, which relays the model's SSE;
- * 3. first byte: sequential, time from request start to the first frame carrying text, for the
+ * What is measured (see BENCHMARKS.md), each against the floor's route of the same name:
+ * 1. echo:   a text answer as one JSON reply;
+ * 2. tool:   a JSON turn with one `write` tool call (two model calls);
+ * 3. stream: a streamed text turn (SSE) vs /floor/stream, which relays the model's SSE;
+ * 4. vercel: the streamed echo as the AI SDK's UI message stream, asked as `useChat` asks;
+ * 5. stream-tool: the tool turn, streamed;
+ * 6. first byte: sequential, time from request start to the first frame carrying text, for the
  *    model itself, the floor and agentd, with the model waiting BENCH_MODEL_LATENCY_MS first;
- * 4. unloaded: the tool turn again, one request at a time, so the time is the path and not a queue.
+ * 7. unloaded: the tool turn again, one request at a time, so the time is the path and not a queue.
  *
  * Settings come from the environment; BENCHMARKS.md lists them (BENCH_DURATION, BENCH_ROUNDS, …).
  */
@@ -45,7 +48,7 @@ const settings = {
   sequentialRequests: num('BENCH_SEQUENTIAL_REQUESTS', 200),
   modelLatencyMs: num('BENCH_MODEL_LATENCY_MS', 20),
   logLevels: (process.env.BENCH_LOG_LEVELS ?? 'info,warn').split(',').filter(Boolean),
-  scenarios: (process.env.BENCH_SCENARIOS ?? 'echo,tool,stream,vercel,first-byte,unloaded').split(',').filter(Boolean),
+  scenarios: (process.env.BENCH_SCENARIOS ?? 'echo,tool,stream,vercel,stream-tool,first-byte,unloaded').split(',').filter(Boolean),
   profile: ['1', 'true', 'yes'].includes(process.env.BENCH_PROFILE ?? ''),
   maxOtherCores: num('BENCH_MAX_OTHER', 0.15),
   noiseRetries: num('BENCH_NOISE_RETRIES', 2),
@@ -317,7 +320,7 @@ function agentTemplate(llm: object, tools: unknown[]) {
 
 // No session id: the server mints one per turn, so every request is a new session and turn row.
 const toolBody = (llm: object) =>
-  JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'List the folder.' }] }, parameters: { agent: agentTemplate(llm, [{ type: 'builtin', name: 'ls' }]) } } });
+  JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'Write the note.' }] }, parameters: { agent: agentTemplate(llm, [{ type: 'builtin', name: 'write' }]) } } });
 const streamBody = (llm: object) => JSON.stringify({ data: { inputs: { messages: [{ role: 'user', content: 'Say hello.' }] }, parameters: { agent: agentTemplate(llm, []) } } });
 /** The echo as a `useChat` front end sends it: the conversation as UI messages. */
 const vercelBody = (llm: object) =>
@@ -326,11 +329,11 @@ const TOOL_BODY = toolBody(LLMS.responses);
 const STREAM_BODY = streamBody(LLMS.responses);
 
 /** The load runs, each a workload every server answers. */
-const LOADS = ['echo', 'tool', 'stream', 'vercel'] as const;
+const LOADS = ['echo', 'tool', 'stream', 'vercel', 'stream-tool'] as const;
 type Load = (typeof LOADS)[number];
-const LABEL: Record<Load, string> = { echo: 'JSON echo', tool: 'JSON turn, 1 tool call', stream: 'streamed echo (SSE)', vercel: 'Vercel stream echo' };
+const LABEL: Record<Load, string> = { echo: 'JSON echo', tool: 'JSON turn, 1 tool call', stream: 'streamed echo (SSE)', vercel: 'Vercel stream echo', 'stream-tool': 'streamed tool turn' };
 /** Issue 21: CPU per turn at most this many times the floor's, for each workload; p99 at most twice. */
-const CPU_RATIO_TARGET: Record<Load, number> = { echo: 2, tool: 2, stream: 3, vercel: 3 };
+const CPU_RATIO_TARGET: Record<Load, number> = { echo: 2, tool: 2, stream: 3, vercel: 3, 'stream-tool': 3 };
 const P99_RATIO_TARGET = 2;
 
 interface Server extends Child, Record<Load, Request> {
@@ -347,6 +350,7 @@ function agentdRequests(c: Child, protocol: Protocol = 'responses'): Pick<Server
     tool: { url, headers, body: toolBody(LLMS[protocol]) },
     stream: { url, headers: { ...headers, accept: 'text/event-stream' }, body: streamBody(LLMS[protocol]) },
     vercel: { url, headers: { ...headers, accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' }, body: vercelBody(LLMS[protocol]) },
+    'stream-tool': { url, headers: { ...headers, accept: 'text/event-stream' }, body: toolBody(LLMS[protocol]) },
     textMarker: '"type":"message_delta"',
   };
 }
@@ -415,10 +419,11 @@ async function main(): Promise<void> {
   await ask(model, { type: 'capture', on: true });
   await check(probe.tool, TOOL_ANSWER, 'agentd tool turn');
   await check(probe.stream, '"type":"message_delta"', 'agentd streamed turn');
+  await check(probe['stream-tool'], '"type":"tool_result"', 'agentd streamed tool turn');
   const { requests } = await ask<{ requests: CapturedRequest[] }>(model, { type: 'captured' });
   await ask(model, { type: 'capture', on: false });
-  if (requests.length !== 3) throw new Error(`expected 3 model calls from the probe turns, saw ${requests.length}`);
-  const templates: FloorTemplates = { tool: [requests[0]!.body, requests[1]!.body], stream: requests[2]!.body };
+  if (requests.length !== 5) throw new Error(`expected 5 model calls from the probe turns, saw ${requests.length}`);
+  const templates: FloorTemplates = { tool: [requests[0]!.body, requests[1]!.body], stream: requests[2]!.body, streamTool: [requests[3]!.body, requests[4]!.body] };
   const templatesFile = path.join(workDir, 'floor-templates.json');
   writeFileSync(templatesFile, JSON.stringify(templates));
   const bodyBytes = requests.map((r) => Buffer.byteLength(JSON.stringify(r.body)));
@@ -432,12 +437,14 @@ async function main(): Promise<void> {
     tool: { url: `${f.url}/floor/tool`, headers: json, body: TOOL_BODY },
     stream: { url: `${f.url}/floor/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
     vercel: { url: `${f.url}/floor/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
+    'stream-tool': { url: `${f.url}/floor/stream-tool`, headers: { ...json, accept: 'text/event-stream' }, body: TOOL_BODY },
     textMarker: 'response.output_text.delta',
   };
   await check(floor.tool, TOOL_ANSWER, 'floor tool route');
   await check(floor.stream, 'response.output_text.delta', 'floor stream route');
   await check(floor.echo, '"text"', 'floor echo route');
   await check(floor.vercel, '"type":"text-delta"', 'floor Vercel route');
+  await check(floor['stream-tool'], 'response.output_text.delta', 'floor streamed tool route');
   // Same process as the floor, loaded separately: see floor-server.ts for what it is for.
   const sdk: Server = {
     ...f,
@@ -446,12 +453,14 @@ async function main(): Promise<void> {
     tool: { url: `${f.url}/sdk/tool`, headers: json, body: TOOL_BODY },
     stream: { url: `${f.url}/sdk/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
     vercel: { url: `${f.url}/sdk/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
+    'stream-tool': { url: `${f.url}/sdk/stream-tool`, headers: { ...json, accept: 'text/event-stream' }, body: TOOL_BODY },
     textMarker: '"type":"text"',
   };
   await check(sdk.tool, TOOL_ANSWER, 'sdk tool route');
   await check(sdk.stream, '"type":"text"', 'sdk stream route');
   await check(sdk.echo, '"text"', 'sdk echo route');
   await check(sdk.vercel, '"type":"text-delta"', 'sdk Vercel route');
+  await check(sdk['stream-tool'], '"type":"tool-result"', 'sdk streamed tool route');
   for (const a of agentds) {
     await check(a.echo, '"stop_reason":"end_turn"', `${a.name} echo`);
     await check(a.vercel, '"type":"text-delta"', `${a.name} Vercel stream`);
@@ -645,7 +654,7 @@ async function main(): Promise<void> {
     `machine: ${machine.nproc} cores (${machine.cpu}), Node ${machine.node}, ${machine.platform}; agentd at ${source}`,
     `agentd turn worker threads: ${process.env.AGENTD_TURN_WORKERS ?? 'the default (cores - 1, at most 4)'}`,
     `load: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s measured per run, ${settings.rounds} round(s) (medians)`,
-    `model call bodies (bytes): tool ${bodyBytes[0]} + ${bodyBytes[1]}, stream ${bodyBytes[2]}`,
+    `model call bodies (bytes): tool ${bodyBytes[0]} + ${bodyBytes[1]}, stream ${bodyBytes[2]}, streamed tool ${bodyBytes[3]} + ${bodyBytes[4]}`,
     '',
     ...(scenarios.length ? [table(rows), '', table(cpuRows)] : []),
     ...(scenarios.length

@@ -1,6 +1,8 @@
 /** What bench/run.ts and its child processes agree on. No side effects: children import it too. */
 
-export const TOOL_ANSWER = 'The folder is empty.';
+export const TOOL_ANSWER = 'The note is written.';
+/** What the tool turn's model asks the `write` tool to write. */
+export const WRITTEN = { path: 'notes.txt', content: 'A note the bench asked for, written by the write tool.\n' };
 export const STREAM_TEXT = 'Hello from the fake model: this is the streamed answer, in three pieces.';
 
 export type ModelControl =
@@ -21,6 +23,8 @@ export interface CapturedRequest {
 export interface FloorTemplates {
   /** The tool turn's two model calls, in order. */
   tool: [unknown, unknown];
+  /** The same, streamed. */
+  streamTool: [unknown, unknown];
   /** The streamed turn's single model call. */
   stream: unknown;
 }
