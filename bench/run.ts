@@ -22,10 +22,10 @@
 import autocannon from 'autocannon';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { CapturedRequest, FloorTemplates, LoopStats, ModelControl, Ready } from './shared.ts';
 import { TOOL_ANSWER } from './shared.ts';
@@ -53,6 +53,8 @@ const settings = {
   maxOtherCores: num('BENCH_MAX_OTHER', 0.15),
   noiseRetries: num('BENCH_NOISE_RETRIES', 2),
   quietWaitS: num('BENCH_QUIET_WAIT', 60),
+  /** Mastra beside agentd, installed by the bench into this folder (not a dependency of agentd); `0` leaves it out. */
+  mastra: process.env.BENCH_MASTRA === '0' ? undefined : (process.env.BENCH_MASTRA_DIR ?? path.join(os.homedir(), '.cache', 'agentd', 'bench-mastra')),
   /** One more agentd whose turns call the model over Chat Completions (`openai-compatible`), not Responses. */
   chat: !['0', 'false', 'no'].includes(process.env.BENCH_CHAT ?? ''),
   /** One more agentd, on this PostgreSQL server (a fresh schema), beside the SQLite ones. */
@@ -82,7 +84,7 @@ interface Child extends Ready {
 async function start(name: string, script: string, env: NodeJS.ProcessEnv, execArgv: string[] = []): Promise<Child> {
   const log = path.join(workDir, `${name}.log`);
   const fd = openSync(log, 'w');
-  const proc = fork(path.join(here, script), [], { stdio: ['ignore', fd, 'inherit', 'ipc'], env, execArgv });
+  const proc = fork(path.resolve(here, script), [], { stdio: ['ignore', fd, 'inherit', 'ipc'], env, execArgv });
   closeSync(fd);
   children.push(proc);
   const ready = await new Promise<Ready>((resolve, reject) => {
@@ -355,6 +357,28 @@ function agentdRequests(c: Child, protocol: Protocol = 'responses'): Pick<Server
   };
 }
 
+/**
+ * Mastra, installed into `dir` once (again when the pins change), with agentd's own versions of
+ * the AI SDK, its OpenAI provider and zod, so the comparison is of the agent layers alone. Returns
+ * the server script, copied there so that its imports resolve from that folder.
+ */
+function installMastra(dir: string): string {
+  const own = (name: string) => (JSON.parse(readFileSync(path.join(here, '..', 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  const packages = ['@mastra/core@1.71.0', '@mastra/ai-sdk@1.10.4', ...['ai', '@ai-sdk/openai', 'zod'].map((name) => `${name}@${own(name)}`)];
+  const stamp = path.join(dir, 'installed.json');
+  if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== JSON.stringify(packages)) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'agentd-bench-mastra', private: true, type: 'module' }));
+    process.stderr.write(`installing ${packages.join(', ')} into ${dir} (once) … `);
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    writeFileSync(stamp, JSON.stringify(packages));
+    process.stderr.write('done\n');
+  }
+  const script = path.join(dir, 'mastra-server.mjs');
+  copyFileSync(path.join(here, 'mastra-server.mjs'), script);
+  return script;
+}
+
 async function check(req: Request, expect: string, what: string): Promise<void> {
   const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body });
   const text = await res.text();
@@ -466,7 +490,18 @@ async function main(): Promise<void> {
     await check(a.vercel, '"type":"text-delta"', `${a.name} Vercel stream`);
   }
 
-  const servers = [floor, sdk, ...agentds];
+  let mastra: Server | undefined;
+  if (settings.mastra) {
+    const script = installMastra(settings.mastra);
+    const m = await start('mastra', script, childEnv({ MODEL_URL: model.url!, FLOOR_TEMPLATES: templatesFile, BENCH_SHARED: pathToFileURL(path.join(here, 'shared.ts')).href }), profileArgs('mastra'));
+    const route = (name: string, accept?: string): Request => ({ url: `${m.url}/mastra/${name}`, headers: { ...json, ...(accept ? { accept } : {}) }, body: '{}' });
+    mastra = { ...m, name: 'Mastra', echo: route('echo'), tool: route('tool'), stream: route('stream', 'text/event-stream'), vercel: route('vercel', 'text/event-stream'), 'stream-tool': route('stream-tool', 'text/event-stream'), textMarker: '"type":"text"' };
+    await check(mastra.echo, '"text"', 'Mastra echo route');
+    await check(mastra.tool, TOOL_ANSWER, 'Mastra tool route');
+    await check(mastra.vercel, '"type":"text-delta"', 'Mastra Vercel route');
+  }
+
+  const servers = [floor, sdk, ...(mastra ? [mastra] : []), ...agentds];
   const scenarios = LOADS.filter((s) => settings.scenarios.includes(s));
   const runs: Record<string, Record<string, LoadResult[]>> = {};
   for (let round = 1; round <= settings.rounds; round++) {
@@ -557,9 +592,9 @@ async function main(): Promise<void> {
   const label = LABEL;
   for (const scenario of scenarios) {
     const fl = runs[scenario]!.floor!;
-    for (const a of [sdk, ...agentds]) {
+    for (const a of [sdk, ...(mastra ? [mastra] : []), ...agentds]) {
       const ag = runs[scenario]![a.name]!;
-      const isAgentd = a !== sdk;
+      const isAgentd = agentds.includes(a);
       const added50 = pick(ag, 'p50') - pick(fl, 'p50');
       const added99 = pick(ag, 'p99') - pick(fl, 'p99');
       const ratio = pick(ag, 'rps') / pick(fl, 'rps');
@@ -592,22 +627,28 @@ async function main(): Promise<void> {
 
   // Issue 21's targets: CPU per turn and p99 as multiples of the floor's in the same run, and
   // Chat Completions against Responses.
-  const ratioRows: string[][] = [['workload', 'server', 'CPU ms/turn', '× floor', 'p99 ms', '× floor p99', 'target met']];
+  const ratioRows: string[][] = [['workload', 'server', 'CPU ms/turn', '× floor', 'p99 ms', '× floor p99', 'Mastra ÷ this', 'target met']];
   const ratios: unknown[] = [];
   const chatName = agentds.find((a) => a.name.includes('Chat Completions'))?.name;
   const responsesName = agentds[0]?.name;
   for (const scenario of scenarios) {
     const cpuOf = (name: string) => median(runs[scenario]![name]!.map((r) => r.cpu.serverMsPerReq ?? NaN));
     const p99Of = (name: string) => pick(runs[scenario]![name]!, 'p99');
-    for (const s of [sdk, ...agentds]) {
+    for (const s of [sdk, ...(mastra ? [mastra] : []), ...agentds]) {
       const cpu = cpuOf(s.name);
       const cpuX = cpu / cpuOf('floor');
       const p99X = p99Of(s.name) / p99Of('floor');
-      const isAgentd = s !== sdk;
+      const isAgentd = agentds.includes(s);
       const chatX = s.name === chatName && responsesName ? cpu / cpuOf(responsesName) : undefined;
-      const met = { cpu: cpuX <= CPU_RATIO_TARGET[scenario], p99: p99X <= P99_RATIO_TARGET, ...(chatX !== undefined ? { chat: chatX <= 1.1 } : {}) };
+      const underMastra = mastra && isAgentd ? cpuOf(mastra.name) / cpu : undefined;
+      const met = {
+        cpu: cpuX <= CPU_RATIO_TARGET[scenario],
+        p99: p99X <= P99_RATIO_TARGET,
+        ...(chatX !== undefined ? { chat: chatX <= 1.1 } : {}),
+        ...(underMastra !== undefined ? { mastra: underMastra >= 3 } : {}),
+      };
       const missed = Object.entries(met).filter(([, v]) => !v).map(([k]) => k);
-      ratios.push({ scenario, server: s.name, cpuMsPerTurn: cpu, cpuRatio: cpuX, p99Ratio: p99X, ...(chatX !== undefined ? { chatToResponses: chatX } : {}), ...(isAgentd ? { met } : {}) });
+      ratios.push({ scenario, server: s.name, cpuMsPerTurn: cpu, cpuRatio: cpuX, p99Ratio: p99X, ...(chatX !== undefined ? { chatToResponses: chatX } : {}), ...(underMastra !== undefined ? { mastraToThis: underMastra } : {}), ...(isAgentd ? { met } : {}) });
       ratioRows.push([
         label[scenario],
         s.name + (chatX !== undefined ? ` (${fmt(chatX, 2)}× Responses)` : ''),
@@ -615,6 +656,7 @@ async function main(): Promise<void> {
         fmt(cpuX, 2),
         fmt(p99Of(s.name)),
         fmt(p99X, 2),
+        underMastra !== undefined ? fmt(underMastra, 2) : '–',
         !isAgentd ? '–' : missed.length ? `no (${missed.join(', ')})` : 'yes',
       ]);
     }
@@ -658,7 +700,7 @@ async function main(): Promise<void> {
     '',
     ...(scenarios.length ? [table(rows), '', table(cpuRows)] : []),
     ...(scenarios.length
-      ? ['', `against the floor (issue 21): CPU ≤ ${CPU_RATIO_TARGET.echo}× for JSON, ≤ ${CPU_RATIO_TARGET.stream}× for streams; p99 ≤ ${P99_RATIO_TARGET}×; Chat Completions ≤ 1.1× Responses`, '', table(ratioRows)]
+      ? ['', `against the floor (issue 21): CPU ≤ ${CPU_RATIO_TARGET.echo}× for JSON, ≤ ${CPU_RATIO_TARGET.stream}× for streams; p99 ≤ ${P99_RATIO_TARGET}×; Chat Completions ≤ 1.1× Responses; Mastra's CPU ≥ 3× agentd's`, '', table(ratioRows)]
       : []),
     ...(fbRows ? ['', `first byte: ${settings.sequentialRequests} sequential requests each, the model waits ${settings.modelLatencyMs} ms before its first frame`, '', table(fbRows)] : []),
     ...(unRows ? ['', `unloaded: the JSON tool turn, ${settings.sequentialRequests} sequential requests each (no queueing; the targets above are for 50 clients)`, '', table(unRows)] : []),
