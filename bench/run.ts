@@ -28,7 +28,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { CapturedRequest, FloorTemplates, LoopStats, ModelControl, Ready } from './shared.ts';
-import { TOOL_ANSWER } from './shared.ts';
+import { CLK_TCK, procCpuMs, TOOL_ANSWER } from './shared.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -151,19 +151,6 @@ async function postgresSchema(base: string): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------
 // CPU accounting: which process spends what per request says more than latency alone.
-
-const CLK_TCK = 100; // USER_HZ: /proc reports ticks of 1/100 s on Linux whatever the kernel HZ.
-
-function procCpuMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which is parenthesised and may contain spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
 
 /** CPU time the whole machine spent busy; what our processes did not spend was someone else's. */
 function machineCpuMs(): number | undefined {

@@ -1,4 +1,5 @@
 /** What bench/run.ts and its child processes agree on. No side effects: children import it too. */
+import { readFileSync } from 'node:fs';
 
 export const TOOL_ANSWER = 'The note is written.';
 /** What the tool turn's model asks the `write` tool to write. */
@@ -61,4 +62,18 @@ export async function serveLoopStats(): Promise<void> {
       process.send?.({ type: 'loop', ...stats });
     }
   });
+}
+
+export const CLK_TCK = 100; // USER_HZ: /proc reports ticks of 1/100 s on Linux whatever the kernel HZ.
+
+/** CPU a process (every thread of it) has used so far, in ms, from /proc; undefined once it is gone. */
+export function procCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is parenthesised and may contain spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
 }
