@@ -201,8 +201,9 @@ interface LoadResult {
   /** The server's event-loop delay during the run. */
   loop: LoopStats;
   /**
-   * CPU milliseconds per successful request, by process; `serverCore` is the server's share of one
-   * core; `otherCores` is what the rest of the machine used meanwhile (noise from other work).
+   * CPU milliseconds per request sent, by process, each counted until the turns it started had
+   * ended; `serverCore` is the server's share of one core during the run; `otherCores` is what the
+   * rest of the machine used meanwhile (noise from other work).
    */
   cpu: { serverMsPerReq?: number; modelMsPerReq?: number; clientMsPerReq: number; serverCore?: number; otherCores?: number };
 }
@@ -218,9 +219,25 @@ interface Request {
   body: string;
 }
 
+/**
+ * Waits until the server has finished every turn it started: its CPU stops growing (under 2 ms in
+ * 100 ms, what its timers cost idle), or 10 s pass. A turn whose client the load generator left
+ * at the end of a run still runs to its end, and its CPU belongs to the run that started it.
+ */
+async function settled(server: Child): Promise<void> {
+  let last = procCpuMs(server.pid);
+  for (let waited = 0; waited < 10_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = procCpuMs(server.pid);
+    if (now === undefined || last === undefined || now - last < 2) return;
+    last = now;
+  }
+}
+
 async function load(req: Request, server: Child, model: Child): Promise<LoadResult> {
   const opts = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: settings.connections };
   if (settings.warmupS > 0) await autocannon({ ...opts, duration: settings.warmupS });
+  await settled(server);
 
   await ask(model, { type: 'reset' });
   await ask(server, { type: 'loop-reset' });
@@ -234,14 +251,19 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   });
   const result = await instance;
   const elapsedS = (performance.now() - t0) / 1000;
-  const after = cpuSnapshot(server, model);
+  const end = cpuSnapshot(server, model);
   const { peakInFlight } = await ask<{ peakInFlight: number }>(model, { type: 'peak' });
   const { p50: loopP50, p99: loopP99, max: loopMax } = await ask<LoopStats>(server, { type: 'loop' });
+  // CPU per turn counts every turn the run started, to its end: the server's and the model's CPU
+  // once the server is idle again, over the requests sent.
+  await settled(server);
+  const after = { ...cpuSnapshot(server, model), client: end.client };
+  const started = result.requests.sent;
 
   times.sort((a, b) => a - b);
   const ok = times.length;
-  const per = (a?: number, b?: number) => (a === undefined || b === undefined || ok === 0 ? undefined : (b - a) / ok);
-  const serverMs = after.server !== undefined && before.server !== undefined ? after.server - before.server : undefined;
+  const per = (a?: number, b?: number) => (a === undefined || b === undefined || started === 0 ? undefined : (b - a) / started);
+  const serverMs = end.server !== undefined && before.server !== undefined ? end.server - before.server : undefined;
   const other = (b: typeof before, a: typeof after) =>
     a.machine === undefined || b.machine === undefined
       ? NaN
@@ -264,7 +286,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
       modelMsPerReq: per(before.model, after.model),
       clientMsPerReq: per(before.client, after.client)!,
       serverCore: serverMs === undefined ? undefined : serverMs / 1000 / elapsedS,
-      otherCores: other(before, after) / 1000 / elapsedS,
+      otherCores: other(before, end) / 1000 / elapsedS,
     },
   };
 }
