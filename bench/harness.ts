@@ -24,6 +24,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { openStore } from '../src/store/db.ts';
+import { procRssMb } from './shared.ts';
 import { startFakeModel } from '../src/testing/fake-model.ts';
 import type { FakeReply, FakeToolCall } from '../src/testing/fake-model.ts';
 import type { ModelEndpoint } from '../src/agent/model.ts';
@@ -150,15 +151,9 @@ async function peakRss<T>(marker: string, work: Promise<T>): Promise<number> {
   void work.finally(() => (done = true));
   while (!done) {
     const pids = treeOf(marker);
-    let total = 0;
-    for (const pid of pids) {
-      try {
-        total += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-      } catch {
-        // Ended between the listing and the read.
-      }
-    }
-    peak = Math.max(peak, total / 1024);
+    // A process that ended between the listing and the read counts for nothing.
+    const total = pids.reduce((sum, pid) => sum + (procRssMb(pid) ?? 0), 0);
+    peak = Math.max(peak, total);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   await work;

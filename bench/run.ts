@@ -28,7 +28,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { CapturedRequest, FloorTemplates, LoopStats, ModelControl, Ready } from './shared.ts';
-import { CLK_TCK, procCpuMs, TOOL_ANSWER } from './shared.ts';
+import { CLK_TCK, procCpuMs, procRssMb, TOOL_ANSWER } from './shared.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -198,6 +198,8 @@ interface LoadResult {
   timeouts: number;
   non2xx: number;
   modelPeakInFlight: number;
+  /** The server's resident memory at the end of the run, in MB. */
+  rssMb?: number;
   /** The server's event-loop delay during the run. */
   loop: LoopStats;
   /**
@@ -252,6 +254,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   const result = await instance;
   const elapsedS = (performance.now() - t0) / 1000;
   const end = cpuSnapshot(server, model);
+  const rssMb = procRssMb(server.pid);
   const { peakInFlight } = await ask<{ peakInFlight: number }>(model, { type: 'peak' });
   const { p50: loopP50, p99: loopP99, max: loopMax } = await ask<LoopStats>(server, { type: 'loop' });
   // CPU per turn counts every turn the run started, to its end: the server's and the model's CPU
@@ -280,6 +283,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
     timeouts: result.timeouts,
     non2xx: result.non2xx,
     modelPeakInFlight: peakInFlight,
+    ...(rssMb !== undefined ? { rssMb } : {}),
     loop: { p50: loopP50, p99: loopP99, max: loopMax },
     cpu: {
       serverMsPerReq: per(before.server, after.server),
@@ -625,12 +629,12 @@ async function main(): Promise<void> {
   }
 
   const otherCell = (cores: number) => `${fmt(cores * 100, 0)}${cores > settings.maxOtherCores ? ' (disturbed)' : ''}`;
-  const cpuRows: string[][] = [['scenario', 'server', 'server CPU ms/req', 'server % of a core', 'model CPU ms/req', 'load gen CPU ms/req', 'other processes % of a core', 'event-loop delay p99 / max ms']];
+  const cpuRows: string[][] = [['scenario', 'server', 'server CPU ms/req', 'server % of a core', 'server RSS MB', 'model CPU ms/req', 'load gen CPU ms/req', 'other processes % of a core', 'event-loop delay p99 / max ms']];
   for (const scenario of scenarios) {
     for (const s of servers) {
       const rs = runs[scenario]![s.name]!;
       const m = (f: (r: LoadResult) => number | undefined) => median(rs.map((r) => f(r) ?? NaN));
-      cpuRows.push([label[scenario], s.name, fmt(m((r) => r.cpu.serverMsPerReq), 2), fmt(m((r) => r.cpu.serverCore) * 100, 0), fmt(m((r) => r.cpu.modelMsPerReq), 2), fmt(m((r) => r.cpu.clientMsPerReq), 2), otherCell(m((r) => r.cpu.otherCores)), `${fmt(m((r) => r.loop.p99))} / ${fmt(m((r) => r.loop.max))}`]);
+      cpuRows.push([label[scenario], s.name, fmt(m((r) => r.cpu.serverMsPerReq), 2), fmt(m((r) => r.cpu.serverCore) * 100, 0), fmt(m((r) => r.rssMb), 0), fmt(m((r) => r.cpu.modelMsPerReq), 2), fmt(m((r) => r.cpu.clientMsPerReq), 2), otherCell(m((r) => r.cpu.otherCores)), `${fmt(m((r) => r.loop.p99))} / ${fmt(m((r) => r.loop.max))}`]);
     }
   }
 

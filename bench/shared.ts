@@ -77,3 +77,12 @@ export function procCpuMs(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** A process's resident memory in MB, from /proc; undefined once it is gone. */
+export function procRssMb(pid: number | string): number | undefined {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+  } catch {
+    return undefined;
+  }
+}
