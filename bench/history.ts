@@ -6,23 +6,17 @@
  * agentd's process (every thread) comes from /proc. Growth per added message is what it costs
  * agentd to read, check, store and send on one more message of history.
  */
-import { fork } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
 import { Agent, request } from 'undici';
-import { startModelProcess } from './local.ts';
-import { procCpuMs, type Ready } from './shared.ts';
+import { startAgentdProcess, startModelProcess } from './local.ts';
+import { procCpuMs } from './shared.ts';
 
 const LENGTHS = [1, 20, 100, 1000];
 const TURNS = Number(process.env.BENCH_HISTORY_TURNS ?? 600);
 const CONCURRENCY = 10;
 
 const model = await startModelProcess(0);
-const child = fork(path.join(import.meta.dirname, 'agentd-server.ts'), [], {
-  stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  env: { ...process.env, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', AGENTD_DATA_DIR: '' },
-});
-const server = await new Promise<Ready>((resolve) => child.once('message', (msg: Ready) => resolve(msg)));
+const server = await startAgentdProcess(model.url);
 const dispatcher = new Agent({ connections: CONCURRENCY });
 const url = `${server.url}/services/agent/v0/invoke?project_id=${server.projectId}`;
 const headers = { 'content-type': 'application/json', authorization: `ApiKey ${server.apiKey}` };
@@ -55,10 +49,10 @@ for (const prior of LENGTHS) {
   process.stderr.write(`${prior} prior messages (${(Buffer.byteLength(payload) / 1024).toFixed(0)} KB a request) … `);
   // The first length also warms the process up (its JIT, its pools), so it gets a longer warm-up.
   await turns(payload, prior === LENGTHS[0] ? 1000 : 100);
-  const before = procCpuMs(child.pid!)!;
+  const before = procCpuMs(server.child.pid!)!;
   const started = performance.now();
   await turns(payload, TURNS);
-  const ms = (procCpuMs(child.pid!)! - before) / TURNS;
+  const ms = (procCpuMs(server.child.pid!)! - before) / TURNS;
   const wall = (performance.now() - started) / TURNS;
   first ??= ms;
   process.stderr.write('done\n');
@@ -75,9 +69,6 @@ process.stdout.write(
     '',
   ].join('\n'),
 );
-await new Promise((resolve) => {
-  child.once('exit', resolve);
-  child.send({ type: 'stop' });
-});
+await server.stop();
 model.stop();
 await dispatcher.close();

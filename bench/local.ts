@@ -1,8 +1,9 @@
 /**
  * What the smaller benches share: the fake model in its own process (bench/model-server.ts), and
- * an agentd in the bench's own process on a fresh data folder with one editor key.
+ * an agentd in the bench's own process on a fresh data folder with one editor key, or in a child
+ * process of its own (bench/agentd-server.ts).
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,4 +107,36 @@ export async function startLocalAgentd(modelUrl: string, env: Record<string, str
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface AgentdProcess extends Ready {
+  child: ChildProcess;
+  /** Sends `msg` over IPC and resolves with the child's next message. */
+  ask<T>(msg: object): Promise<T>;
+  /** Stops it as `agentd serve` stops, its data folder removed. */
+  stop(): Promise<void>;
+}
+
+/**
+ * agentd as `agentd serve` runs it (bench/agentd-server.ts), in a child of its own on a fresh data
+ * folder, pointed at the fake model: what it costs is then its process's alone.
+ */
+export async function startAgentdProcess(modelUrl: string, env: Record<string, string> = {}, execArgv: string[] = []): Promise<AgentdProcess> {
+  const child = fork(path.join(import.meta.dirname, 'agentd-server.ts'), [], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    env: { ...process.env, OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', AGENTD_DATA_DIR: '', ...env },
+    execArgv,
+  });
+  const ready = await new Promise<Ready>((resolve) => child.once('message', (msg: Ready) => resolve(msg)));
+  const ask = <T>(msg: object) =>
+    new Promise<T>((resolve) => {
+      child.once('message', (reply: T) => resolve(reply));
+      child.send(msg);
+    });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.send({ type: 'stop' });
+    });
+  return { ...ready, child, ask, stop };
 }

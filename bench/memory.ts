@@ -10,12 +10,9 @@
  *    frames while the model streams its answer a frame every 3 s.
  * Each per-item figure is the difference over the step divided by the items.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
 import { Agent, request } from 'undici';
-import { startModelProcess } from './local.ts';
-import type { Ready } from './shared.ts';
+import { startAgentdProcess, startModelProcess } from './local.ts';
 
 const PAUSED = Number(process.env.BENCH_MEMORY_PAUSED ?? 2000);
 const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 500);
@@ -31,19 +28,10 @@ interface Memory {
 }
 
 const model = await startModelProcess(0);
-const child: ChildProcess = fork(path.join(import.meta.dirname, 'agentd-server.ts'), [], {
-  stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  // Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
-  // here would reach it. A turn thread costs 54 MB of its own once started (BENCHMARKS.md).
-  env: { ...process.env, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'sk-bench', AGENTD_LOG_LEVEL: 'warn', AGENTD_DATA_DIR: '', AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' },
-  execArgv: ['--expose-gc'],
-});
-const server = await new Promise<Ready>((resolve) => child.once('message', (msg: Ready) => resolve(msg)));
-const memory = () =>
-  new Promise<Memory>((resolve) => {
-    child.once('message', (reply: Memory) => resolve(reply));
-    child.send({ type: 'memory' });
-  });
+// Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
+// here would reach it. A turn thread costs 54 MB of its own once started (BENCHMARKS.md).
+const server = await startAgentdProcess(model.url, { AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' }, ['--expose-gc']);
+const memory = () => server.ask<Memory>({ type: 'memory' });
 
 // Enough connections for every stream held open at once, each on its own.
 const dispatcher = new Agent({ connections: STREAMS + 10, pipelining: 0 });
@@ -120,10 +108,7 @@ process.stdout.write(
 );
 
 // Stopped, not killed: it removes its data folder (the streams' turns are cut at the short grace).
-await new Promise((resolve) => {
-  child.once('exit', resolve);
-  child.send({ type: 'stop' });
-});
+await server.stop();
 model.stop();
 await dispatcher.close().catch(() => {});
 process.exit(0);
