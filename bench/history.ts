@@ -5,14 +5,21 @@
  * `agentd serve` does (bench/agentd-server.ts), the fake model in another child; CPU per turn of
  * agentd's process (every thread) comes from /proc. Growth per added message is what it costs
  * agentd to read, check, store and send on one more message of history.
+ *
+ * Then the history replayed from the store: BENCH_HISTORY_PAUSES turns at each length end paused
+ * on an approval (the `write` tool under `ask`), and each is answered through
+ * `/api/sessions/interactions/{id}/respond`; the continuation reads the paused turn's history
+ * from the store, not from a request. CPU per answer and continuation, to the end of the
+ * continuations.
  */
 import os from 'node:os';
 import { Agent, request } from 'undici';
 import { startAgentdProcess, startModelProcess } from './local.ts';
-import { procCpuMs } from './shared.ts';
+import { procCpuMs, settled } from './shared.ts';
 
 const LENGTHS = [1, 20, 100, 1000];
 const TURNS = Number(process.env.BENCH_HISTORY_TURNS ?? 600);
+const PAUSES = Number(process.env.BENCH_HISTORY_PAUSES ?? 200);
 const CONCURRENCY = 10;
 
 const model = await startModelProcess(0);
@@ -23,24 +30,34 @@ const headers = { 'content-type': 'application/json', authorization: `ApiKey ${s
 const agent = { llm: { provider: 'openai', model: 'fake-model' }, tools: [], runner: { permissions: { default: 'allow' } } };
 const sentence = 'This message is here to make the conversation long, as a real one grows turn after turn of work. ';
 
-function body(prior: number): string {
+const asker = { ...agent, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'ask' } } };
+
+function body(prior: number, paused?: { session: string }): string {
   const messages = Array.from({ length: prior }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `${i}: ${sentence}${sentence}` }));
   if (messages.at(-1)?.role === 'user') messages.push({ role: 'assistant', content: 'Noted.' });
-  return JSON.stringify({ data: { inputs: { messages: [...messages, { role: 'user', content: 'Say hello.' }] }, parameters: { agent } } });
+  const ask = paused ? { session_id: paused.session } : {};
+  const last = paused ? 'Write the note.' : 'Say hello.';
+  return JSON.stringify({ ...ask, data: { inputs: { messages: [...messages, { role: 'user', content: last }] }, parameters: { agent: paused ? asker : agent } } });
 }
 
-async function turns(payload: string, count: number): Promise<void> {
+async function post(to: string, payload: string): Promise<any> {
+  const res = await request(to, { method: 'POST', headers, body: payload, dispatcher });
+  const text = await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`${to} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** `count` calls of `call`, CONCURRENCY at a time. */
+async function each(count: number, call: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < count) {
-        const res = await request(url, { method: 'POST', headers, body: payload, dispatcher });
-        const text = await res.body.text();
-        if (res.statusCode !== 200) throw new Error(`turn answered ${res.statusCode}: ${text.slice(0, 300)}`);
-      }
+      while (next < count) await call(next++);
     }),
   );
 }
+
+const turns = (payload: string, count: number) => each(count, () => post(url, payload));
 
 const rows: string[] = [];
 let first: number | undefined;
@@ -59,6 +76,33 @@ for (const prior of LENGTHS) {
   rows.push(`| ${prior} | ${(Buffer.byteLength(payload) / 1024).toFixed(1)} KB | ${ms.toFixed(2)} | ${(ms / first).toFixed(2)}× | ${prior > 1 ? (((ms - first) * 1000) / (prior - 1)).toFixed(1) : '–'} | ${wall.toFixed(2)} |`);
 }
 
+// The history replayed from the store: pauses, then their answers through the API.
+const replayRows: string[] = [];
+let firstReplay: number | undefined;
+/** Pauses `count` sessions with `prior` messages of history, then answers them all: CPU per answer and continuation. */
+async function pauseAndAnswer(prior: number, count: number, tag: string): Promise<number> {
+  const ids: string[] = [];
+  await each(count, async (i) => {
+    const reply = await post(url, body(prior, { session: `${tag}-${prior}-${i}` }));
+    ids.push(reply.data.outputs.pending_interaction.id);
+  });
+  await settled(server.child.pid!);
+  const before = procCpuMs(server.child.pid!)!;
+  await each(ids.length, (i) => post(`${server.url}/api/sessions/interactions/${ids[i]}/respond?project_id=${server.projectId}`, JSON.stringify({ answer: { approved: true } })));
+  // The continuations run after the answers are taken: counted to their end.
+  await settled(server.child.pid!);
+  return (procCpuMs(server.child.pid!)! - before) / ids.length;
+}
+
+for (const prior of LENGTHS) {
+  process.stderr.write(`${PAUSES} pauses answered through the API, ${prior} prior messages … `);
+  if (prior === LENGTHS[0]) await pauseAndAnswer(prior, PAUSES, 'warm-up');
+  const ms = await pauseAndAnswer(prior, PAUSES, 'replay');
+  firstReplay ??= ms;
+  process.stderr.write('done\n');
+  replayRows.push(`| ${prior} | ${ms.toFixed(2)} | ${(ms / firstReplay).toFixed(2)}× | ${prior > 1 ? (((ms - firstReplay) * 1000) / (prior - 1)).toFixed(1) : '–'} |`);
+}
+
 process.stdout.write(
   [
     `machine: ${os.cpus().length} cores, Node ${process.version}; ${TURNS} JSON echo turns at each length, ${CONCURRENCY} at a time`,
@@ -66,6 +110,12 @@ process.stdout.write(
     '| prior messages | request | agentd CPU ms/turn | × 1 message | µs per added message | wall ms/turn |',
     '|---|---|---|---|---|---|',
     ...rows,
+    '',
+    `the history replayed from the store: ${PAUSES} paused turns at each length, each answered through /respond and continued`,
+    '',
+    '| prior messages | agentd CPU ms per answer and continuation | × 1 message | µs per added message |',
+    '|---|---|---|---|',
+    ...replayRows,
     '',
   ].join('\n'),
 );

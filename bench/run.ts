@@ -28,7 +28,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { CapturedRequest, FloorTemplates, LoopStats, ModelControl, Ready } from './shared.ts';
-import { CLK_TCK, procCpuMs, procRssMb, TOOL_ANSWER } from './shared.ts';
+import { CLK_TCK, procCpuMs, procRssMb, settled, TOOL_ANSWER } from './shared.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -221,25 +221,10 @@ interface Request {
   body: string;
 }
 
-/**
- * Waits until the server has finished every turn it started: its CPU stops growing (under 2 ms in
- * 100 ms, what its timers cost idle), or 10 s pass. A turn whose client the load generator left
- * at the end of a run still runs to its end, and its CPU belongs to the run that started it.
- */
-async function settled(server: Child): Promise<void> {
-  let last = procCpuMs(server.pid);
-  for (let waited = 0; waited < 10_000; waited += 100) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const now = procCpuMs(server.pid);
-    if (now === undefined || last === undefined || now - last < 2) return;
-    last = now;
-  }
-}
-
 async function load(req: Request, server: Child, model: Child): Promise<LoadResult> {
   const opts = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: settings.connections };
   if (settings.warmupS > 0) await autocannon({ ...opts, duration: settings.warmupS });
-  await settled(server);
+  await settled(server.pid);
 
   await ask(model, { type: 'reset' });
   await ask(server, { type: 'loop-reset' });
@@ -259,7 +244,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   const { p50: loopP50, p99: loopP99, max: loopMax } = await ask<LoopStats>(server, { type: 'loop' });
   // CPU per turn counts every turn the run started, to its end: the server's and the model's CPU
   // once the server is idle again, over the requests sent.
-  await settled(server);
+  await settled(server.pid);
   const after = { ...cpuSnapshot(server, model), client: end.client };
   const started = result.requests.sent;
 

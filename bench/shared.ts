@@ -86,3 +86,18 @@ export function procRssMb(pid: number | string): number | undefined {
     return undefined;
   }
 }
+
+/**
+ * Waits until a server has finished every turn it started: its CPU stops growing (under 2 ms in
+ * 100 ms, what its timers cost idle), or 10 s pass. A turn whose client the load generator left
+ * at the end of a run still runs to its end, and its CPU belongs to the run that started it.
+ */
+export async function settled(pid: number): Promise<void> {
+  let last = procCpuMs(pid);
+  for (let waited = 0; waited < 10_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = procCpuMs(pid);
+    if (now === undefined || last === undefined || now - last < 2) return;
+    last = now;
+  }
+}
