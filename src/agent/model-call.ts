@@ -106,13 +106,14 @@ function retrying(maxRetries: number, abortSignal: AbortSignal | undefined): Ret
   });
 }
 
+/** The provider's retry-after (`retry-after-ms`, else `retry-after` in seconds or as a date), when under a minute. */
 function retryAfterMs(error: unknown): number | undefined {
   const headers = APICallError.isInstance(error) ? error.responseHeaders : undefined;
-  if (!headers) return undefined;
-  const ms = headers['retry-after-ms'] ? Number.parseFloat(headers['retry-after-ms']) : undefined;
-  const seconds = headers['retry-after'] ? Number.parseFloat(headers['retry-after']) * 1000 : undefined;
-  const wait = Number.isFinite(ms) ? ms : Number.isFinite(seconds) ? seconds : headers['retry-after'] ? Date.parse(headers['retry-after']) - Date.now() : undefined;
-  return wait !== undefined && Number.isFinite(wait) && wait >= 0 && wait < 60_000 ? wait : undefined;
+  const ms = Number.parseFloat(headers?.['retry-after-ms'] ?? '');
+  const after = headers?.['retry-after'];
+  const seconds = Number.parseFloat(after ?? '');
+  const wait = Number.isFinite(ms) ? ms : Number.isFinite(seconds) ? seconds * 1000 : after ? Date.parse(after) - Date.now() : Number.NaN;
+  return wait >= 0 && wait < 60_000 ? wait : undefined;
 }
 
 /** A non-streaming call's content as the parts a stream of it would have had. */
