@@ -1,5 +1,5 @@
 import type { JSONSchema7, LanguageModelV4FunctionTool, LanguageModelV4ToolCall, LanguageModelV4ToolResultOutput } from '@ai-sdk/provider';
-import { asSchema, getErrorMessage, safeParseJSON, safeValidateTypes } from '@ai-sdk/provider-utils';
+import { asSchema, safeParseJSON, safeValidateTypes } from '@ai-sdk/provider-utils';
 import { InvalidToolInputError, NoSuchToolError, type Tool, type ToolSet } from 'ai';
 
 /**
@@ -70,9 +70,19 @@ export async function runTool(tool: Tool, call: { toolCallId: string; input: unk
   }
 }
 
+/**
+ * A failed call's message, as the turn's output and the model both read it. Not the AI SDK's
+ * `getErrorMessage`: that puts the error's class in front ("ToolError: …"), which tells the
+ * model nothing and would differ from what the caller reads.
+ */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === 'string' ? error : JSON.stringify(error);
+}
+
 /** An outcome as the model reads it in the next step, as the AI SDK renders one. */
 export function modelOutput(outcome: ToolOutcome): LanguageModelV4ToolResultOutput {
-  if (!outcome.ok) return { type: 'error-text', value: getErrorMessage(outcome.error) };
+  if (!outcome.ok) return { type: 'error-text', value: errorMessage(outcome.error) };
   const output = outcome.output;
   return typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: JSON.parse(JSON.stringify(output ?? null)) };
 }

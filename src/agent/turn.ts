@@ -1,5 +1,4 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Message } from '@ai-sdk/provider';
-import { getErrorMessage } from '@ai-sdk/provider-utils';
 import { jsonSchema, tool, type Tool, type ToolSet } from 'ai';
 import type { Config } from '../config.ts';
 import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction, type StopReason, type Usage } from '../contract/events.ts';
@@ -9,7 +8,7 @@ import { collectCalls, toPrompt, type HistoryCall } from './history.ts';
 import type { McpTools } from './mcp.ts';
 import { toModelError } from './model-errors.ts';
 import { modelCall } from './model-call.ts';
-import { modelOutput, modelTools, parseCall, runTool, validateInput, type ParsedCall, type ToolOutcome } from './model-tools.ts';
+import { errorMessage, modelOutput, modelTools, parseCall, runTool, validateInput, type ParsedCall, type ToolOutcome } from './model-tools.ts';
 import { providerOptionsFor } from './model.ts';
 import { gateFor, type Gate } from './permissions.ts';
 import type { Pricing } from './pricing.ts';
@@ -139,7 +138,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       if (!outcome) continue;
       const done = await outcome;
       content.push({ type: 'tool-result', ...ids, output: modelOutput(done) });
-      yield { type: 'tool_result', data: done.ok ? { id: call.toolCallId, output: done.output, is_error: false } : { id: call.toolCallId, output: getErrorMessage(done.error), is_error: true } };
+      yield { type: 'tool_result', data: done.ok ? { id: call.toolCallId, output: done.output, is_error: false } : { id: call.toolCallId, output: errorMessage(done.error), is_error: true } };
     }
     return content;
   }
