@@ -12,6 +12,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   invoke: async (argv) => (await import('./invoke.ts')).invokeCommand(argv),
   testsets: async (argv) => (await import('./testsets.ts')).testsetsCommand(argv),
   eval: async (argv) => (await import('./eval.ts')).evalCommand(argv),
+  sessions: async (argv) => (await import('./sessions.ts')).sessionsCommand(argv),
 };
 
 class ConfigError extends Error {}
@@ -36,8 +37,9 @@ Commands:
   run-many     run one turn per input line of a file, N at a time, results to a file
   testsets     import a test set from a CSV or JSONL file
   eval         run an evaluation with a live progress bar and a metrics table; show a run
+  sessions     list the project's sessions; show one with its turns and what waits for an answer
 
-The client commands (invoke, run-many, testsets, eval) reach the server at AGENTD_URL with
+The client commands (invoke, run-many, testsets, eval, sessions) reach the server at AGENTD_URL with
 AGENTD_API_KEY and AGENTD_PROJECT_ID (or --url, --api-key, --project).
 
 Run "agentd <command> --help" for a command's options.

@@ -1,4 +1,5 @@
 import type { AgentdClient } from '../client/index.ts';
+import { textTable } from './text-table.ts';
 
 type Metrics = Awaited<ReturnType<AgentdClient['evaluations']['metrics']>>['metrics'][number];
 type Stats = Metrics['data'][string][string];
@@ -25,6 +26,5 @@ export function metricsTable(record: Metrics): string {
       ]);
     }
   }
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ').trimEnd()).join('\n') + '\n';
+  return textTable(rows, { right: [2, 3, 4, 5, 6, 7] });
 }

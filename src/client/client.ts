@@ -5,6 +5,7 @@ import type * as Evaluations from '../contract/evaluations.ts';
 import type { AgentEvent } from '../contract/events.ts';
 import type { InspectRequest, InspectResponse } from '../contract/inspect.ts';
 import type * as Interactions from '../contract/interactions.ts';
+import type * as Keys from '../contract/keys.ts';
 import type { InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
 import type * as Sessions from '../contract/sessions.ts';
 import { readFrames } from './frames.ts';
@@ -100,6 +101,9 @@ export function createClient(options: ClientOptions) {
     inspect: (request: In<typeof InspectRequest> = {}) => json<Out<typeof InspectResponse>>('POST', 'services/agent/v0/inspect', request),
 
     sessions: {
+      /** Most recently used first; `idPrefix` and `status` (`pending`: an answer awaited, `live`: a turn running) narrow it. */
+      list: (query: { limit?: number; cursor?: string; idPrefix?: string; status?: 'pending' | 'live' } = {}) =>
+        json<Out<typeof Sessions.SessionList>>('GET', 'api/sessions', undefined, { limit: query.limit, cursor: query.cursor, id_prefix: query.idPrefix, status: query.status }),
       get: (sessionId: string, page: { limit?: number; cursor?: string } = {}) => json<Out<typeof Sessions.SessionView>>('GET', `api/sessions/${seg(sessionId)}`, undefined, page),
       delete: (sessionId: string) => json<void>('DELETE', `api/sessions/${seg(sessionId)}`),
       listFiles: (sessionId: string, path = '.') => json<Out<typeof Sessions.FileListing>>('GET', `api/sessions/${seg(sessionId)}/files`, undefined, { path }),
@@ -118,6 +122,15 @@ export function createClient(options: ClientOptions) {
       get: (id: string) => json<Out<typeof Interactions.InteractionReply>>('GET', `api/sessions/interactions/${seg(id)}`),
       respond: (id: string, answer: Record<string, unknown>) => json<Out<typeof Interactions.InteractionReply>>('POST', `api/sessions/interactions/${seg(id)}/respond`, { answer }),
       transition: (body: In<typeof Interactions.TransitionBody>) => json<Out<typeof Interactions.InteractionReply>>('POST', 'api/sessions/interactions/transition', body),
+    },
+
+    keys: {
+      /** The calling key and its project. */
+      self: () => json<Out<typeof Keys.KeySelf>>('GET', 'api/keys/self'),
+      list: () => json<Out<typeof Keys.KeyList>>('GET', 'api/keys'),
+      /** The reply's `key` is the secret, shown this once. */
+      create: (body: In<typeof Keys.KeyCreate> = {}) => json<Out<typeof Keys.KeyCreated>>('POST', 'api/keys', body),
+      revoke: (id: string) => json<void>('DELETE', `api/keys/${seg(id)}`),
     },
 
     connections: {

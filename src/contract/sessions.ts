@@ -31,6 +31,26 @@ export const SessionView = z.object({
 });
 export type SessionView = z.infer<typeof SessionView>;
 
+/** One session in a listing: when it was made and last used, and what it needs now. */
+export const SessionSummary = z.object({
+  id: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  /** The turn holding the session now. */
+  live_turn: z.object({ id: z.string(), started_at: z.string() }).optional(),
+  /** Interactions waiting for an answer. */
+  pending_interactions: z.number().int().nonnegative(),
+  last_turn: z
+    .object({ id: z.string(), status: TurnStatus, stop_reason: StopReason.optional(), started_at: z.string(), ended_at: z.string().optional(), usage: Usage.optional() })
+    .optional(),
+});
+export type SessionSummary = z.infer<typeof SessionSummary>;
+
+export const SessionList = z.object({ count: z.number().int(), sessions: z.array(SessionSummary), next: z.string().optional() });
+export type SessionList = z.infer<typeof SessionList>;
+
+export const SessionListStatus = z.enum(['pending', 'live']);
+
 export const FileEntry = z.object({ name: z.string(), type: z.enum(['file', 'directory']), size: z.number().int().optional() });
 export type FileEntry = z.infer<typeof FileEntry>;
 export const FileListing = z.object({ path: z.string(), entries: z.array(FileEntry) });

@@ -14,6 +14,7 @@ import { sessionFileRoutes } from './routes/session-files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { interactionRoutes } from './routes/interactions.ts';
 import { connectionRoutes } from './routes/connections.ts';
+import { keyRoutes } from './routes/keys.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { configRoutes } from './routes/configs.ts';
 import { ConfigService } from '../configs/service.ts';
@@ -203,6 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sessionFileRoutes, { store: deps.store, config });
   await app.register(interactionRoutes, { store: deps.store, interactions });
   await app.register(connectionRoutes, { store: deps.store });
+  await app.register(keyRoutes, { store: deps.store });
   await app.register(inspectRoutes, { store: deps.store, config });
   await app.register(evaluationRoutes, { store: deps.store, testsets, runs });
   await app.register(configRoutes, { store: deps.store, configs: new ConfigService(deps.store.configs, config.defaultLlm) });

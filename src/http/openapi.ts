@@ -5,7 +5,8 @@ import { ConnectionCreate, ConnectionList, ConnectionView } from '../contract/co
 import { InteractionList, InteractionQuery, InteractionReply, RespondBody, TransitionBody, WindowedInteractionQuery } from '../contract/interactions.ts';
 import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
-import { FileListing, FileUploaded, SessionView } from '../contract/sessions.ts';
+import { FileListing, FileUploaded, SessionList, SessionView } from '../contract/sessions.ts';
+import { KeyCreate, KeyCreated, KeyList, KeySelf } from '../contract/keys.ts';
 import { AgentTemplate } from '../contract/template.ts';
 import { InspectRequest, InspectResponse } from '../contract/inspect.ts';
 import {
@@ -62,6 +63,36 @@ interface Route {
 
 const ROUTES: Route[] = [
   {
+    method: 'get',
+    path: '/api/keys/self',
+    summary: 'The calling API key and its project',
+    role: 'viewer',
+    ok: { status: 200, schema: KeySelf, description: 'The key (never its secret) and its project' },
+  },
+  {
+    method: 'get',
+    path: '/api/keys',
+    summary: "The project's API keys, revoked ones included",
+    role: 'admin',
+    ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
+  },
+  {
+    method: 'post',
+    path: '/api/keys',
+    summary: 'Create an API key of the project; its secret is in this reply only',
+    role: 'admin',
+    body: KeyCreate,
+    ok: { status: 201, schema: KeyCreated, description: 'The new key, with its secret in `key`' },
+  },
+  {
+    method: 'delete',
+    path: '/api/keys/{key_id}',
+    summary: 'Revoke an API key',
+    role: 'admin',
+    params: ['key_id'],
+    ok: { status: 204, description: 'Revoked' },
+  },
+  {
     method: 'post',
     path: '/services/agent/v0/invoke',
     summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
@@ -117,6 +148,19 @@ const ROUTES: Route[] = [
     role: 'editor',
     body: TransitionBody,
     ok: { status: 200, schema: InteractionReply, description: 'The interaction after the move' },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions',
+    summary: "The project's sessions, most recently used first (paged), with each one's live turn, pending interactions and latest turn",
+    role: 'viewer',
+    query: {
+      limit: 'Sessions per page, 1-200 (default 20)',
+      cursor: 'The next value of the previous page',
+      id_prefix: 'Only sessions whose id starts with this',
+      status: 'pending: only sessions with an interaction waiting for an answer; live: only sessions running a turn',
+    },
+    ok: { status: 200, schema: SessionList, description: 'One page of sessions' },
   },
   {
     method: 'get',

@@ -2,8 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Paging } from '../contract/interactions.ts';
 import { SessionId } from '../contract/invoke.ts';
+import { SessionListStatus } from '../contract/sessions.ts';
 import { AppError } from '../errors.ts';
 import type { PageRequest } from '../store/cursor.ts';
+import type { SessionFilter } from '../store/sessions.ts';
 
 /** Reading the parts of a `/api/sessions/{session_id}…` request that every sessions route shares. */
 
@@ -47,6 +49,20 @@ export function pageQuery(request: FastifyRequest): PageRequest {
     );
   }
   return { limit: parsed.data.limit ?? DEFAULT_PAGE_SIZE, cursor: parsed.data.cursor };
+}
+
+/** `GET /api/sessions`'s filters: `id_prefix` (the start of a session id) and `status` (`pending` or `live`). */
+export function sessionListFilter(request: FastifyRequest): SessionFilter {
+  const query = request.query as Query;
+  const idPrefix = query?.id_prefix;
+  if (idPrefix !== undefined && (typeof idPrefix !== 'string' || !/^[A-Za-z0-9._:-]{0,128}$/.test(idPrefix))) {
+    throw new AppError('invalid-request', 'the query parameter id_prefix must be the start of a session id: up to 128 letters, digits, ".", "_", ":" or "-"');
+  }
+  const status = query?.status;
+  if (status !== undefined && status !== '' && !SessionListStatus.safeParse(status).success) {
+    throw new AppError('invalid-request', `the query parameter status must be one of ${SessionListStatus.options.join(', ')}, got ${JSON.stringify(status)}`);
+  }
+  return { idPrefix: idPrefix || undefined, status: (status || undefined) as SessionFilter['status'] };
 }
 
 /** The `path` query parameter: a path inside the session folder. */

@@ -1,5 +1,7 @@
 import type { PendingInteraction } from '../contract/events.ts';
-import type { SessionView, TurnView } from '../contract/sessions.ts';
+import type { SessionList, SessionSummary, SessionView, TurnView } from '../contract/sessions.ts';
+import type { Page } from '../store/cursor.ts';
+import type { Store } from '../store/db.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionRecord } from '../store/sessions.ts';
 import type { TurnRecord } from '../store/turns.ts';
@@ -42,4 +44,39 @@ export function toSessionView(session: SessionRecord, lease: Lease | undefined, 
     turns: turns.map(toTurnView),
     ...(next !== undefined ? { next } : {}),
   };
+}
+
+/** A page of sessions as the listing shows them: each with its live turn, pending answers and latest turn. */
+export async function toSessionList(store: Store, projectId: string, page: Page<SessionRecord>): Promise<SessionList> {
+  const ids = page.items.map((session) => session.id);
+  const [leases, pending, latest] = await Promise.all([
+    store.leases.ofSessions(projectId, ids),
+    store.interactions.pendingCounts(projectId, ids),
+    store.turns.latestOf(projectId, ids),
+  ]);
+  const leaseOf = new Map(leases.map((lease) => [lease.session_id, lease]));
+  const sessions = page.items.map((session): SessionSummary => {
+    const live = liveTurnOf(leaseOf.get(session.id));
+    const last = latest.get(session.id);
+    return {
+      id: session.id,
+      created_at: session.created_at,
+      updated_at: session.updated_at,
+      ...(live ? { live_turn: live } : {}),
+      pending_interactions: pending.get(session.id) ?? 0,
+      ...(last
+        ? {
+            last_turn: {
+              id: last.id,
+              status: last.status,
+              ...(last.stop_reason !== null ? { stop_reason: last.stop_reason } : {}),
+              started_at: last.started_at,
+              ...(last.ended_at !== null ? { ended_at: last.ended_at } : {}),
+              ...(last.usage !== null ? { usage: last.usage } : {}),
+            },
+          }
+        : {}),
+    };
+  });
+  return { count: sessions.length, sessions, ...(page.next !== undefined ? { next: page.next } : {}) };
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { nowIso } from './columns.ts';
-import type { Database, Role } from './schema.ts';
+import type { ApiKeysTable, Database, Role } from './schema.ts';
 
 export interface CreatedApiKey {
   id: string;
@@ -25,6 +25,7 @@ export interface ApiKeyInfo {
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+  last_used_at: string | null;
 }
 
 export interface ApiKeysOptions {
@@ -84,6 +85,7 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
         key_prefix: prefix,
         created_at: nowIso(),
         revoked_at: null,
+        last_used_at: null,
       })
       .execute();
     return { id, key, prefix, role, project_id: projectId };
@@ -109,6 +111,9 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
     if (!row) return undefined;
     const value: VerifiedApiKey = { key_id: row.id, project_id: row.project_id, role: row.role };
     if (generation === revocations) remember(hash, value);
+    // Written only here, when the cache missed: a key in use is seen at least once per TTL, and a
+    // request that hit the cache costs no write.
+    await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', row.id).execute();
     return value;
   }
 
@@ -129,26 +134,30 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
     return row !== undefined;
   }
 
+  const infoColumns = ['id', 'project_id', 'role', 'key_prefix', 'created_at', 'revoked_at', 'last_used_at'] as const;
+  const toInfo = (row: Pick<ApiKeysTable, (typeof infoColumns)[number]>): ApiKeyInfo => ({
+    id: row.id,
+    project_id: row.project_id,
+    role: row.role,
+    prefix: row.key_prefix,
+    created_at: row.created_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+  });
+
   /** Keys of a project for display; never the hash. */
   async function list(projectId: string): Promise<ApiKeyInfo[]> {
-    const rows = await db
-      .selectFrom('api_keys')
-      .select(['id', 'project_id', 'role', 'key_prefix', 'created_at', 'revoked_at'])
-      .where('project_id', '=', projectId)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
-    return rows.map((row) => ({
-      id: row.id,
-      project_id: row.project_id,
-      role: row.role,
-      prefix: row.key_prefix,
-      created_at: row.created_at,
-      revoked_at: row.revoked_at,
-    }));
+    const rows = await db.selectFrom('api_keys').select(infoColumns).where('project_id', '=', projectId).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toInfo);
   }
 
-  return { create, verify, revoke, list };
+  /** One key of the project for display, revoked or not. */
+  async function get(projectId: string, id: string): Promise<ApiKeyInfo | undefined> {
+    const row = await db.selectFrom('api_keys').select(infoColumns).where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+    return row && toInfo(row);
+  }
+
+  return { create, verify, revoke, list, get };
 }
 
 export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;

@@ -135,6 +135,21 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return rows.map(toInteraction);
   }
 
+  /** How many interactions wait for an answer in each of these sessions (absent: none). */
+  async function pendingCounts(projectId: string, sessionIds: readonly string[]): Promise<Map<string, number>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows = await db
+      .selectFrom('interactions')
+      .select((eb) => ['session_id', eb.fn.countAll<number | string | bigint>().as('n')])
+      .where('project_id', '=', projectId)
+      .where('session_id', 'in', sessionIds)
+      .where('status', '=', 'pending')
+      .groupBy('session_id')
+      .execute();
+    // PostgreSQL returns count(*) as a bigint string.
+    return new Map(rows.map((row) => [row.session_id, Number(row.n)]));
+  }
+
   /** Oldest first (the order the turns asked them in) unless `order` is descending; every filter given must match. */
   async function query(projectId: string, filters: InteractionFilters, page: PageRequest): Promise<Page<InteractionRecord>> {
     const limit = pageSize(page.limit);
@@ -245,7 +260,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, get, ofToolCalls, listPending, query, listByStatus, transition, transitionAll, cancelPending };
+  return { create, get, ofToolCalls, listPending, pendingCounts, query, listByStatus, transition, transitionAll, cancelPending };
 }
 
 export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

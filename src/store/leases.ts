@@ -30,6 +30,13 @@ export function createLeasesRepo(db: Kysely<Database>) {
     return row && toLease(row);
   }
 
+  /** The leases held on any of these sessions. */
+  async function ofSessions(projectId: string, sessionIds: readonly string[]): Promise<Lease[]> {
+    if (sessionIds.length === 0) return [];
+    const rows = await db.selectFrom('session_leases').selectAll().where('project_id', '=', projectId).where('session_id', 'in', sessionIds).execute();
+    return rows.map(toLease);
+  }
+
   /**
    * Takes the session for a turn unless a live lease holds it. Each step is one statement, so two
    * processes racing for a free (or expired) session cannot both win. A lease taken over from an
@@ -116,7 +123,7 @@ export function createLeasesRepo(db: Kysely<Database>) {
     return Number(result.numDeletedRows);
   }
 
-  return { get, acquire, renew, release, requestCancel, listExpired, releaseExpired, releaseAll };
+  return { get, ofSessions, acquire, renew, release, requestCancel, listExpired, releaseExpired, releaseAll };
 }
 
 export type LeasesRepo = ReturnType<typeof createLeasesRepo>;

@@ -27,6 +27,7 @@ export interface ApiKeysTable {
   key_prefix: string;
   created_at: string;
   revoked_at: string | null;
+  last_used_at: string | null;
 }
 
 export interface SessionsTable {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { nowIso } from './columns.ts';
+import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database } from './schema.ts';
 
 export interface SessionRecord {
@@ -11,6 +12,13 @@ export interface SessionRecord {
 
 function toSession(row: SessionRecord): SessionRecord {
   return { project_id: row.project_id, id: row.id, created_at: row.created_at, updated_at: row.updated_at };
+}
+
+export interface SessionFilter {
+  /** Only sessions whose id starts with this text (case as given). */
+  idPrefix?: string | undefined;
+  /** `pending`: an interaction waits for an answer; `live`: a turn holds the session now. */
+  status?: 'pending' | 'live' | undefined;
 }
 
 export function createSessionsRepo(db: Kysely<Database>) {
@@ -36,6 +44,47 @@ export function createSessionsRepo(db: Kysely<Database>) {
   }
 
   /**
+   * A project's sessions, most recently used first, by keyset cursor. A session used while the
+   * caller pages moves to the front: it may then be missed by the later pages, never repeated.
+   */
+  async function list(projectId: string, page: PageRequest, filter: SessionFilter = {}): Promise<Page<SessionRecord>> {
+    const limit = pageSize(page.limit);
+    let query = db.selectFrom('sessions').selectAll().where('project_id', '=', projectId);
+    if (filter.idPrefix) {
+      const prefix = filter.idPrefix;
+      query = query.where((eb) => eb(eb.fn('substr', ['id', eb.lit(1), eb.val(prefix.length)]), '=', prefix));
+    }
+    if (filter.status === 'pending') {
+      query = query.where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('interactions as i')
+            .select('i.id')
+            .whereRef('i.project_id', '=', 'sessions.project_id')
+            .whereRef('i.session_id', '=', 'sessions.id')
+            .where('i.status', '=', 'pending'),
+        ),
+      );
+    } else if (filter.status === 'live') {
+      const now = nowIso();
+      query = query.where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('session_leases as l')
+            .select('l.turn_id')
+            .whereRef('l.project_id', '=', 'sessions.project_id')
+            .whereRef('l.session_id', '=', 'sessions.id')
+            .where('l.expires_at', '>', now),
+        ),
+      );
+    }
+    if (page.cursor !== undefined) {
+      const after = decodeCursor(page.cursor);
+      query = query.where((eb) => eb.or([eb('updated_at', '<', after.at), eb.and([eb('updated_at', '=', after.at), eb('id', '<', after.id)])]));
+    }
+    const rows = await query.orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.updated_at, id: row.id }), toSession);
+  }
+
+  /**
    * Deletes the session and everything recorded under it (turns, interactions, its lease) in one
    * transaction, so a failure leaves the session whole rather than half gone. True when there was
    * anything to delete. The session folder on disk is the caller's to remove.
@@ -52,7 +101,7 @@ export function createSessionsRepo(db: Kysely<Database>) {
     });
   }
 
-  return { touch, get, remove };
+  return { touch, get, list, remove };
 }
 
 export type SessionsRepo = ReturnType<typeof createSessionsRepo>;

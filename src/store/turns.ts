@@ -27,6 +27,9 @@ export interface TurnRecord {
   ended_at: string | null;
 }
 
+/** What a listing shows of a turn. */
+export type TurnSummary = Pick<TurnRecord, 'id' | 'status' | 'stop_reason' | 'usage' | 'started_at' | 'ended_at'>;
+
 export interface NewTurn {
   id: string;
   project_id: string;
@@ -156,6 +159,36 @@ export function createTurnsRepo(db: Kysely<Database>) {
   }
 
   /**
+   * The latest turn of each of these sessions, for a listing: without its conversation, which a
+   * list does not show and which may be large.
+   */
+  async function latestOf(projectId: string, sessionIds: readonly string[]): Promise<Map<string, TurnSummary>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows = await db
+      .selectFrom('turns as t')
+      .select(['t.id', 't.session_id', 't.status', 't.stop_reason', 't.usage_json', 't.started_at', 't.ended_at'])
+      .where('t.project_id', '=', projectId)
+      .where('t.session_id', 'in', sessionIds)
+      .where('t.id', '=', (eb) =>
+        eb
+          .selectFrom('turns as u')
+          .select('u.id')
+          .whereRef('u.project_id', '=', 't.project_id')
+          .whereRef('u.session_id', '=', 't.session_id')
+          .orderBy('u.started_at', 'desc')
+          .orderBy('u.id', 'desc')
+          .limit(1),
+      )
+      .execute();
+    return new Map(
+      rows.map((row) => [
+        row.session_id,
+        { id: row.id, status: row.status, stop_reason: row.stop_reason as StopReason | null, usage: fromJson<Usage>(row.usage_json), started_at: row.started_at, ended_at: row.ended_at },
+      ]),
+    );
+  }
+
+  /**
    * Records every turn still `running` (or just those in `ids`) as `interrupted`: at shutdown for
    * the turns this process abandons, at startup for those a crash left behind. Returns how many.
    * Without `ids` it touches every replica's turns, so on a shared PostgreSQL it is only right once
@@ -172,7 +205,7 @@ export function createTurnsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, finish, get, listForSession, listForSessionPage, markRunningAsInterrupted };
+  return { create, finish, get, listForSession, listForSessionPage, latestOf, markRunningAsInterrupted };
 }
 
 export type TurnsRepo = ReturnType<typeof createTurnsRepo>;

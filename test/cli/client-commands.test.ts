@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -6,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { builtin, startHarness, template, type Harness } from '../support/harness.ts';
-import { AGENTD_BIN } from '../support/child-server.ts';
+import { agentdCommand, type CommandRun } from '../support/child-server.ts';
 import { createWorkflow } from '../configs/client.ts';
 
 /**
@@ -33,26 +32,8 @@ function script(req: RecordedRequest) {
   return { text: `echo: ${text}` };
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function agentd(args: string[], stdin = '', env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [AGENTD_BIN, ...args], {
-      env: { ...process.env, AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdin.end(stdin);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const agentd = (args: string[], stdin = '', env: Record<string, string> = {}): Promise<CommandRun> =>
+  agentdCommand(args, { AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId, ...env }, stdin);
 
 const file = async (name: string, content: string) => {
   const at = path.join(dir, name);

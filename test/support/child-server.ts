@@ -15,6 +15,25 @@ export function runAgentd(args: string[], env: Record<string, string>): { child:
   return { child, output: () => output, exited };
 }
 
+export interface CommandRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A client command (`agentd invoke …`) run to its end, `stdin` as its input. */
+export function agentdCommand(args: string[], env: Record<string, string>, stdin = ''): Promise<CommandRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdin.end(stdin);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** Starts `agentd serve` on a free port and resolves once it listens, with its URL. */
 export async function startServe(env: Record<string, string>): Promise<ReturnType<typeof runAgentd> & { url: string }> {
   const run = runAgentd(['serve', '--port', '0'], env);

@@ -2,16 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
-import type { SessionView } from '../../contract/sessions.ts';
+import type { SessionList, SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { discardParked } from '../../harnesses/parked.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
 import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
-import { toSessionView } from '../../sessions/view.ts';
+import { toSessionList, toSessionView } from '../../sessions/view.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { runHeaders } from '../run-headers.ts';
-import { pageQuery, sessionIdParam, sessionNotFound } from '../session-request.ts';
+import { pageQuery, sessionIdParam, sessionListFilter, sessionNotFound } from '../session-request.ts';
 
 export interface SessionRoutesDeps {
   store: Store;
@@ -27,6 +27,12 @@ const DELETE_LEASE_MS = 60_000;
 /** Reading a session with its turns, and deleting it (design.md §4, issue "Reading a session"). */
 export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDeps): Promise<void> {
   const { store, config } = deps;
+
+  app.get('/api/sessions', async (request): Promise<SessionList> => {
+    const { projectId } = await authorize(store, request, 'viewer');
+    const page = await store.sessions.list(projectId, pageQuery(request), sessionListFilter(request));
+    return toSessionList(store, projectId, page);
+  });
 
   app.get('/api/sessions/:session_id', async (request, reply): Promise<SessionView> => {
     const { projectId } = await authorize(store, request, 'viewer');

@@ -7,6 +7,8 @@ import { configs } from './0005_configs.ts';
 import { evaluations } from './0006_evaluations.ts';
 import { evaluationClaims } from './0007_evaluation_claims.ts';
 import { claimExpiryIndex } from './0008_claim_expiry_index.ts';
+import { sessionListing } from './0009_session_listing.ts';
+import { apiKeyLastUsed } from './0010_api_key_last_used.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -21,4 +23,6 @@ export const migrations: Record<string, Migration> = {
   '0006_evaluations': evaluations,
   '0007_evaluation_claims': evaluationClaims,
   '0008_claim_expiry_index': claimExpiryIndex,
+  '0009_session_listing': sessionListing,
+  '0010_api_key_last_used': apiKeyLastUsed,
 };

@@ -1,0 +1,69 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { KeyCreate, type KeyView } from '../../contract/keys.ts';
+import { AppError } from '../../errors.ts';
+import type { ApiKeyInfo } from '../../store/api-keys.ts';
+import type { Store } from '../../store/db.ts';
+import { authorize } from '../auth.ts';
+import { parseWith } from '../validate.ts';
+
+export interface KeyRoutesDeps {
+  store: Store;
+}
+
+function toKeyView(key: ApiKeyInfo): KeyView {
+  return {
+    id: key.id,
+    prefix: key.prefix,
+    role: key.role,
+    created_at: key.created_at,
+    ...(key.last_used_at ? { last_used_at: key.last_used_at } : {}),
+    ...(key.revoked_at ? { revoked_at: key.revoked_at } : {}),
+  };
+}
+
+function keyIdParam(request: FastifyRequest): string {
+  const id = (request.params as { key_id?: unknown }).key_id;
+  if (typeof id !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(id)) throw new AppError('invalid-request', 'the key id in the path must be the id GET /api/keys lists');
+  return id;
+}
+
+const keyNotFound = (id: string) => new AppError('not-found', `this project has no API key "${id}"; GET /api/keys lists them`);
+
+/**
+ * API keys over HTTP (design.md §4 "Auth"). Any key may ask who it is; managing the project's keys
+ * takes `admin`, as `agentd keys` does beside the database.
+ */
+export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Promise<void> {
+  const { store } = deps;
+
+  app.get('/api/keys/self', async (request) => {
+    const { projectId, keyId } = await authorize(store, request, 'viewer');
+    const [project, key] = await Promise.all([store.projects.findById(projectId), store.apiKeys.get(projectId, keyId)]);
+    if (!project || !key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
+    return { project: { id: project.id, name: project.name }, key: toKeyView(key) };
+  });
+
+  app.get('/api/keys', async (request) => {
+    const { projectId } = await authorize(store, request, 'admin');
+    const keys = (await store.apiKeys.list(projectId)).map(toKeyView);
+    return { count: keys.length, keys };
+  });
+
+  app.post('/api/keys', { config: { optionalBody: true } }, async (request, reply) => {
+    const { projectId } = await authorize(store, request, 'admin');
+    const { role } = parseWith(KeyCreate, request.body);
+    const created = await store.apiKeys.create(projectId, role);
+    const key = await store.apiKeys.get(projectId, created.id);
+    reply.code(201);
+    return { ...toKeyView(key!), key: created.key };
+  });
+
+  app.delete('/api/keys/:key_id', { config: { optionalBody: true } }, async (request, reply) => {
+    const { projectId } = await authorize(store, request, 'admin');
+    const id = keyIdParam(request);
+    const key = await store.apiKeys.get(projectId, id);
+    if (!key) throw keyNotFound(id);
+    await store.apiKeys.revoke(id, projectId);
+    return reply.code(204).send();
+  });
+}
