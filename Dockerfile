@@ -12,6 +12,7 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.client.json ./
 COPY bin ./bin
 COPY src ./src
+COPY web ./web
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
 ENV NODE_ENV=production \

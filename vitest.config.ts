@@ -8,6 +8,8 @@ const shared = {
 
 /** The coding-agent harness tests run real harness processes, a few hundred MB and a core each. */
 const HARNESSES = 'test/harnesses/**/*.test.ts';
+/** The console's tests drive a real Chromium: one file at a time, once (the store is tested on both engines elsewhere). */
+const CONSOLE = 'test/console/**/*.test.ts';
 
 /**
  * The suite runs on SQLite always, and again on PostgreSQL when AGENTD_TEST_DATABASE_URL names a
@@ -19,6 +21,7 @@ const HARNESSES = 'test/harnesses/**/*.test.ts';
  *
  * The harness tests run in a group of their own, after the rest: beside them, on two cores, the
  * tests that wait on timers of a second or less (a relayed turn's silence, model timeouts) starve.
+ * The console's browser tests come last, alone, for the same reason.
  */
 const engines = [
   { name: 'sqlite', env: { AGENTD_TEST_ENGINE: 'sqlite', AGENTD_TURN_WORKERS_LOAD: '1' } },
@@ -28,8 +31,8 @@ const engines = [
 export default defineConfig({
   test: {
     projects: engines.flatMap(({ name, env }) => [
-      { test: { ...shared, name, env, include: ['test/**/*.test.ts'], exclude: [HARNESSES], sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name, env, include: ['test/**/*.test.ts'], exclude: [HARNESSES, CONSOLE], sequence: { groupOrder: 0 } } },
       { test: { ...shared, name: `${name}-harnesses`, env, include: [HARNESSES], fileParallelism: false, sequence: { groupOrder: 1 } } },
-    ]),
+    ]).concat({ test: { ...shared, testTimeout: 60_000, name: 'console', env: engines[0]!.env, include: [CONSOLE], fileParallelism: false, sequence: { groupOrder: 2 } } }),
   },
 });

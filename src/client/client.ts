@@ -106,6 +106,8 @@ export function createClient(options: ClientOptions) {
         json<Out<typeof Sessions.SessionList>>('GET', 'api/sessions', undefined, { limit: query.limit, cursor: query.cursor, id_prefix: query.idPrefix, status: query.status }),
       get: (sessionId: string, page: { limit?: number; cursor?: string } = {}) => json<Out<typeof Sessions.SessionView>>('GET', `api/sessions/${seg(sessionId)}`, undefined, page),
       delete: (sessionId: string) => json<void>('DELETE', `api/sessions/${seg(sessionId)}`),
+      /** Stops the session's live turn; a 404 error when none runs. */
+      stop: (sessionId: string) => json<Out<typeof Sessions.SessionStopped>>('POST', `api/sessions/${seg(sessionId)}/stop`),
       listFiles: (sessionId: string, path = '.') => json<Out<typeof Sessions.FileListing>>('GET', `api/sessions/${seg(sessionId)}/files`, undefined, { path }),
       /** A file's bytes. */
       readFile: async (sessionId: string, path: string): Promise<ArrayBuffer> => {

@@ -5,7 +5,8 @@ export interface ClientOptions {
   /** e.g. `http://127.0.0.1:8787` */
   baseUrl: string;
   apiKey: string;
-  projectId: string;
+  /** Absent: the `/api` surface acts in the key's own project; invoke and inspect need one. */
+  projectId?: string;
   /** Defaults to the global `fetch`. */
   fetch?: typeof fetch;
   /** Sent with every request. */
@@ -24,7 +25,7 @@ export interface RequestOptions {
 /** Sends one request and returns the reply whatever its status; a transport failure throws. */
 export async function send(options: ClientOptions, method: string, path: string, request: RequestOptions = {}): Promise<Response> {
   const url = new URL(path, options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
-  url.searchParams.set('project_id', options.projectId);
+  if (options.projectId) url.searchParams.set('project_id', options.projectId);
   for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
   const headers: Record<string, string> = { authorization: `ApiKey ${options.apiKey}`, ...options.headers, ...request.headers };
   let body: BodyInit | undefined;

@@ -49,6 +49,10 @@ export type SessionSummary = z.infer<typeof SessionSummary>;
 export const SessionList = z.object({ count: z.number().int(), sessions: z.array(SessionSummary), next: z.string().optional() });
 export type SessionList = z.infer<typeof SessionList>;
 
+/** The turn a stop request stopped (or, run by another replica, asked to stop). */
+export const SessionStopped = z.object({ turn_id: z.string() });
+export type SessionStopped = z.infer<typeof SessionStopped>;
+
 export const SessionListStatus = z.enum(['pending', 'live']);
 
 export const FileEntry = z.object({ name: z.string(), type: z.enum(['file', 'directory']), size: z.number().int().optional() });

@@ -26,7 +26,8 @@ import { TestsetService } from '../evaluation/testsets.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
 import { checkBodyDepth } from './validate.ts';
-import { docsPage, openApiDocument } from './openapi.ts';
+import { openApiDocument } from './openapi.ts';
+import { consoleRoutes } from './console.ts';
 import { VERSION } from '../version.ts';
 
 declare module 'fastify' {
@@ -48,6 +49,8 @@ declare module 'fastify' {
 export interface AppDeps {
   config: Config;
   store: Store;
+  /** The built console to serve at `/` (default: dist/console, where `npm run build` puts it). */
+  consoleDir?: string;
   /** Where log lines go instead of stdout; tests capture them to prove secrets stay out. */
   logStream?: { write(line: string): void };
 }
@@ -196,11 +199,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/health', async () => ({ status: 'ok' }));
   // Built once: the schemas do not change while the server runs.
   const openapi = openApiDocument(VERSION);
-  const docs = docsPage(openapi);
   app.get('/openapi.json', async () => openapi);
-  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(docs));
+  await app.register(consoleRoutes, { openapi, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
   await app.register(invokeRoutes, { store: deps.store, turns });
-  await app.register(sessionRoutes, { store: deps.store, config });
+  await app.register(sessionRoutes, { store: deps.store, config, turns });
   await app.register(sessionFileRoutes, { store: deps.store, config });
   await app.register(interactionRoutes, { store: deps.store, interactions });
   await app.register(connectionRoutes, { store: deps.store });

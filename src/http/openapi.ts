@@ -5,7 +5,7 @@ import { ConnectionCreate, ConnectionList, ConnectionView } from '../contract/co
 import { InteractionList, InteractionQuery, InteractionReply, RespondBody, TransitionBody, WindowedInteractionQuery } from '../contract/interactions.ts';
 import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
-import { FileListing, FileUploaded, SessionList, SessionView } from '../contract/sessions.ts';
+import { FileListing, FileUploaded, SessionList, SessionStopped, SessionView } from '../contract/sessions.ts';
 import { KeyCreate, KeyCreated, KeyList, KeySelf } from '../contract/keys.ts';
 import { AgentTemplate } from '../contract/template.ts';
 import { InspectRequest, InspectResponse } from '../contract/inspect.ts';
@@ -170,6 +170,14 @@ const ROUTES: Route[] = [
     params: ['session_id'],
     query: { limit: 'Turns per page, 1-200 (default 20)', cursor: 'The next value of the previous page' },
     ok: { status: 200, schema: SessionView, description: 'The session' },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions/{session_id}/stop',
+    summary: "Stop the session's live turn: it ends cancelled, and its pending interactions with it",
+    role: 'editor',
+    params: ['session_id'],
+    ok: { status: 200, schema: SessionStopped, description: 'The turn stopped (or, on another replica, asked to stop at its next lease renewal); 404 when none runs' },
   },
   {
     method: 'delete',
@@ -499,27 +507,4 @@ export function openApiDocument(version: string) {
       },
     },
   };
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-}
-
-/** A self-contained reference page (no scripts, no network) rendered from the same document. */
-export function docsPage(doc: ReturnType<typeof openApiDocument>): string {
-  const sections = Object.entries(doc.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, op]) => {
-      const o = op as { summary: string; description: string; requestBody?: unknown; responses: unknown };
-      return `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p>${escapeHtml(o.summary)}. ${escapeHtml(o.description)}</p>${
-        o.requestBody ? `<details><summary>Request body</summary><pre>${escapeHtml(JSON.stringify(o.requestBody, null, 2))}</pre></details>` : ''
-      }<details><summary>Responses</summary><pre>${escapeHtml(JSON.stringify(o.responses, null, 2))}</pre></details></section>`;
-    }),
-  );
-  const schemas = Object.entries(doc.components.schemas).map(
-    ([name, schema]) => `<section><h2 id="${name}">${name}</h2><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre></section>`,
-  );
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>agentd API</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}pre{background:#f5f5f5;padding:1rem;overflow:auto;font-size:12px}code{font-size:14px}</style></head>
-<body><h1>agentd API</h1><p>${escapeHtml(doc.info.description)} Machine-readable: <a href="/openapi.json">/openapi.json</a>.</p>
-${sections.join('\n')}<h1>Schemas</h1>${schemas.join('\n')}</body></html>`;
 }

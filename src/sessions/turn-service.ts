@@ -137,6 +137,24 @@ export class TurnService {
   }
 
   /**
+   * Stops the session's live turn because someone asked (a console's Stop): it ends `cancelled`,
+   * as a turn a takeover cancels does. A turn another replica runs is asked to stop through its
+   * lease and stops at its next renewal. The id of the turn asked to stop; undefined when none ran.
+   */
+  async stop(projectId: string, sessionId: string): Promise<string | undefined> {
+    const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
+    if (live) {
+      live.controller.abort(STOPPED);
+      await live.done;
+      return live.id;
+    }
+    const { store } = this.deps;
+    const lease = await store.leases.get(projectId, sessionId);
+    if (!lease || lease.expires_at <= new Date().toISOString() || lease.turn_id.startsWith('delete-')) return undefined;
+    return (await store.leases.requestCancel(projectId, sessionId, lease.turn_id)) ? lease.turn_id : undefined;
+  }
+
+  /**
    * Lets other replicas attach to the turns this process runs (PostgreSQL only). Resolves to the
    * way to stop taking new followers.
    */
@@ -395,15 +413,15 @@ export class TurnService {
       const timedOut = turn.controller.signal.aborted && isAppError(reason) && reason.type === 'turn-timeout';
       const aborted = turn.controller.signal.aborted && !timedOut;
       const failure = aborted
-        ? new AppError(reason === CANCELLED ? 'turn-cancelled' : 'unavailable', reason instanceof Error ? reason.message : 'the turn was stopped')
+        ? new AppError(isCancel(reason) ? 'turn-cancelled' : 'unavailable', reason instanceof Error ? reason.message : 'the turn was stopped')
         : timedOut
           ? (reason as AppError)
           : isAppError(error)
             ? error
             : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
       if (!isAppError(error) && !aborted && !timedOut) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
-      status = aborted ? (reason === CANCELLED ? 'cancelled' : 'interrupted') : 'failed';
-      if (aborted && reason === CANCELLED) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
+      status = aborted ? (isCancel(reason) ? 'cancelled' : 'interrupted') : 'failed';
+      if (aborted && isCancel(reason)) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
       emit(doneEvent(aborted ? (status as 'interrupted' | 'cancelled') : 'error'));
@@ -537,6 +555,9 @@ export const INTERRUPTED = new Error('the server is shutting down; the turn was 
 export const LEASE_LOST = new Error('the session lease expired and was taken over; the turn was interrupted');
 /** The abort reason of a turn taken over by a newer one (`force`). */
 export const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');
+/** The abort reason of a turn stopped on request (`POST /api/sessions/{id}/stop`). */
+export const STOPPED = new Error('the turn was stopped on request');
+const isCancel = (reason: unknown) => reason === CANCELLED || reason === STOPPED;
 
 /** An MCP tool may not shadow a tool the template names itself. */
 function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {

@@ -119,3 +119,30 @@ describe('live turns across processes sharing one database', () => {
     }
   });
 });
+
+describe('stopping a live turn', () => {
+  const stop = (session: string, key = h.apiKey) =>
+    fetch(`${h.url}/api/sessions/${session}/stop?project_id=${h.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${key}` } });
+
+  it('ends the turn cancelled, and tells its caller why', async () => {
+    const session = sid('stop');
+    h.model.script({ text: 'never finished', latencyMs: 5_000 });
+    const caller = h.invoke(hello(session));
+    await waitFor(modelCalled(1));
+    const res = await stop(session);
+    expect(res.status).toBe(200);
+    const { turn_id } = await res.json();
+    await expectError(await caller, 409, 'turn-cancelled', 'the turn was stopped on request');
+    const turn = await h.store.turns.get(h.projectId, turn_id);
+    expect(turn?.status).toBe('cancelled');
+    // The session is free at once.
+    h.model.script({ text: 'next' });
+    expect((await readJson(await h.invoke(hello(session)))).data.outputs.messages.at(-1).content).toBe('next');
+  });
+
+  it('is a 404 when nothing runs, and needs a role that may act', async () => {
+    await expectError(await stop(sid('idle')), 404, 'not-found', /runs no turn to stop/);
+    const viewer = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
+    await expectError(await stop(sid('idle'), viewer), 403, 'forbidden');
+  });
+});

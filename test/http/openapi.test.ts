@@ -51,12 +51,19 @@ describe('GET /openapi.json', () => {
 });
 
 describe('GET /docs', () => {
-  it('renders the same document as a page, with no external resources', async () => {
+  it('is Swagger UI over the same document, served from this server alone, under a strict CSP', async () => {
     const res = await fetch(`${h.url}/docs`);
+    expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
     const html = await res.text();
-    expect(html).toContain('POST /services/agent/v0/invoke');
-    expect(html).toContain('/api/sessions/interactions/{interaction_id}/respond');
-    expect(html).not.toMatch(/<script|https?:\/\/(?!json-schema)/);
+    expect(html).toContain('swagger-ui-bundle.js');
+    // Nothing is fetched from elsewhere: every script and style is the server's own.
+    expect(html).not.toMatch(/(src|href)="https?:/);
+    expect(await (await fetch(`${h.url}/docs/json`)).json()).toEqual(doc);
+    const script = await fetch(`${h.url}/docs/static/swagger-initializer.js`);
+    expect(script.status).toBe(200);
   });
 });

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
-import type { SessionList, SessionView } from '../../contract/sessions.ts';
+import type { SessionList, SessionStopped, SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { discardParked } from '../../harnesses/parked.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
 import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
 import { toSessionList, toSessionView } from '../../sessions/view.ts';
+import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { runHeaders } from '../run-headers.ts';
@@ -16,6 +17,7 @@ import { pageQuery, sessionIdParam, sessionListFilter, sessionNotFound } from '.
 export interface SessionRoutesDeps {
   store: Store;
   config: Config;
+  turns: TurnService;
 }
 
 /**
@@ -26,7 +28,7 @@ const DELETE_LEASE_MS = 60_000;
 
 /** Reading a session with its turns, and deleting it (design.md §4, issue "Reading a session"). */
 export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDeps): Promise<void> {
-  const { store, config } = deps;
+  const { store, config, turns } = deps;
 
   app.get('/api/sessions', async (request): Promise<SessionList> => {
     const { projectId } = await authorize(store, request, 'viewer');
@@ -43,6 +45,15 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     const [lease, turns] = await Promise.all([store.leases.get(projectId, sessionId), store.turns.listForSessionPage(projectId, sessionId, page)]);
     reply.headers(runHeaders({ sessionId }));
     return toSessionView(session, lease, turns.items, turns.next);
+  });
+
+  app.post('/api/sessions/:session_id/stop', { config: { optionalBody: true } }, async (request, reply): Promise<SessionStopped> => {
+    const { projectId } = await authorize(store, request, 'editor');
+    const sessionId = sessionIdParam(request);
+    const stopped = await turns.stop(projectId, sessionId);
+    if (!stopped) throw new AppError('not-found', `session "${sessionId}" runs no turn to stop`);
+    reply.headers(runHeaders({ sessionId }));
+    return { turn_id: stopped };
   });
 
   app.delete('/api/sessions/:session_id', { config: { optionalBody: true } }, async (request, reply) => {

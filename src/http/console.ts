@@ -1,0 +1,75 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+
+/** Where `npm run build` puts the console (web/, built by Vite). */
+export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.meta.url));
+
+/**
+ * The pages may run only the scripts and styles served with them, talk only to this server, and
+ * never be framed: a model's answer that slipped past escaping still could not run or send
+ * anything anywhere.
+ */
+const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Swagger UI sets inline styles from its scripts and shows data: images; nothing leaves the server. */
+const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+function securityHeaders(reply: { setHeader(name: string, value: string): unknown }, csp: string): void {
+  reply.setHeader('content-security-policy', csp);
+  reply.setHeader('x-content-type-options', 'nosniff');
+  reply.setHeader('referrer-policy', 'no-referrer');
+  reply.setHeader('x-frame-options', 'DENY');
+}
+
+const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>agentd</title></head>
+<body><h1>agentd</h1><p>The console is not built. Run <code>npm run build</code> (<code>npm install</code> runs it) and start the server again.</p>
+<p>The API works without it: <a href="/docs">/docs</a>.</p></body></html>`;
+
+/**
+ * The web console at `/` (a static bundle that talks to the server only over its HTTP API) and
+ * the API reference at `/docs`, rendered by Swagger UI from the same document as `/openapi.json`.
+ */
+export async function consoleRoutes(app: FastifyInstance, deps: { openapi: Record<string, unknown>; dir?: string }): Promise<void> {
+  const dir = deps.dir ?? CONSOLE_DIR;
+  if (existsSync(dir)) {
+    await app.register(fastifyStatic, {
+      root: dir,
+      prefix: '/',
+      // One route per built file, so a path that is not one gets the API's own 404.
+      wildcard: false,
+      cacheControl: false,
+      // Hashed asset names change with their content: cached for good. The page itself is always asked anew.
+      setHeaders: (res, path) => {
+        securityHeaders(res, CONSOLE_CSP);
+        res.setHeader('cache-control', /[\\/]assets[\\/]/.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache');
+      },
+    });
+  } else {
+    app.get('/', async (_request, reply: FastifyReply) => {
+      securityHeaders(reply.raw, CONSOLE_CSP);
+      return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT);
+    });
+  }
+
+  await app.register(fastifySwagger, { mode: 'static', specification: { document: deps.openapi as never } });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: DOCS_CSP,
+    uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0, tryItOutEnabled: false },
+  });
+}

@@ -1,0 +1,186 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
+import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
+import { builtin, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
+
+/**
+ * The console's chat and session pages in a real Chromium, against a real agentd and the loopback
+ * fake model: `useChat` on the invoke endpoint's Vercel stream, approvals both ways, a reload in
+ * the middle of a turn, a viewer, and a model that writes HTML.
+ */
+
+const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+
+function script(req: RecordedRequest): FakeReply {
+  const last = req.messages.at(-1);
+  const said = userText(req);
+  if (last?.role === 'tool') return { text: `Tool said: ${last.content}` };
+  if (said.startsWith('write ')) return { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: said.slice('write '.length) } }] };
+  if (said === 'slow') return { text: 'first words, then more words, then the last words', chunkDelayMs: 600 };
+  if (said === 'html') return { text: '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>' };
+  if (said === 'think') return { reasoning: 'Let me think about that.', text: 'Thought it through.' };
+  return { text: `You said: ${said}` };
+}
+
+const run = !!chromiumPath && consoleBuilt;
+if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+
+describe.runIf(run)('the console: chat and sessions', () => {
+  let h: Harness;
+  let browser: Browser;
+  let page: Page;
+  let problems: string[];
+
+  beforeAll(async () => {
+    h = await startHarness({ script });
+    browser = await launchBrowser();
+    ({ page, problems } = await openPage(browser, h.url));
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  const conversation = () => page.locator('.conversation');
+  const send = async (text: string) => {
+    await page.getByLabel('Message').fill(text);
+    await page.getByRole('button', { name: 'Send' }).click();
+  };
+  const sessionId = () => decodeURIComponent(new URL(page.url()).hash.replace('#/chat/', ''));
+
+  it('signs in with a key, which stays in the tab, never in the URL', async () => {
+    await screenshot(page, 'sign-in');
+    await page.getByLabel('API key').fill('agd_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/401 unauthenticated/);
+    await signIn(page, h.apiKey);
+    await expect.poll(() => page.getByRole('navigation', { name: 'Main' }).textContent()).toContain('test');
+    expect(page.url()).not.toContain(h.apiKey);
+    expect(await page.evaluate(() => JSON.stringify(window.sessionStorage))).toContain('agd_');
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+  });
+
+  it('streams a chat turn in through useChat', async () => {
+    await page.getByRole('link', { name: 'Chat', exact: true }).click();
+    await send('hello there');
+    await conversation().getByText('You said: hello there').waitFor();
+    const request = h.model.requests.at(-1)!;
+    expect(request.stream).toBe(true);
+    expect(sessionId()).toMatch(/^chat-/);
+  });
+
+  it('folds a thought away', async () => {
+    await send('think');
+    await conversation().getByText('Thought it through.').waitFor();
+    const thought = conversation().locator('details.thought').last();
+    expect(await thought.getAttribute('open')).toBeNull();
+    expect(await thought.textContent()).toContain('Let me think about that.');
+  });
+
+  it('pauses a gated tool call for approval, and approving it runs the tool and finishes the turn', async () => {
+    await send('write approved words');
+    const approve = conversation().getByRole('button', { name: 'Approve' });
+    await approve.waitFor();
+    await screenshot(page, 'chat-approval');
+    await approve.click();
+    await conversation().getByText('Tool said: wrote').waitFor();
+    const file = path.join(h.sessionDir(sessionId()), 'note.txt');
+    expect(await readFile(file, 'utf8')).toBe('approved words');
+    await screenshot(page, 'chat');
+  });
+
+  it('denies a gated call with a reason the model is told', async () => {
+    await send('write denied words');
+    await conversation().getByRole('button', { name: 'Deny…' }).click();
+    await page.getByLabel(/Why deny write/).fill('not today');
+    await page.getByRole('button', { name: 'Deny', exact: true }).click();
+    await conversation().getByText(/Tool said:.*not today/).waitFor();
+    expect(await readFile(path.join(h.sessionDir(sessionId()), 'note.txt'), 'utf8')).toBe('approved words');
+  });
+
+  it('shows what a model writes as text: no markup, no script', async () => {
+    await send('html');
+    await conversation().getByText('<script>window.__pwned = 1</script>', { exact: false }).waitFor();
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await conversation().locator('b, img, script').count()).toBe(0);
+  });
+
+  it('resumes a turn after a reload in the middle of it, with one answer, not two', async () => {
+    await send('slow');
+    await conversation().getByText(/first words/).waitFor();
+    await page.reload();
+    await conversation().getByText('first words, then more words, then the last words').waitFor({ timeout: 20_000 });
+    const answers = await conversation().locator('article.message.assistant').filter({ hasText: 'first words' }).count();
+    expect(answers).toBe(1);
+    // The conversation before the reload is still there.
+    await conversation().getByText('You said: hello there').waitFor();
+  });
+
+  it('stops a running turn, here and on the server', async () => {
+    await send('slow');
+    await conversation().getByText(/first words/).last().waitFor();
+    const id = sessionId();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, id, { limit: 1 }))[0]?.status).toBe('cancelled');
+  });
+
+  it('answers a pending approval from the session page; the turn goes on by itself', async () => {
+    const session = 'console-paused';
+    const paused = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write from the api' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: session })));
+    expect(paused.data.outputs.stop_reason).toBe('paused');
+    await page.goto(`${h.url}/#/sessions`);
+    await page.getByRole('link', { name: session }).click();
+    const card = page.getByRole('group', { name: 'Waiting for an answer: write' });
+    await card.waitFor();
+    await screenshot(page, 'session');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Approved: the turn goes on by itself.').waitFor();
+    await expect.poll(() => existsSync(path.join(h.sessionDir(session), 'note.txt'))).toBe(true);
+    await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, session, { limit: 1 }))[0]?.status).toBe('completed');
+  });
+
+  it('reopens a paused session in the chat with its pending approval, answerable there', async () => {
+    const session = 'console-reopened';
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write reopened' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: session })));
+    await page.goto(`${h.url}/#/chat/${session}`);
+    const card = page.getByRole('group', { name: 'Waiting for an answer: write' });
+    await conversation().getByLabel('Earlier turns kept by the server').getByText('awaiting approval').waitFor();
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await conversation().getByText('Tool said: wrote 8 bytes to note.txt').waitFor();
+    expect(await readFile(path.join(h.sessionDir(session), 'note.txt'), 'utf8')).toBe('reopened');
+  });
+
+  it('lists sessions, searchable by id, and shows a session\'s files', async () => {
+    await page.goto(`${h.url}/#/sessions`);
+    await page.getByLabel('Session id starts with').fill('console-');
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
+    await screenshot(page, 'sessions');
+    await page.getByRole('link', { name: 'console-paused' }).click();
+    await page.getByRole('button', { name: 'Download note.txt' }).waitFor();
+  });
+
+  it('lets a viewer read but not act', async () => {
+    const viewer = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
+    const session = 'console-viewer';
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write for the viewer' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: session })));
+    const other = await openPage(browser, h.url);
+    await signIn(other.page, viewer);
+    await other.page.goto(`${h.url}/#/sessions/${session}`);
+    const card = other.page.getByRole('group', { name: 'Waiting for an answer: write' });
+    await card.waitFor();
+    expect(await card.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(await card.textContent()).toContain('viewer role');
+    await other.page.goto(`${h.url}/#/chat/${session}`);
+    expect(await other.page.getByLabel('Message').isDisabled()).toBe(true);
+    await other.page.context().close();
+  });
+
+  it('ran without a refused script, style or request', () => {
+    expect(problems.filter((p) => !/status of 40[149]/.test(p))).toEqual([]);
+  });
+});

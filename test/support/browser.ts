@@ -1,0 +1,54 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CONSOLE_DIR } from '../../src/http/console.ts';
+
+/**
+ * A real Chromium for the console's tests: Debian's (`.ci/run` installs it), driven by Playwright.
+ * Playwright's own browser download cannot work on these machines, so its executable is named.
+ */
+
+const CANDIDATES = [process.env.AGENTD_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].filter((p): p is string => !!p);
+export const chromiumPath = CANDIDATES.find((p) => existsSync(p));
+
+/** Where CI must have a browser; elsewhere the console's tests are skipped without one, and say so. */
+export const browserRequired = !!process.env.CI;
+export const consoleBuilt = existsSync(path.join(CONSOLE_DIR, 'index.html'));
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!chromiumPath) throw new Error(`no Chromium at ${CANDIDATES.join(', ')}: install Debian's "chromium" package, or set AGENTD_CHROMIUM`);
+  if (!consoleBuilt) throw new Error(`the console is not built (${CONSOLE_DIR}): run npm run build`);
+  // As root (CI), Chromium's own sandbox cannot start; the network flags keep it off the closed internet.
+  return chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A page that records what the browser complains about: CSP refusals, script errors, failed requests. */
+export async function openPage(browser: Browser, url: string): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  await page.goto(url);
+  return { page, problems };
+}
+
+export async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}
+
+/** With AGENTD_SCREENSHOTS (npm run screenshots), a picture of the page for the docs. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.AGENTD_SCREENSHOTS;
+  if (!dir) return;
+  await mkdir(dir, { recursive: true });
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: false });
+}

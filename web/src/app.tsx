@@ -1,0 +1,98 @@
+import { Link, Redirect, Route, Router, Switch, useRoute } from 'wouter';
+import { useHashLocation } from 'wouter/use-hash-location';
+import { AuthProvider, useAuth } from './auth.tsx';
+import { ChatPage } from './pages/chat.tsx';
+import { ComparePage } from './pages/compare.tsx';
+import { EvaluationPage } from './pages/evaluation.tsx';
+import { EvaluationsPage } from './pages/evaluations.tsx';
+import { SessionPage } from './pages/session.tsx';
+import { SessionsPage } from './pages/sessions.tsx';
+import { SignIn } from './pages/sign-in.tsx';
+import { TestsetPage } from './pages/testset.tsx';
+import { TestsetsPage } from './pages/testsets.tsx';
+import { WorkflowPage } from './pages/workflow.tsx';
+import { WorkflowsPage } from './pages/workflows.tsx';
+
+/**
+ * The console: a single page on the hash (`#/sessions/abc`), so every view has a link of its own
+ * and the server serves one file for all of them.
+ */
+
+function NavLink({ href, children }: { href: string; children: string }) {
+  const [active] = useRoute(`${href}/*?`);
+  return (
+    <Link href={href} aria-current={active ? 'page' : undefined}>
+      {children}
+    </Link>
+  );
+}
+
+function Shell() {
+  const { signed, signOut } = useAuth();
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <nav aria-label="Main">
+        <p className="brand">agentd</p>
+        <p className="who">
+          <span title={`project ${signed.projectId}`}>{signed.projectName}</span>
+          <span className={`badge role-${signed.role}`}>{signed.role}</span>
+        </p>
+        <ul>
+          <li>
+            <NavLink href="/chat">Chat</NavLink>
+          </li>
+          <li>
+            <NavLink href="/sessions">Sessions</NavLink>
+          </li>
+          <li>
+            <NavLink href="/evaluations">Evaluations</NavLink>
+          </li>
+          <li>
+            <NavLink href="/testsets">Test sets</NavLink>
+          </li>
+          <li>
+            <NavLink href="/workflows">Workflows</NavLink>
+          </li>
+          <li>
+            <a href="/docs" target="_blank" rel="noopener">
+              API reference
+            </a>
+          </li>
+        </ul>
+        <button type="button" className="sign-out" onClick={signOut}>
+          Sign out ({signed.keyPrefix}…)
+        </button>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        <Switch>
+          <Route path="/chat/:session?">{(params) => <ChatPage key={params.session ?? ''} sessionId={params.session} />}</Route>
+          <Route path="/sessions">{() => <SessionsPage />}</Route>
+          <Route path="/sessions/:id">{(params) => <SessionPage sessionId={params.id} />}</Route>
+          <Route path="/evaluations">{() => <EvaluationsPage />}</Route>
+          <Route path="/evaluations/compare/:a/:b">{(params) => <ComparePage a={params.a} b={params.b} />}</Route>
+          <Route path="/evaluations/:id">{(params) => <EvaluationPage id={params.id} />}</Route>
+          <Route path="/testsets">{() => <TestsetsPage />}</Route>
+          <Route path="/testsets/:id">{(params) => <TestsetPage id={params.id} />}</Route>
+          <Route path="/workflows">{() => <WorkflowsPage />}</Route>
+          <Route path="/workflows/:id">{(params) => <WorkflowPage id={params.id} />}</Route>
+          <Route>
+            <Redirect to="/chat" />
+          </Route>
+        </Switch>
+      </main>
+    </div>
+  );
+}
+
+export function App() {
+  return (
+    <Router hook={useHashLocation}>
+      <AuthProvider signInPage={(done) => <SignIn done={done} />}>
+        <Shell />
+      </AuthProvider>
+    </Router>
+  );
+}

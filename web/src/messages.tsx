@@ -1,0 +1,170 @@
+import { useState, type FormEvent } from 'react';
+import type { UIMessage } from 'ai';
+import { Badge, Json, VIEWER_NOTE } from './ui.tsx';
+
+/**
+ * How a conversation reads: UI messages as the chat holds them (the AI SDK's parts), and the
+ * native messages a stored turn holds. Text stays text: a model that writes `<script>` gets those
+ * characters on the screen, nothing more.
+ */
+
+type Part = UIMessage['parts'][number];
+type ToolPart = Extract<Part, { toolCallId: string }>;
+
+export interface Decide {
+  (approvalId: string, approved: boolean, reason?: string): void;
+}
+
+const isToolPart = (part: Part): part is ToolPart => 'toolCallId' in part;
+
+/** The SDK's part states, as a person reads them, with the badge tone of each. */
+const STATES: Record<ToolPart['state'], [label: string, tone: string]> = {
+  'input-streaming': ['preparing', 'running'],
+  'input-available': ['running', 'running'],
+  'approval-requested': ['awaiting approval', 'pending'],
+  'approval-responded': ['answered', 'running'],
+  'output-available': ['done', 'completed'],
+  'output-error': ['failed', 'failed'],
+  'output-denied': ['denied', 'failed'],
+};
+const toolName = (part: ToolPart) => ('toolName' in part && typeof part.toolName === 'string' ? part.toolName : part.type.replace(/^tool-/, ''));
+
+/** Approve, or deny with a reason the model is told. */
+export function ApprovalButtons({ label, decide, canAct }: { label: string; decide: (approved: boolean, reason?: string) => void; canAct: boolean }) {
+  const [denying, setDenying] = useState(false);
+  const [reason, setReason] = useState('');
+  if (!canAct) return <p className="hint">{VIEWER_NOTE}</p>;
+  if (denying) {
+    const submit = (event: FormEvent) => {
+      event.preventDefault();
+      decide(false, reason.trim() || undefined);
+    };
+    return (
+      <form className="approval" onSubmit={submit}>
+        <label>
+          Why deny {label}? <span className="muted">(the agent is told)</span>
+          <input value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
+        </label>
+        <button type="submit" className="danger">
+          Deny
+        </button>
+        <button type="button" onClick={() => setDenying(false)}>
+          Back
+        </button>
+      </form>
+    );
+  }
+  return (
+    <div className="approval" role="group" aria-label={`Approval for ${label}`}>
+      <button type="button" className="primary" onClick={() => decide(true)}>
+        Approve
+      </button>
+      <button type="button" onClick={() => setDenying(true)}>
+        Deny…
+      </button>
+    </div>
+  );
+}
+
+function ToolCall({ part, decide, canAct }: { part: ToolPart; decide?: Decide; canAct: boolean }) {
+  const name = toolName(part);
+  const approval = 'approval' in part ? part.approval : undefined;
+  return (
+    <div className={`tool-call state-${part.state}`} role="group" aria-label={`Tool call ${name}`}>
+      <div className="tool-head">
+        <span className="tool-name">{name}</span>
+        <Badge value={STATES[part.state]?.[1] ?? 'running'} label={STATES[part.state]?.[0] ?? part.state} />
+      </div>
+      <details open={part.state !== 'output-available'}>
+        <summary>Input</summary>
+        <Json value={part.input ?? null} label={`Input of ${name}`} />
+      </details>
+      {part.state === 'output-available' ? (
+        <details open>
+          <summary>Result</summary>
+          <Json value={part.output ?? null} label={`Result of ${name}`} />
+        </details>
+      ) : null}
+      {part.state === 'output-error' ? <p className="error-note">{part.errorText}</p> : null}
+      {part.state === 'approval-requested' && approval && decide ? (
+        <ApprovalButtons label={name} canAct={canAct} decide={(approved, reason) => decide(approval.id, approved, reason)} />
+      ) : null}
+      {approval && 'approved' in approval && approval.approved !== undefined ? (
+        <p className="muted">{approval.approved ? 'Approved' : `Denied${approval.reason ? `: ${approval.reason}` : ''}`}</p>
+      ) : null}
+    </div>
+  );
+}
+
+export function UiMessageView({ message, decide, canAct }: { message: UIMessage; decide?: Decide; canAct: boolean }) {
+  const metadata = message.metadata as { usage?: { total?: number; cost?: number }; stop_reason?: string } | undefined;
+  return (
+    <article className={`message ${message.role}`} aria-label={message.role === 'user' ? 'You' : 'Agent'}>
+      <p className="who">{message.role === 'user' ? 'You' : 'Agent'}</p>
+      {message.parts.map((part, index) => {
+        if (part.type === 'text') return <div key={index} className="text">{part.text}</div>;
+        if (part.type === 'reasoning')
+          return (
+            <details key={index} className="thought">
+              <summary>Thought</summary>
+              <div className="text">{part.text}</div>
+            </details>
+          );
+        if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} {...(decide ? { decide } : {})} />;
+        if (part.type === 'step-start') return null;
+        return <Json key={index} value={part} />;
+      })}
+      {metadata?.stop_reason && metadata.stop_reason !== 'end_turn' ? <Badge value={metadata.stop_reason} /> : null}
+      {metadata?.usage?.total !== undefined ? (
+        <p className="usage muted">
+          {metadata.usage.total} tokens{metadata.usage.cost !== undefined ? ` · $${metadata.usage.cost.toFixed(4)}` : ''}
+        </p>
+      ) : null}
+    </article>
+  );
+}
+
+/** A native message as a stored turn keeps it (docs/api.md, "Native messages"). */
+export interface NativeMessage {
+  role: string;
+  content: string;
+  tool_call_id?: string;
+  tool_name?: string;
+  input?: unknown;
+  is_error?: boolean;
+  approval?: { id: string; approved?: boolean; reason?: string };
+}
+
+export function NativeMessagesView({ messages }: { messages: readonly unknown[] }) {
+  return (
+    <div className="native-messages">
+      {(messages as NativeMessage[]).map((m, index) => {
+        if (m.tool_name !== undefined) {
+          return (
+            <div key={index} className="tool-call" role="group" aria-label={`Tool call ${m.tool_name}`}>
+              <div className="tool-head">
+                <span className="tool-name">{m.tool_name}</span>
+                {m.approval ? <Badge value={m.approval.approved === undefined ? 'pending' : m.approval.approved ? 'completed' : 'failed'} label={m.approval.approved === undefined ? 'awaiting approval' : m.approval.approved ? 'approved' : 'denied'} /> : null}
+              </div>
+              <Json value={m.input ?? null} label={`Input of ${m.tool_name}`} />
+            </div>
+          );
+        }
+        if (m.role === 'tool') {
+          return (
+            <div key={index} className={`tool-result${m.is_error ? ' is-error' : ''}`}>
+              <span className="muted">{m.is_error ? 'Tool error' : 'Tool result'}</span>
+              <Json value={m.content} />
+            </div>
+          );
+        }
+        return (
+          <article key={index} className={`message ${m.role}`}>
+            <p className="who">{m.role === 'user' ? 'User' : m.role === 'assistant' ? 'Agent' : m.role}</p>
+            <div className="text">{m.content}</div>
+          </article>
+        );
+      })}
+    </div>
+  );
+}

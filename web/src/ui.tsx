@@ -1,0 +1,121 @@
+import { useId, type ReactNode } from 'react';
+import useSWR, { type SWRConfiguration } from 'swr';
+import { AgentdError } from '../../src/client/errors.ts';
+import { useAuth } from './auth.tsx';
+
+/**
+ * The console's small shared pieces. Everything a model or a user wrote is rendered as React text
+ * (escaped by React), never as HTML.
+ */
+
+/** A read from the API, cached per project by `key` (null: not yet), kept fresh by SWR. */
+export function useApi<T>(key: readonly unknown[] | null, load: () => Promise<T>, options: SWRConfiguration<T> = {}) {
+  const { signed } = useAuth();
+  return useSWR<T>(key && [signed.projectId, ...key], load, { revalidateOnFocus: false, ...options });
+}
+
+export function errorText(error: unknown): string {
+  if (error instanceof AgentdError) return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function ErrorNote({ error, what }: { error: unknown; what?: string }) {
+  const { signOut } = useAuth();
+  if (!error) return null;
+  const expired = error instanceof AgentdError && error.status.code === 401;
+  return (
+    <div role="alert" className="error-note">
+      {what ? <strong>{what}: </strong> : null}
+      {errorText(error)}
+      {expired ? (
+        <>
+          {' '}
+          <button type="button" onClick={signOut}>
+            Sign in again
+          </button>
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+export function Loading({ what = 'Loading' }: { what?: string }) {
+  return (
+    <p className="muted" role="status" aria-live="polite">
+      {what}…
+    </p>
+  );
+}
+
+export function Page({ title, actions, children }: { title: ReactNode; actions?: ReactNode; children: ReactNode }) {
+  return (
+    <section className="page" aria-labelledby="page-title">
+      <header className="page-head">
+        <h1 id="page-title">{title}</h1>
+        {actions ? <div className="actions">{actions}</div> : null}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+const TONE: Record<string, string> = {
+  completed: 'good',
+  success: 'good',
+  end_turn: 'good',
+  resolved: 'good',
+  running: 'busy',
+  pending: 'wait',
+  paused: 'wait',
+  responded: 'busy',
+  failed: 'bad',
+  failure: 'bad',
+  errors: 'bad',
+  error: 'bad',
+  interrupted: 'bad',
+  cancelled: 'muted',
+};
+
+export function Badge({ value, label }: { value: string; label?: string }) {
+  return <span className={`badge ${TONE[value] ?? 'muted'}`}>{label ?? value}</span>;
+}
+
+/** A time as the server sent it, shown in the reader's locale; the exact value on hover. */
+export function Time({ iso }: { iso: string | undefined }) {
+  if (!iso) return null;
+  return (
+    <time dateTime={iso} title={iso}>
+      {new Date(iso).toLocaleString()}
+    </time>
+  );
+}
+
+export function Json({ value, label }: { value: unknown; label?: string }) {
+  return (
+    <pre className="json" aria-label={label} tabIndex={0}>
+      {typeof value === 'string' ? value : JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
+
+/** A cell as text: strings as they are, anything else as its JSON. */
+export const cellText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
+
+export const formatNumber = (n: number | undefined, digits = 2) => (n === undefined ? '–' : Number.isInteger(n) ? n.toLocaleString() : n.toFixed(digits));
+export const formatCost = (n: number | undefined) => (n === undefined ? '–' : `$${n.toFixed(n < 0.01 ? 5 : 4)}`);
+export const formatMs = (n: number | undefined) => (n === undefined ? '–' : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(2)} s`);
+
+/** A labelled form control: the label is tied to the control for screen readers and clicks. */
+export function Field({ label, hint, children }: { label: string; hint?: string; children: (id: string) => ReactNode }) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id)}
+      {hint ? <p className="hint">{hint}</p> : null}
+    </div>
+  );
+}
+
+/** Why a viewer sees a control it cannot use. */
+export const VIEWER_NOTE = 'Your key has the viewer role: it can read, not act.';
