@@ -59,7 +59,59 @@ interface Route {
   ok: { status: number; schema?: Schema; description: string; content?: string };
   params?: string[];
   query?: Record<string, string>;
+  /** Named request bodies a reader can copy. */
+  examples?: Record<string, { summary: string; value: unknown }>;
+  /** The reply's other content types (streams), each with what it carries and a sample. */
+  streams?: Record<string, { description: string; example: string }>;
 }
+
+const INVOKE_EXAMPLES: Route['examples'] = {
+  native: {
+    summary: 'A turn with an inline template (native messages)',
+    value: {
+      session_id: 'chat-42',
+      data: {
+        inputs: { messages: [{ role: 'user', content: 'Write a haiku into haiku.txt' }] },
+        parameters: { agent: { llm: { provider: 'openai', model: 'gpt-5-mini' }, tools: [{ type: 'builtin', name: 'write' }], runner: { permissions: { default: 'ask' } } } },
+      },
+    },
+  },
+  approval: {
+    summary: 'Answering a pause in band: the paused tool-call message carries the decision',
+    value: {
+      session_id: 'chat-42',
+      data: {
+        inputs: {
+          messages: [
+            { role: 'user', content: 'Write a haiku into haiku.txt' },
+            { role: 'tool', content: '', tool_call_id: 'call_1', tool_name: 'write', input: { path: 'haiku.txt', content: '…' }, approval: { id: '<interaction id>', approved: true } },
+          ],
+        },
+      },
+    },
+  },
+  references: {
+    summary: 'Running what an environment deploys',
+    value: { references: { application: { slug: 'support-bot' }, environment: { slug: 'production' } }, data: { inputs: { messages: [{ role: 'user', content: 'Hello' }] } } },
+  },
+  useChat: {
+    summary: "The body useChat's DefaultChatTransport sends (with x-ag-messages-format: vercel)",
+    value: { id: 'chat-42', trigger: 'submit-message', messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Hello' }] }] },
+  },
+};
+
+const INVOKE_STREAMS: Route['streams'] = {
+  'text/event-stream': {
+    description:
+      'With Accept: text/event-stream (or flags.stream): one SSE `data:` line per native event (AgentEvent: turn_start, message_start/delta/end, thought_*, tool_call, tool_result, interaction_request, usage, error, and exactly one final done), no terminator. With x-ag-messages-format: vercel it is the AI SDK UI message stream instead, ending with `data: [DONE]`, and the reply carries x-vercel-ai-ui-message-stream: v1.',
+    example:
+      'data: {"type":"turn_start","data":{"turn_id":"…","session_id":"chat-42","trace_id":"…"}}\n\ndata: {"type":"message_delta","data":{"id":"m1","delta":"Hello"}}\n\ndata: {"type":"done","data":{"stop_reason":"end_turn","stopReason":"end_turn"}}\n\n',
+  },
+  'application/x-ndjson': {
+    description: 'With Accept: application/x-ndjson or application/jsonl: the same native events, one JSON object per line.',
+    example: '{"type":"turn_start","data":{"turn_id":"…","session_id":"chat-42","trace_id":"…"}}\n{"type":"done","data":{"stop_reason":"end_turn","stopReason":"end_turn"}}\n',
+  },
+};
 
 const ROUTES: Route[] = [
   {
@@ -98,7 +150,9 @@ const ROUTES: Route[] = [
     summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
     role: 'editor',
     body: InvokeRequest,
-    ok: { status: 200, schema: InvokeResponse, description: 'The turn. With a streaming Accept: a stream of AgentEvent frames (native) or UI message chunks (x-ag-messages-format: vercel).' },
+    examples: INVOKE_EXAMPLES,
+    streams: INVOKE_STREAMS,
+    ok: { status: 200, schema: InvokeResponse, description: 'The turn: one JSON reply, or a stream (below) with a streaming Accept. A failure before the first frame is the JSON error envelope with its real status, whatever was asked for.' },
   },
   {
     method: 'get',
@@ -471,12 +525,19 @@ function operation(route: Route) {
     description: `Needs an API key with the "${route.role}" role or higher.`,
     security: [{ apiKey: [] }],
     parameters,
-    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.examples ? { examples: route.examples } : {}) } } } } : {}),
     ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody]: { schema: { type: 'string', format: 'binary' } } } } } : {}),
     responses: {
       [String(route.ok.status)]: {
         description: route.ok.description,
-        ...(route.ok.schema ? { content: { 'application/json': { schema: jsonSchema(route.ok.schema, 'output') } } } : {}),
+        ...(route.ok.schema
+          ? {
+              content: {
+                'application/json': { schema: jsonSchema(route.ok.schema, 'output') },
+                ...Object.fromEntries(Object.entries(route.streams ?? {}).map(([type, stream]) => [type, { schema: { type: 'string', description: stream.description }, example: stream.example }])),
+              },
+            }
+          : {}),
         ...(route.ok.content ? { content: { [route.ok.content]: { schema: { type: 'string' } } } } : {}),
       },
       '4XX': errors,

@@ -38,6 +38,19 @@ describe('GET /openapi.json', () => {
     expect(validate({ data: { parameters: { agent: { harness: { kind: 'agentd', surprise: 1 } } } } })).toBe(false);
   });
 
+  it('describes the invoke streams and gives request examples that are valid invoke bodies', () => {
+    const invoke = doc.paths['/services/agent/v0/invoke'].post;
+    const content = invoke.responses['200'].content;
+    expect(Object.keys(content)).toEqual(['application/json', 'text/event-stream', 'application/x-ndjson']);
+    expect(content['text/event-stream'].schema.description).toMatch(/\[DONE\]/);
+    expect(content['text/event-stream'].example).toContain('"type":"done"');
+    const body = invoke.requestBody.content['application/json'];
+    const validate = new Ajv2020({ strict: false }).compile(body.schema);
+    const examples = Object.entries(body.examples as Record<string, { value: unknown }>);
+    expect(examples.map(([name]) => name)).toEqual(['native', 'approval', 'references', 'useChat']);
+    for (const [name, example] of examples) expect(validate(example.value), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
+  });
+
   it('lists every error type and the auth scheme', () => {
     expect(doc.info.description).toContain('invalid-template-shape');
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });

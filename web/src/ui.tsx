@@ -8,10 +8,14 @@ import { useAuth } from './auth.tsx';
  * (escaped by React), never as HTML.
  */
 
-/** A read from the API, cached per project by `key` (null: not yet), kept fresh by SWR. */
+/**
+ * A read from the API, cached per project by `key` (null: not yet), kept fresh by SWR. Every page
+ * that opens reads anew (no deduping window): what another tab or an API client changed a moment
+ * ago shows, and the cache only makes the page appear at once.
+ */
 export function useApi<T>(key: readonly unknown[] | null, load: () => Promise<T>, options: SWRConfiguration<T> = {}) {
   const { signed } = useAuth();
-  return useSWR<T>(key && [signed.projectId, ...key], load, { revalidateOnFocus: false, ...options });
+  return useSWR<T>(key && [signed.projectId, ...key], load, { revalidateOnFocus: false, dedupingInterval: 0, ...options });
 }
 
 export function errorText(error: unknown): string {

@@ -1,0 +1,155 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type AgentdClient } from '../../src/client/index.ts';
+import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
+import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
+import { startHarness, type Harness } from '../support/harness.ts';
+
+/**
+ * The console's evaluation and workflow pages in a real Chromium: a test set uploaded, a run
+ * created and watched to its end, a failed case opened, two runs compared, a run stopped, two
+ * revisions diffed and one deployed, and the API reference.
+ */
+
+/** The right answers; each run's model gets some of them wrong on purpose. */
+const ANSWERS: Record<string, string> = { 'what is 2+2': '4', 'capital of France': 'Paris', 'what is 3*3': '9', 'color of the sky': 'blue' };
+let wrong = new Set<string>(['color of the sky']);
+let slow = false;
+
+function script(req: RecordedRequest): FakeReply {
+  const said = req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+  const answer = ANSWERS[said];
+  if (answer === undefined) return { text: `You said: ${said}` };
+  return { text: wrong.has(said) ? 'I do not know' : answer, ...(slow ? { latencyMs: 1500 } : {}) };
+}
+
+const CSV = 'input,expected\nwhat is 2+2,4\ncapital of France,Paris\nwhat is 3*3,9\ncolor of the sky,blue\n';
+
+const run = !!chromiumPath && consoleBuilt;
+if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+
+describe.runIf(run)('the console: evaluations and workflows', () => {
+  let h: Harness;
+  let client: AgentdClient;
+  let browser: Browser;
+  let page: Page;
+  let problems: string[];
+  let testsetRevision: string;
+
+  beforeAll(async () => {
+    h = await startHarness({ script });
+    client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
+    browser = await launchBrowser();
+    ({ page, problems } = await openPage(browser, h.url));
+    await signIn(page, h.apiKey);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  const status = () => page.locator('.page .badge').first().textContent();
+
+  it('uploads a CSV test set and shows its rows', async () => {
+    await page.getByRole('link', { name: 'Test sets' }).click();
+    await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'math.csv', mimeType: 'text/csv', buffer: Buffer.from(CSV) });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('status').getByText('with 4 rows').waitFor();
+    await page.getByRole('status').getByRole('link', { name: 'math.csv' }).click();
+    await page.getByRole('cell', { name: /capital of France/ }).first().waitFor();
+    expect(await page.locator('thead th').allTextContents()).toEqual(['#', 'input', 'expected', 'messages']);
+    const list = await client.testsets.list();
+    testsetRevision = list.testsets[0]!.revision_id;
+  });
+
+  it('creates a run, watches it to its end, and opens its failed case to the whole turn', async () => {
+    await page.getByRole('link', { name: 'Evaluations' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('run A');
+    await page.getByLabel('Test set').selectOption({ label: 'math.csv (v1, 4 rows)' });
+    await page.getByLabel('Batch size').fill('2');
+    await page.getByRole('button', { name: 'Start the run' }).click();
+    await page.getByRole('heading', { name: 'run A' }).waitFor();
+    await expect.poll(status, { timeout: 30_000 }).toBe('success');
+    await page.getByText('4 of 4 cases').waitFor();
+    await page.getByRole('cell', { name: 'exact_match' }).first().waitFor();
+    await screenshot(page, 'evaluation-run');
+
+    await page.getByLabel('Failures only').check();
+    await expect.poll(() => page.locator('table[aria-labelledby="cases-title"] tbody tr').count()).toBe(1);
+    await page.getByRole('button', { name: /^Open case/ }).click();
+    const drawer = page.getByRole('dialog', { name: /^Case/ });
+    await drawer.getByText('I do not know').waitFor();
+    expect(await drawer.textContent()).toContain('color of the sky');
+    await drawer.getByRole('button', { name: 'Close' }).click();
+  });
+
+  it('compares two runs case by case: what got better and what got worse', async () => {
+    wrong = new Set(['capital of France']);
+    const b = await client.evaluations.create({
+      name: 'run B',
+      data: { testset_steps: { [testsetRevision]: 'auto' }, application_steps: { 'agenta:builtin:agent:v0': 'auto' }, evaluators: [{ kind: 'exact_match', column: 'expected' }] },
+    });
+    await expect.poll(async () => (await client.evaluations.get(b.evaluation.id)).evaluation.data.status, { timeout: 30_000 }).toBe('success');
+    await page.getByRole('link', { name: 'Evaluations' }).click();
+    await page.getByLabel('Pick run A to compare').check();
+    await page.getByLabel('Pick run B to compare').check();
+    await page.getByRole('button', { name: 'Compare the two picked' }).click();
+    const summary = page.getByRole('list', { name: 'Summary' });
+    await summary.waitFor();
+    expect((await summary.textContent())!.replace(/\s+/g, ' ')).toContain('1 better1 worse2 the same'.replace(/(\d) /g, '$1 '));
+    await screenshot(page, 'evaluation-compare');
+    await page.getByLabel('Changed cases only').check();
+    const changes = await page.locator('tbody th').allTextContents();
+    expect(changes.sort()).toEqual(['better', 'worse']);
+  });
+
+  it('stops a running run', async () => {
+    slow = true;
+    const c = await client.evaluations.create({
+      name: 'run C',
+      data: { testset_steps: { [testsetRevision]: 'auto' }, application_steps: { 'agenta:builtin:agent:v0': 'auto' }, concurrency: { batch_size: 1 } },
+    });
+    await page.goto(`${h.url}/#/evaluations/${c.evaluation.id}`);
+    await page.getByRole('button', { name: 'Stop the run' }).click();
+    await expect.poll(status, { timeout: 20_000 }).toBe('cancelled');
+    slow = false;
+  });
+
+  it('diffs two revisions of a workflow and deploys one to an environment', async () => {
+    const created = await client.workflows.create({ slug: 'support-bot', name: 'Support bot', data: { parameters: { agent: { instructions: { agents_md: 'Be brief.' } } } }, message: 'first' });
+    const second = await client.workflows.commit('support-bot', { data: { parameters: { agent: { instructions: { agents_md: 'Be thorough.' } } } }, message: 'second' });
+    await client.environments.create({ slug: 'production' });
+    await page.getByRole('link', { name: 'Workflows' }).click();
+    await page.getByRole('link', { name: 'Support bot' }).click();
+    await page.getByRole('row', { name: /default v1 — first/ }).getByLabel('A').check();
+    await page.getByRole('row', { name: /default v2 — second/ }).getByLabel('B').check();
+    const diff = page.getByLabel(/^Differences/);
+    await diff.waitFor();
+    const text = (await diff.textContent())!;
+    expect(text).toContain('- ');
+    expect(text).toMatch(/-\s+"agents_md": "Be brief\."/);
+    expect(text).toMatch(/\+\s+"agents_md": "Be thorough\."/);
+    await screenshot(page, 'workflow');
+
+    await page.getByLabel('Revision', { exact: true }).selectOption({ label: 'default v2 — second' });
+    await page.getByLabel('Environment').selectOption({ label: 'production' });
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByText('Deployed to production').waitFor();
+    const env = await client.environments.get('production');
+    const deployed = (env.revision?.data as { references: Record<string, { workflow_revision: { id: string } }> }).references['support-bot'];
+    expect(deployed?.workflow_revision.id).toBe(second.id);
+    expect(created.workflow.slug).toBe('support-bot');
+  });
+
+  it('renders the API reference with Swagger UI, from this server alone', async () => {
+    const docs = await openPage(browser, `${h.url}/docs`);
+    await docs.page.getByText('/services/agent/v0/invoke', { exact: true }).first().waitFor();
+    await screenshot(docs.page, 'api-reference');
+    expect(docs.problems).toEqual([]);
+    await docs.page.context().close();
+  });
+
+  it('ran without a refused script, style or request', () => {
+    expect(problems.filter((p) => !/status of 40[149]/.test(p))).toEqual([]);
+  });
+});
