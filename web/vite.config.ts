@@ -19,5 +19,10 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     chunkSizeWarningLimit: 1500,
   },
-  server: { fs: { allow: [here('..')] } },
+  // `npx vite --config web/vite.config.ts`: the console with hot reload, its API calls sent to an
+  // agentd on AGENTD_URL (default 127.0.0.1:8787), so the page and the API share one origin.
+  server: {
+    fs: { allow: [here('..')] },
+    proxy: Object.fromEntries(['/api', '/services', '/docs', '/openapi.json'].map((path) => [path, process.env.AGENTD_URL ?? 'http://127.0.0.1:8787'])),
+  },
 });

@@ -43,18 +43,21 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
 
+  // A server on every interface is reached from this machine at its loopback address.
+  const local = typeof address === 'object' && address ? `http://${['0.0.0.0', '::'].includes(address.address) ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : url;
+  const banner = ['', `agentd is listening: console ${local}/ · API reference ${local}/docs`];
   if (first) {
-    process.stdout.write(
-      [
-        '',
-        'agentd: first start — created project "default".',
-        `  project id: ${first.project.id}`,
-        `  API key:    ${first.apiKey.key}`,
-        '  The key is shown only this once; keep it. More keys: npm run agentd -- keys create --project NAME',
-        '',
-      ].join('\n') + '\n',
+    banner.push(
+      'agentd: first start — created project "default".',
+      `  project id: ${first.project.id}`,
+      `  API key:    ${first.apiKey.key}`,
+      '  The key is shown only this once; keep it: sign in to the console with it. More keys: npm run agentd -- keys create --project NAME',
+      `  For the command line: export AGENTD_URL=${local} AGENTD_PROJECT_ID=${first.project.id} AGENTD_API_KEY=${first.apiKey.key}`,
     );
+  } else {
+    banner.push('  Sign in with a key of your project (the first start printed one); make another with: npm run agentd -- keys create --project default');
   }
+  process.stdout.write(`${banner.join('\n')}\n\n`);
   app.log.info({ url, data_dir: config.dataDir, turn_threads: config.turnWorkers }, 'agentd is listening');
   void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
   void app.evaluations

@@ -115,36 +115,6 @@ const INVOKE_STREAMS: Route['streams'] = {
 
 const ROUTES: Route[] = [
   {
-    method: 'get',
-    path: '/api/keys/self',
-    summary: 'The calling API key and its project',
-    role: 'viewer',
-    ok: { status: 200, schema: KeySelf, description: 'The key (never its secret) and its project' },
-  },
-  {
-    method: 'get',
-    path: '/api/keys',
-    summary: "The project's API keys, revoked ones included",
-    role: 'admin',
-    ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
-  },
-  {
-    method: 'post',
-    path: '/api/keys',
-    summary: 'Create an API key of the project; its secret is in this reply only',
-    role: 'admin',
-    body: KeyCreate,
-    ok: { status: 201, schema: KeyCreated, description: 'The new key, with its secret in `key`' },
-  },
-  {
-    method: 'delete',
-    path: '/api/keys/{key_id}',
-    summary: 'Revoke an API key',
-    role: 'admin',
-    params: ['key_id'],
-    ok: { status: 204, description: 'Revoked' },
-  },
-  {
     method: 'post',
     path: '/services/agent/v0/invoke',
     summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
@@ -290,6 +260,36 @@ const ROUTES: Route[] = [
     role: 'admin',
     params: ['slug'],
     ok: { status: 204, description: 'Deleted' },
+  },
+  {
+    method: 'get',
+    path: '/api/keys/self',
+    summary: 'The calling API key and its project',
+    role: 'viewer',
+    ok: { status: 200, schema: KeySelf, description: 'The key (never its secret) and its project' },
+  },
+  {
+    method: 'get',
+    path: '/api/keys',
+    summary: "The project's API keys, revoked ones included",
+    role: 'admin',
+    ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
+  },
+  {
+    method: 'post',
+    path: '/api/keys',
+    summary: 'Create an API key of the project; its secret is in this reply only',
+    role: 'admin',
+    body: KeyCreate,
+    ok: { status: 201, schema: KeyCreated, description: 'The new key, with its secret in `key`' },
+  },
+  {
+    method: 'delete',
+    path: '/api/keys/{key_id}',
+    summary: 'Revoke an API key',
+    role: 'admin',
+    params: ['key_id'],
+    ok: { status: 204, description: 'Revoked' },
   },
   {
     method: 'post',
@@ -511,6 +511,19 @@ const jsonSchema = (schema: Schema, io: 'input' | 'output') => {
   return rest;
 };
 
+/** Operations grouped as the docs show them, by what they act on. */
+const TAGS: Array<[prefix: string, tag: string]> = [
+  ['/services/', 'Invoke'],
+  ['/api/sessions/interactions', 'Interactions'],
+  ['/api/sessions', 'Sessions'],
+  ['/api/keys', 'API keys'],
+  ['/api/connections', 'Connections'],
+  ['/api/workflows', 'Workflows'],
+  ['/api/environments', 'Environments'],
+  ['/api/simple/testsets', 'Test sets'],
+  ['/api/', 'Evaluations'],
+];
+
 function operation(route: Route) {
   const parameters = [
     route.path.startsWith('/api/')
@@ -521,6 +534,7 @@ function operation(route: Route) {
   ];
   const errors = { description: 'An error, in the envelope; status.type names it', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
   return {
+    tags: [TAGS.find(([prefix]) => route.path.startsWith(prefix))![1]],
     summary: route.summary,
     description: `Needs an API key with the "${route.role}" role or higher.`,
     security: [{ apiKey: [] }],

@@ -39,6 +39,8 @@ describe('agentd serve', () => {
       const out = server.output();
       const { projectId, key } = firstStartCredentials(out);
       expect(out).toContain('keys create --project');
+      expect(out).toContain(`console ${server.url}/ · API reference ${server.url}/docs`);
+      expect(out).toContain(`export AGENTD_URL=${server.url} AGENTD_PROJECT_ID=${projectId} AGENTD_API_KEY=${key}`);
       model.script({ text: 'hello from serve' });
       const res = await invoke(server.url, projectId, key, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
       expect(res.status).toBe(200);
@@ -51,6 +53,7 @@ describe('agentd serve', () => {
     again.child.kill('SIGTERM');
     await again.exited;
     expect(again.output()).not.toContain('API key:');
+    expect(again.output()).toContain('make another with: npm run agentd -- keys create');
   });
 
   it('keys create --json prints a working key for a new project', async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
+import { accessibilityProblems, browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
 import { builtin, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -178,6 +178,17 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await other.page.goto(`${h.url}/#/chat/${session}`);
     expect(await other.page.getByLabel('Message').isDisabled()).toBe(true);
     await other.page.context().close();
+  });
+
+  it('passes the WCAG A and AA checks on every page it showed', async () => {
+    for (const view of ['#/chat', '#/sessions', '#/sessions/console-paused', '#/testsets', '#/evaluations', '#/workflows']) {
+      await page.goto(`${h.url}/${view}`);
+      await page.locator('#page-title').waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await accessibilityProblems(page), view).toEqual([]);
+    }
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(await accessibilityProblems(page), 'sign in').toEqual([]);
   });
 
   it('ran without a refused script, style or request', () => {

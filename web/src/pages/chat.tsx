@@ -118,16 +118,21 @@ function Chat({ sessionId }: { sessionId: string }) {
       return;
     }
     // The continuation runs in the background: follow it while it runs, read it once it has ended.
-    for (let attempt = 0; attempt < 40; attempt++) {
+    let caught = false;
+    for (let attempt = 0; attempt < 40 && !caught; attempt++) {
       const before = latest.current.messages.length;
       await resumeStream();
-      if (latest.current.messages.length !== before) break;
+      caught = latest.current.messages.length !== before;
+      if (caught) break;
       const now = await client.interactions.get(id).catch(() => undefined);
       if (now?.status === 'resolved' || now?.status === 'cancelled') break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    await Promise.all([pending.mutate(), kept.mutate()]);
+    await Promise.all([pending.mutate(), caught ? undefined : kept.mutate()]);
   }
+  // A turn followed live here (its message is `msg-<turn id>`) is shown live, not twice.
+  const shownLive = new Set(messages.map((m) => m.id));
+  const keptTurns = [...(kept.data?.turns ?? [])].reverse().filter((turn) => !shownLive.has(`msg-${turn.id}`));
 
   const [draft, setDraft] = useState('');
   function send(event?: FormEvent) {
@@ -168,13 +173,13 @@ function Chat({ sessionId }: { sessionId: string }) {
     >
       {picking ? <AgentPicker choice={choice} onChange={setChoice} /> : null}
       <div className="conversation" aria-live="polite" aria-busy={busy}>
-        {kept.data?.turns.length ? (
+        {keptTurns.length ? (
           <section className="kept" aria-label="Earlier turns kept by the server">
             <p className="hint">
               This browser holds no conversation of this session. These are its latest turns as the server kept them (what each turn answered); a new message here starts
               from the conversation this browser holds.
             </p>
-            {[...kept.data.turns].reverse().map((turn) => (
+            {keptTurns.map((turn) => (
               <div key={turn.id} className="kept-turn">
                 <p className="muted">
                   <Badge value={turn.status} /> <Time iso={turn.started_at} />
@@ -184,7 +189,7 @@ function Chat({ sessionId }: { sessionId: string }) {
             ))}
           </section>
         ) : null}
-        {messages.length === 0 && !busy && !kept.data?.turns.length ? <p className="muted">Say something to start. The agent works in this session's own folder.</p> : null}
+        {messages.length === 0 && !busy && !keptTurns.length ? <p className="muted">Say something to start. The agent works in this session's own folder.</p> : null}
         {messages.map((message) => (
           <UiMessageView
             key={message.id}
