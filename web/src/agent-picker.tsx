@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useAuth } from './auth.tsx';
-import { ErrorNote, Field, Json, errorText, useApi } from './ui.tsx';
+import { ChoiceField, ErrorNote, Field, Json, errorText, useApi } from './ui.tsx';
 
 /**
  * Which agent a chat talks to: the server's default template, a stored workflow revision, what an
@@ -159,18 +159,12 @@ export function AgentPicker({ choice, onChange }: { choice: AgentChoice; onChang
       {choice.kind === 'workflow' ? (
         <>
           <ErrorNote error={workflows.error} />
-          <Field label="Workflow">
-            {(id) => (
-              <select id={id} value={choice.workflow} onChange={(e) => onChange({ kind: 'workflow', workflow: e.target.value })}>
-                <option value="">Choose…</option>
-                {workflows.data?.workflows.map((w) => (
-                  <option key={w.id} value={w.id}>
-                    {w.name ?? w.slug}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <ChoiceField
+            label="Workflow"
+            value={choice.workflow}
+            onChange={(workflow) => onChange({ kind: 'workflow', workflow })}
+            options={(workflows.data?.workflows ?? []).map((w) => ({ value: w.id, label: w.name ?? w.slug }))}
+          />
           {workflow ? (
             <Field label="Variant and revision">
               {(id) => (
@@ -200,18 +194,12 @@ export function AgentPicker({ choice, onChange }: { choice: AgentChoice; onChang
       {choice.kind === 'environment' ? (
         <>
           <ErrorNote error={environments.error ?? environment.error} />
-          <Field label="Environment">
-            {(id) => (
-              <select id={id} value={choice.environment} onChange={(e) => onChange({ kind: 'environment', environment: e.target.value })}>
-                <option value="">Choose…</option>
-                {environments.data?.environments.map((env) => (
-                  <option key={env.id} value={env.slug}>
-                    {env.name ?? env.slug}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <ChoiceField
+            label="Environment"
+            value={choice.environment}
+            onChange={(environment) => onChange({ kind: 'environment', environment })}
+            options={(environments.data?.environments ?? []).map((env) => ({ value: env.slug, label: env.name ?? env.slug }))}
+          />
           {deployed.length > 0 ? (
             <Field label="Deployed key">
               {(id) => (

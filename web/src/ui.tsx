@@ -1,4 +1,4 @@
-import { useId, type ReactNode } from 'react';
+import { useId, useState, type ReactNode } from 'react';
 import useSWR, { type SWRConfiguration } from 'swr';
 import { AgentdError } from '../../src/client/errors.ts';
 import { useAuth } from './auth.tsx';
@@ -123,3 +123,41 @@ export function Field({ label, hint, children }: { label: string; hint?: string;
 
 /** Why a viewer sees a control it cannot use. */
 export const VIEWER_NOTE = 'Your key has the viewer role: it can read, not act.';
+
+/** Keyset pages of a list: the cursor to read now, and the Newer / Older buttons that move it. */
+export function useCursorPages() {
+  // The cursors of the pages before this one, to go back.
+  const [cursors, setCursors] = useState<string[]>([]);
+  return {
+    cursor: cursors.at(-1),
+    reset: () => setCursors([]),
+    pager: (next: string | undefined) => (
+      <nav className="pager" aria-label="Pages">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" disabled={!next} onClick={() => next && setCursors([...cursors, next])}>
+          Older
+        </button>
+      </nav>
+    ),
+  };
+}
+
+/** A labelled choice among `options`, starting from "Choose…" until one is picked. */
+export function ChoiceField({ label, value, onChange, options, required }: { label: string; value: string; onChange: (value: string) => void; options: { value: string; label: string }[]; required?: boolean }) {
+  return (
+    <Field label={label}>
+      {(id) => (
+        <select id={id} value={value} onChange={(e) => onChange(e.target.value)} required={required}>
+          <option value="">Choose…</option>
+          {options.map((option) => (
+            <option key={option.value} value={option.value}>
+              {option.label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}

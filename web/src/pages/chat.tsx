@@ -5,7 +5,7 @@ import { Link, useLocation } from 'wouter';
 import { CHAT_STORAGE_PREFIX, useAuth } from '../auth.tsx';
 import { AgentPicker, bodyOf, describeChoice, type AgentChoice } from '../agent-picker.tsx';
 import { ApprovalButtons, NativeMessagesView, UiMessageView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Page, Time, VIEWER_NOTE, errorText, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /**
  * A chat with an agent, through the AI SDK's own `useChat` on the invoke endpoint's Vercel stream:
@@ -221,11 +221,7 @@ function Chat({ sessionId }: { sessionId: string }) {
             {chatError(error)}
           </p>
         ) : null}
-        {answerError ? (
-          <p role="alert" className="error-note">
-            {errorText(answerError)}
-          </p>
-        ) : null}
+        <ErrorNote error={answerError} />
         <ErrorNote error={pending.error} what="Pending approvals" />
         <div ref={end} />
       </div>

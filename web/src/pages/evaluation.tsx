@@ -3,7 +3,7 @@ import { useAuth } from '../auth.tsx';
 import { allResults, expectedText, failed, inputText, outputText, testcasesOf, type Result } from '../evaluation-data.ts';
 import { Histogram } from '../histogram.tsx';
 import { NativeMessagesView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Loading, Page, Time, errorText, formatCost, formatMs, formatNumber, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Loading, Page, Time, formatCost, formatMs, formatNumber, useApi } from '../ui.tsx';
 
 const live = (status: string | undefined) => status === 'running' || status === 'pending';
 
@@ -200,7 +200,7 @@ function CaseDetail({ result, testcase, onClose }: { result: Result; testcase: R
         <Badge value={result.status} /> {formatMs(result.duration_ms)} · {formatNumber(result.tokens)} tokens · {formatCost(result.cost)}
         {result.trace_id ? <span className="muted mono"> · trace {result.trace_id}</span> : null}
       </p>
-      {result.error ? <p className="error-note">{errorText(new Error(result.error.message))}</p> : null}
+      {result.error ? <p className="error-note">{`${result.error.code ?? ''} ${result.error.type ?? 'error'}: ${result.error.message}`.trim()}</p> : null}
       <h3>Test case</h3>
       <Json value={testcase ?? {}} label="Test case data" />
       <h3>Scores</h3>

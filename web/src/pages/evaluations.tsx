@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { Badge, ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, errorText, useApi } from '../ui.tsx';
+import { Badge, ChoiceField, ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi, useCursorPages } from '../ui.tsx';
 
 /** The built-in agent with its default template: a revision id every project has. */
 const BUILTIN_AGENT = 'agenta:builtin:agent:v0';
@@ -10,8 +10,7 @@ const BUILTIN_AGENT = 'agenta:builtin:agent:v0';
 export function EvaluationsPage() {
   const { client, canAct } = useAuth();
   const [, navigate] = useLocation();
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
+  const { cursor, pager } = useCursorPages();
   const runs = useApi(['evaluations', cursor], () => client.evaluations.list({ limit: 25, ...(cursor ? { cursor } : {}) }), {
     refreshInterval: (data) => (data?.evaluations.some((e) => e.data.status === 'running' || e.data.status === 'pending') ? 2000 : 0),
   });
@@ -71,14 +70,7 @@ export function EvaluationsPage() {
           </tbody>
         </table>
       ) : null}
-      <nav className="pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!runs.data?.next} onClick={() => runs.data?.next && setCursors([...cursors, runs.data.next])}>
-          Older
-        </button>
-      </nav>
+      {pager(runs.data?.next)}
     </Page>
   );
 }
@@ -136,18 +128,13 @@ function NewRun({ onCreated }: { onCreated: (id: string) => void }) {
       <ErrorNote error={testsets.error ?? workflows.error} />
       <div className="row">
         <Field label="Name">{(id) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} placeholder="optional" />}</Field>
-        <Field label="Test set">
-          {(id) => (
-            <select id={id} value={testset} onChange={(e) => setTestset(e.target.value)} required>
-              <option value="">Choose…</option>
-              {testsets.data?.testsets.map((t) => (
-                <option key={t.id} value={t.revision_id}>
-                  {t.name ?? t.slug} (v{t.version}, {t.data.testcase_ids.length} rows)
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <ChoiceField
+          label="Test set"
+          value={testset}
+          onChange={setTestset}
+          required
+          options={(testsets.data?.testsets ?? []).map((t) => ({ value: t.revision_id, label: `${t.name ?? t.slug} (v${t.version}, ${t.data.testcase_ids.length} rows)` }))}
+        />
         <Field label="Agent">
           {(id) => (
             <select
@@ -205,11 +192,7 @@ function NewRun({ onCreated }: { onCreated: (id: string) => void }) {
       <button type="submit" className="primary" disabled={busy || !testset}>
         {busy ? 'Starting…' : 'Start the run'}
       </button>
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </form>
   );
 }

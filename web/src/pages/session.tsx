@@ -2,7 +2,7 @@ import { useRef, useState, type ChangeEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
 import { ApprovalButtons, NativeMessagesView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Loading, Page, Time, VIEWER_NOTE, errorText, formatCost, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Loading, Page, Time, VIEWER_NOTE, formatCost, useApi } from '../ui.tsx';
 
 /** One session: its turns, what waits for an answer (answerable here), and its folder. */
 export function SessionPage({ sessionId }: { sessionId: string }) {
@@ -125,11 +125,7 @@ function PendingInteractions({ interactions, error, onAnswered }: { interactions
         </div>
       ))}
       {answered ? <p role="status">{answered}</p> : null}
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </section>
   );
 }
@@ -212,11 +208,7 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
         <p className="hint">{VIEWER_NOTE}</p>
       )}
       {note ? <p role="status">{note}</p> : null}
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </section>
   );
 }

@@ -1,20 +1,17 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { Badge, ErrorNote, Field, Loading, Page, Time, formatCost, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Field, Loading, Page, Time, formatCost, useApi, useCursorPages } from '../ui.tsx';
 
 /** The project's sessions, most recently used first, a page at a time, searchable by id. */
 export function SessionsPage() {
   const { client } = useAuth();
   const [prefix, setPrefix] = useState('');
   const [status, setStatus] = useState<'' | 'pending' | 'live'>('');
-  // The cursors of the pages before this one, to go back.
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
+  const { cursor, reset, pager } = useCursorPages();
   const sessions = useApi(['sessions', prefix, status, cursor], () =>
     client.sessions.list({ limit: 25, ...(prefix ? { idPrefix: prefix } : {}), ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) }),
   );
-  const reset = () => setCursors([]);
 
   return (
     <Page title="Sessions" actions={<button type="button" onClick={() => void sessions.mutate()}>Refresh</button>}>
@@ -94,14 +91,7 @@ export function SessionsPage() {
           </table>
         )
       ) : null}
-      <nav className="pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!sessions.data?.next} onClick={() => sessions.data?.next && setCursors([...cursors, sessions.data.next])}>
-          Older
-        </button>
-      </nav>
+      {pager(sessions.data?.next)}
     </Page>
   );
 }

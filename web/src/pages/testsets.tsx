@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, errorText, useApi } from '../ui.tsx';
+import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** Test sets: the list, and a new one from a CSV or JSONL file. */
 export function TestsetsPage() {
@@ -100,11 +100,7 @@ function Upload({ onDone }: { onDone: () => void }) {
           Created <Link href={`/testsets/${encodeURIComponent(done.id)}`}>{done.name}</Link> with {done.rows} rows.
         </p>
       ) : null}
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </form>
   );
 }

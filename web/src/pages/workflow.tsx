@@ -1,7 +1,7 @@
 import { diffLines } from 'diff';
 import { useState, type FormEvent } from 'react';
 import { useAuth } from '../auth.tsx';
-import { Badge, ErrorNote, Field, Json, Loading, Page, Time, VIEWER_NOTE, errorText, useApi } from '../ui.tsx';
+import { Badge, ChoiceField, ErrorNote, Field, Json, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** One workflow: its revisions (every variant, newest first), the diff of two, and deploying one. */
 export function WorkflowPage({ id }: { id: string }) {
@@ -117,30 +117,14 @@ function Deploy({ workflowSlug, revisions }: { workflowSlug: string; revisions: 
       <ErrorNote error={environments.error} />
       {environments.data?.environments.length === 0 ? <p className="hint">No environments yet: create one on the Workflows page.</p> : null}
       <div className="row">
-        <Field label="Revision">
-          {(id) => (
-            <select id={id} value={revision} onChange={(e) => setRevision(e.target.value)} required>
-              <option value="">Choose…</option>
-              {revisions.map((r) => (
-                <option key={r.id} value={r.id}>
-                  {r.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Environment">
-          {(id) => (
-            <select id={id} value={environment} onChange={(e) => setEnvironment(e.target.value)} required>
-              <option value="">Choose…</option>
-              {environments.data?.environments.map((env) => (
-                <option key={env.id} value={env.slug}>
-                  {env.name ?? env.slug}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <ChoiceField label="Revision" value={revision} onChange={setRevision} required options={revisions.map((r) => ({ value: r.id, label: r.label }))} />
+        <ChoiceField
+          label="Environment"
+          value={environment}
+          onChange={setEnvironment}
+          required
+          options={(environments.data?.environments ?? []).map((env) => ({ value: env.slug, label: env.name ?? env.slug }))}
+        />
         <Field label="Key" hint="What the environment calls it; a request picks it with selector.key">
           {(id) => <input id={id} value={key} onChange={(e) => setKey(e.target.value)} placeholder={workflowSlug} />}
         </Field>
@@ -153,11 +137,7 @@ function Deploy({ workflowSlug, revisions }: { workflowSlug: string; revisions: 
           <Badge value="completed" label="deployed" /> {done}
         </p>
       ) : null}
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </form>
   );
 }

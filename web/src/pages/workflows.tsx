@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, errorText, useApi } from '../ui.tsx';
+import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** Stored workflows with their variants, and the environments and what each deploys. */
 export function WorkflowsPage() {
@@ -89,11 +89,7 @@ function NewEnvironment({ onDone }: { onDone: () => void }) {
     <form className="row" onSubmit={submit} aria-label="New environment">
       <Field label="New environment">{(id) => <input id={id} value={slug} onChange={(e) => setSlug(e.target.value)} placeholder="production" required />}</Field>
       <button type="submit">Create</button>
-      {failure ? (
-        <p role="alert" className="error-note">
-          {errorText(failure)}
-        </p>
-      ) : null}
+      <ErrorNote error={failure} />
     </form>
   );
 }
