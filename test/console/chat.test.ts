@@ -208,6 +208,29 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await other.page.context().close();
   });
 
+  it('works from the keyboard: sign in, send, approve', async () => {
+    const other = await openPage(browser, h.url);
+    const keys = other.page.keyboard;
+    // The key field has the focus when the page opens.
+    const field = other.page.getByLabel('API key');
+    await expect.poll(() => field.evaluate((el) => el === document.activeElement)).toBe(true);
+    await keys.type(h.apiKey);
+    await keys.press('Enter');
+    await other.page.getByRole('navigation', { name: 'Main' }).waitFor();
+    await other.page.goto(`${h.url}/#/chat`);
+    await other.page.getByLabel('Message').focus();
+    await keys.type('write by keyboard');
+    await keys.press('Enter');
+    const approve = other.page.getByRole('button', { name: 'Approve' });
+    await approve.waitFor();
+    // From the message box, back through the page to the approval.
+    for (let i = 0; i < 10 && !(await approve.evaluate((el) => el === document.activeElement)); i++) await keys.press('Shift+Tab');
+    expect(await approve.evaluate((el) => el === document.activeElement)).toBe(true);
+    await keys.press('Enter');
+    await other.page.locator('.conversation').getByText('Tool said: wrote').waitFor();
+    await other.page.context().close();
+  });
+
   it('passes the WCAG A and AA checks on every page it showed', async () => {
     for (const view of ['#/chat', '#/sessions', '#/sessions/console-paused', '#/testsets', '#/evaluations', '#/workflows']) {
       await page.goto(`${h.url}/${view}`);

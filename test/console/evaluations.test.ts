@@ -141,6 +141,18 @@ describe.runIf(run)('the console: evaluations and workflows', () => {
     expect(created.workflow.slug).toBe('support-bot');
   });
 
+  it('chats with what an environment deploys', async () => {
+    await page.getByRole('link', { name: 'Chat', exact: true }).click();
+    await page.getByRole('button', { name: /^Agent:/ }).click();
+    await page.getByLabel('Run').selectOption('environment');
+    await page.getByLabel('Environment').selectOption({ label: 'production' });
+    await expect.poll(() => page.getByLabel('Deployed key').inputValue()).toBe('support-bot');
+    await page.getByLabel('Message').fill('hello production');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.conversation').getByText('You said: hello production').waitFor();
+    expect(JSON.stringify(h.model.requests.at(-1)!.body)).toContain('Be thorough.');
+  });
+
   it('renders the API reference with Swagger UI, from this server alone', async () => {
     const docs = await openPage(browser, `${h.url}/docs`);
     await docs.page.getByText('/services/agent/v0/invoke', { exact: true }).first().waitFor();
