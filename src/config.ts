@@ -122,16 +122,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
     mcp: { connectTimeoutMs: int(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000), callTimeoutMs: int(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000) },
-    defaultLlm: {
-      provider: env.AGENTD_DEFAULT_PROVIDER ?? 'openai',
-      model: env.AGENTD_DEFAULT_MODEL ?? 'gpt-5-mini',
-    },
+    defaultLlm: defaultLlm(env),
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
     prices: json(env, 'AGENTD_PRICES', {}),
     corsOrigins: corsOrigins(env.AGENTD_CORS_ORIGINS),
     otlp: otlpSettings(env),
     env,
   };
+}
+
+/**
+ * agentd's built-in demo model: the loopback fake model that echoes what it is told, which
+ * `agentd serve` starts in its own process when no provider is configured, so a first run answers
+ * with no account. Its address is AGENTD_DEMO_MODEL_URL (an `agentd demo-model` works too).
+ */
+export const DEMO_PROVIDER = 'demo';
+
+/** What a model provider is reached with: a key, or an address of one's own. */
+const PROVIDER_SETTINGS = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'OLLAMA_BASE_URL'];
+
+/**
+ * The model a template that names none runs: AGENTD_DEFAULT_PROVIDER / AGENTD_DEFAULT_MODEL, else
+ * OpenAI's gpt-5-mini; with no provider configured at all, the built-in demo model, so a first
+ * run answers with no account (`agentd serve` starts it).
+ */
+function defaultLlm(env: NodeJS.ProcessEnv): Config['defaultLlm'] {
+  const chosen = env.AGENTD_DEFAULT_PROVIDER || env.AGENTD_DEFAULT_MODEL;
+  if (!chosen && !PROVIDER_SETTINGS.some((name) => env[name])) return { provider: DEMO_PROVIDER, model: 'demo' };
+  return { provider: env.AGENTD_DEFAULT_PROVIDER || 'openai', model: env.AGENTD_DEFAULT_MODEL || 'gpt-5-mini' };
 }
 
 /** `https://app.example.com,http://localhost:3000`: each an origin as a browser sends it, or `*`. */

@@ -3,7 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { APICallError } from 'ai';
-import type { Config } from '../config.ts';
+import { DEMO_PROVIDER, type Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
@@ -74,8 +74,18 @@ export function resolveModel(
       const endpoint = compatibleEndpoint(llm, config);
       return compatibleModel(endpoint.slug, endpoint.base_url, endpoint.api_key_env ? key(endpoint.api_key_env) : undefined, llm.model);
     }
+    case DEMO_PROVIDER: {
+      const url = env.AGENTD_DEMO_MODEL_URL;
+      if (!url) {
+        throw new AppError(
+          'invalid-request',
+          `provider "demo" at ${WHERE}.provider is agentd's built-in demo model, which this server does not run: agentd serve starts it only when no provider key is configured (or set AGENTD_DEMO_MODEL_URL to an \`agentd demo-model\`)`,
+        );
+      }
+      return compatibleModel(DEMO_PROVIDER, withV1(url), undefined, llm.model);
+    }
     default:
-      throw new AppError('invalid-request', `unknown provider "${llm.provider}" at ${WHERE}.provider; known: ${PROVIDERS.join(', ')}`);
+      throw new AppError('invalid-request', `unknown provider "${llm.provider}" at ${WHERE}.provider; known: ${[...PROVIDERS, DEMO_PROVIDER].join(', ')}`);
   }
 }
 

@@ -19,7 +19,18 @@ export async function demoModelCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const port = Number(values.port ?? 11434);
-  const server = await startFakeModel({ port, script: echoScript });
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`--port must be a port number, got "${values.port}"\n`);
+    return 2;
+  }
+  let server;
+  try {
+    server = await startFakeModel({ port, script: echoScript, record: false });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    process.stderr.write(`agentd demo-model: port ${port} is in use (Ollama, or another demo model?); start on another with --port N and point OLLAMA_BASE_URL at it\n`);
+    return 1;
+  }
   process.stdout.write(`demo model listening at ${server.url} (OpenAI-compatible); stop with Ctrl-C\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

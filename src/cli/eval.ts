@@ -1,47 +1,71 @@
+import { createInterface } from 'node:readline/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AgentdClient } from '../client/index.ts';
+import { allResults, caseExpected, caseFailed, caseInput, caseOutput, compareRuns, meanScore, type AgentdClient, type CaseResult } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, numberFlag } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, exitWith, remoteClient, numberFlag } from './remote.ts';
 import { readJsonFile } from './requests.ts';
+import { terminalWidth, textTable } from './text-table.ts';
+
+/** The built-in agent with its default template: a revision every project can evaluate. */
+const BUILTIN_AGENT = 'agenta:builtin:agent:v0';
 
 const USAGE = `Usage:
-  agentd eval run --testset ID --revision ID [options]
-  agentd eval show ID [--json]
+  agentd eval run --testset ID [agent] [options]
+  agentd eval show RUN [--cases [--failed]] [--json]
+  agentd eval compare RUN_A RUN_B [--json]
+  agentd eval stop RUN
 
-run    Creates an evaluation run of a stored workflow revision over a test set, shows its
-       progress, then its metrics. Exits 0 when every case succeeded, 1 when some failed or the
-       run did not finish — so it fits in a CI pipeline.
-         --testset ID        a test set revision id (or a test set id: its newest revision)
-         --revision ID       the workflow revision to evaluate
-         --repeats N         runs per test case (default 1)
-         --batch-size N      cases in flight at once (default 10)
-         --max-retries N     retries of a failed case (default 0)
-         --retry-delay S     seconds before a retry (default 0)
-         --evaluators FILE   a JSON list of evaluators, e.g. [{"kind": "exact_match"}]
-         --name NAME         the run's name
-         --json              print the run and its metrics as JSON at the end
-show   Prints a run's status, progress and metrics.
+run      Creates an evaluation run over a test set, shows its progress, then its metrics. Exits 0
+         when every case succeeded, 1 when some failed or the run did not finish, so it fits in a
+         CI pipeline. Ctrl-C asks whether to stop the run or leave it running.
+           --testset ID            a test set revision id (or a test set's id: its newest revision)
+         the agent (default: the built-in agent with its default template):
+           --revision ID           a workflow revision
+           --app SLUG              an application's newest revision (of its first variant)
+           --variant NAME          with --app: that variant's newest revision
+           --env NAME              with --app: the revision environment NAME deploys for it
+         and:
+           --repeats N             runs per test case (default 1)
+           --batch-size N          cases in flight at once (default 10)
+           --max-retries N         retries of a failed case (default 0)
+           --retry-delay DURATION  wait before a retry, e.g. 2s or 500ms (default 0s)
+           --evaluators FILE       a JSON list of evaluators, e.g. [{"kind": "exact_match"}]
+           --name NAME             the run's name
+           --json                  print the run and its metrics as JSON at the end
+show     A run's status, progress and metrics; with --cases each case (input, expected, output,
+         scores, attempts, duration), --failed only those that failed.
+compare  Two runs of one test set, case by case: what got better or worse, with score and
+         duration deltas. Exits 1 when a case of RUN_B is worse than in RUN_A (for CI).
+stop     Stops a running run: cases in flight are cancelled, the rest never start.
 
 ${CONNECTION_HELP}`;
 
 const FLAGS = {
   testset: { type: 'string' },
   revision: { type: 'string' },
+  app: { type: 'string' },
+  variant: { type: 'string' },
+  env: { type: 'string' },
   repeats: { type: 'string' },
   'batch-size': { type: 'string' },
   'max-retries': { type: 'string' },
   'retry-delay': { type: 'string' },
   evaluators: { type: 'string' },
   name: { type: 'string' },
+  cases: { type: 'boolean' },
+  failed: { type: 'boolean' },
   json: { type: 'boolean' },
   ...CONNECTION_FLAGS,
 } as const;
 
 type Run = Awaited<ReturnType<AgentdClient['evaluations']['get']>>['evaluation'];
+type Values = { [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string };
 
 const ended = (run: Run) => !['pending', 'running'].includes(run.data.status);
+const seconds = (ms: number | undefined) => (ms === undefined ? '' : `${(ms / 1000).toFixed(2)}s`);
+const score = (n: number | undefined) => (n === undefined ? '-' : n.toFixed(2));
 
 async function report(client: AgentdClient, run: Run, json: boolean): Promise<number> {
   const { metrics } = await client.evaluations.metrics({ metrics: { run_id: run.id } });
@@ -58,6 +82,139 @@ async function report(client: AgentdClient, run: Run, json: boolean): Promise<nu
   return run.data.status === 'success' ? 0 : 1;
 }
 
+/**
+ * Each case on a line, numbered by its place in the run (so a filtered table keeps the numbers),
+ * cut to the terminal's width: the texts give up room first.
+ */
+function casesTable(cases: Array<[number: number, result: CaseResult]>): string {
+  const rows = [['case', 'status', 'input', 'expected', 'output', 'scores', 'tries', 'time']];
+  for (const [n, r] of cases) {
+    const scores = (r.scores ?? []).map((s) => `${s.name} ${s.error ? 'error' : s.pass === false ? 'fail' : score(s.score)}`).join(', ');
+    rows.push([`${n}${r.repeat_idx ? `.${r.repeat_idx}` : ''}`, caseFailed(r) && r.status !== 'failure' ? 'scored low' : r.status, caseInput(r), caseExpected(r), caseOutput(r), scores, String(r.attempts.length), seconds(r.duration_ms)]);
+  }
+  return textTable(rows, { right: [6, 7], width: terminalWidth(), shrink: [2, 3, 4, 5] });
+}
+
+async function show(client: AgentdClient, id: string, values: Values): Promise<number> {
+  const run = (await client.evaluations.get(id)).evaluation;
+  if (!values.cases) return report(client, run, values.json === true);
+  const cases = (await allResults(client, id)).map((r, i) => [i + 1, r] as [number, CaseResult]).filter(([, r]) => !values.failed || caseFailed(r));
+  if (values.json) process.stdout.write(`${JSON.stringify({ evaluation: run, results: cases.map(([, r]) => r) })}\n`);
+  else process.stdout.write(cases.length ? casesTable(cases) : values.failed ? 'no case failed\n' : 'no case has run yet\n');
+  return run.data.status === 'success' ? 0 : 1;
+}
+
+async function compare(client: AgentdClient, a: string, b: string, json: boolean): Promise<number> {
+  const [ra, rb] = await Promise.all([allResults(client, a), allResults(client, b)]);
+  const cases = compareRuns(ra, rb);
+  const count = (change: string) => cases.filter((c) => c.change === change).length;
+  const worse = count('worse');
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ better: count('better'), worse, same: count('same'), cases })}\n`);
+    return worse ? 1 : 0;
+  }
+  const changed = cases.filter((c) => c.change !== 'same');
+  if (changed.length) {
+    const rows = [['change', 'input', 'A output', 'B output', 'score A→B', 'Δ time']];
+    for (const c of changed) {
+      const some = (c.a ?? c.b)!;
+      const delta = c.durationDelta === undefined ? '' : `${c.durationDelta >= 0 ? '+' : '-'}${seconds(Math.abs(c.durationDelta))}`;
+      rows.push([c.change, caseInput(some), c.a ? caseOutput(c.a) : '', c.b ? caseOutput(c.b) : '', `${score(c.a && meanScore(c.a))}→${score(c.b && meanScore(c.b))}`, delta]);
+    }
+    process.stdout.write(textTable(rows, { right: [4, 5], width: terminalWidth(), shrink: [1, 2, 3] }));
+  }
+  const extra = count('only in A') + count('only in B');
+  process.stdout.write(`${changed.length ? '\n' : ''}${count('better')} better, ${worse} worse, ${count('same')} the same${extra ? `, ${extra} in one run only` : ''}\n`);
+  return worse ? 1 : 0;
+}
+
+/** The revision the flags name: --revision, else --app (with --variant or --env), else the built-in agent. */
+async function applicationRevision(client: AgentdClient, values: Values): Promise<string> {
+  if (values.revision) {
+    if (values.app || values.variant || values.env) throw new CliError('--revision names the agent by itself; leave out --app, --variant and --env');
+    return values.revision;
+  }
+  if (!values.app) {
+    if (values.variant || values.env) throw new CliError('--variant and --env pick a revision of an application: name it with --app SLUG');
+    return BUILTIN_AGENT;
+  }
+  if (values.variant && values.env) throw new CliError('--variant and --env each pick the revision; give one');
+  const resolved = await client.workflows.resolve({
+    references: {
+      application: { slug: values.app },
+      ...(values.variant ? { application_variant: { slug: values.variant } } : {}),
+      ...(values.env ? { environment: { slug: values.env } } : {}),
+    },
+  });
+  return resolved.revision.id;
+}
+
+/**
+ * Ctrl-C while a run is watched: on a terminal, asks whether to stop the run on the server or
+ * leave it running; elsewhere there is nobody to ask, and it is left running. Either way it says
+ * which, and how to do the other.
+ */
+async function interrupted(client: AgentdClient, id: string): Promise<number> {
+  process.stderr.write('\n');
+  let stop = false;
+  if (process.stdin.isTTY) {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    const answer = await Promise.race([rl.question(`Stop run ${id} on the server too? [y/N] `), new Promise<string>((resolve) => rl.once('SIGINT', () => resolve('')))]);
+    rl.close();
+    stop = /^y(es)?$/i.test(answer.trim());
+  }
+  if (stop) {
+    await client.evaluations.stop(id);
+    process.stderr.write(`stopped run ${id}: its cases in flight were cancelled\n`);
+  } else {
+    process.stderr.write(`left run ${id} running: agentd eval show ${id} follows it, agentd eval stop ${id} stops it\n`);
+  }
+  return 130;
+}
+
+async function run(client: AgentdClient, values: Values): Promise<number> {
+  if (!values.testset) throw new CliError('--testset is required (see agentd eval --help)');
+  const evaluators = values.evaluators ? readJsonFile(values.evaluators, '--evaluators') : undefined;
+  if (evaluators !== undefined && !Array.isArray(evaluators)) throw new CliError('--evaluators must hold a JSON list of evaluators');
+  const concurrency = {
+    batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
+    max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
+    // The API counts seconds.
+    retry_delay: durationFlag(values['retry-delay'], 'retry-delay', 0) / 1000,
+  };
+  const repeats = numberFlag(values.repeats, 'repeats', 1, 1);
+  const application = await applicationRevision(client, values);
+  const { evaluation } = await client.evaluations.create({
+    ...(values.name ? { name: values.name } : {}),
+    data: {
+      testset_steps: [values.testset],
+      application_steps: [application],
+      repeats,
+      concurrency,
+      ...(evaluators ? { evaluators: evaluators as never } : {}),
+    },
+  });
+  process.stderr.write(`run ${evaluation.id} started (agentd eval show ${evaluation.id})\n`);
+  const stopRequested = new AbortController();
+  const onSigint = () => stopRequested.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const progress = new ProgressReporter();
+    let current = evaluation;
+    const toCounts = (r: Run) => ({ total: r.data.progress.total, done: r.data.progress.success + r.data.progress.failure + r.data.progress.cancelled, failed: r.data.progress.failure, inFlight: r.data.progress.running });
+    while (!ended(current)) {
+      progress.update(toCounts(current));
+      await sleep(500, undefined, { signal: stopRequested.signal }).catch(() => undefined);
+      if (stopRequested.signal.aborted) return await interrupted(client, current.id);
+      current = (await client.evaluations.get(current.id)).evaluation;
+    }
+    progress.finish(toCounts(current));
+    return await report(client, current, values.json === true);
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
 export async function evalCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (!sub || sub === '--help' || sub === '-h') {
@@ -69,41 +226,29 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parsed;
   try {
     const client = remoteClient(values);
-    if (sub === 'show') {
-      const [id] = positionals;
-      if (!id) throw new CliError('agentd eval show needs the run id: agentd eval show <id>');
-      return await report(client, (await client.evaluations.get(id)).evaluation, values.json === true);
+    switch (sub) {
+      case 'run':
+        return await run(client, values);
+      case 'show': {
+        const [id] = positionals;
+        if (!id) throw new CliError('agentd eval show needs the run id: agentd eval show <id>');
+        return await show(client, id, values);
+      }
+      case 'compare': {
+        const [a, b, ...extra] = positionals;
+        if (!a || !b || extra.length) throw new CliError('agentd eval compare takes two run ids: agentd eval compare <run A> <run B>');
+        return await compare(client, a, b, values.json === true);
+      }
+      case 'stop': {
+        const [id] = positionals;
+        if (!id) throw new CliError('agentd eval stop needs the run id: agentd eval stop <id>');
+        const stopped = (await client.evaluations.stop(id)).evaluation;
+        process.stdout.write(`run ${id}: ${stopped.data.status}\n`);
+        return 0;
+      }
+      default:
+        throw new CliError(`unknown eval command "${sub}"; use run, show, compare or stop`);
     }
-    if (sub !== 'run') throw new CliError(`unknown eval command "${sub}"; use run or show`);
-    if (!values.testset || !values.revision) throw new CliError('--testset and --revision are required (see agentd eval --help)');
-    const evaluators = values.evaluators ? readJsonFile(values.evaluators, '--evaluators') : undefined;
-    if (evaluators !== undefined && !Array.isArray(evaluators)) throw new CliError('--evaluators must hold a JSON list of evaluators');
-    const { evaluation } = await client.evaluations.create({
-      ...(values.name ? { name: values.name } : {}),
-      data: {
-        testset_steps: [values.testset],
-        application_steps: [values.revision],
-        repeats: numberFlag(values.repeats, 'repeats', 1, 1),
-        concurrency: {
-          batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
-          max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
-          // Seconds, as the API takes them: a fraction is fine.
-          retry_delay: numberFlag(values['retry-delay'], 'retry-delay', 0, 0, 'any'),
-        },
-        ...(evaluators ? { evaluators: evaluators as never } : {}),
-      },
-    });
-    process.stderr.write(`run ${evaluation.id} started (agentd eval show ${evaluation.id})\n`);
-    const progress = new ProgressReporter();
-    let run = evaluation;
-    const toCounts = (r: Run) => ({ total: r.data.progress.total, done: r.data.progress.success + r.data.progress.failure + r.data.progress.cancelled, failed: r.data.progress.failure, inFlight: r.data.progress.running });
-    while (!ended(run)) {
-      progress.update(toCounts(run));
-      await sleep(500);
-      run = (await client.evaluations.get(run.id)).evaluation;
-    }
-    progress.finish(toCounts(run));
-    return await report(client, run, values.json === true);
   } catch (error) {
     return exitWith('eval', error);
   }

@@ -29,6 +29,20 @@ export function numberFlag(raw: string | undefined, flag: string, fallback: numb
   return value;
 }
 
+const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000 };
+
+/**
+ * A duration flag in milliseconds: a number with its unit, `500ms`, `2s`, `1.5s` or `1m`. Every
+ * command reads durations this way; a bare number is refused, since one command once meant seconds
+ * and another milliseconds by it.
+ */
+export function durationFlag(raw: string | undefined, flag: string, fallbackMs: number): number {
+  if (raw === undefined) return fallbackMs;
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(raw.trim());
+  if (!match) throw new CliError(`--${flag} must be a duration with its unit, such as 2s, 1.5s or 500ms, got "${raw}"`);
+  return Number(match[1]) * UNITS_MS[match[2]!]!;
+}
+
 export function remoteClient(values: { url?: string | undefined; 'api-key'?: string | undefined; project?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AgentdClient {
   const apiKey = values['api-key'] ?? env.AGENTD_API_KEY;
   const projectId = values.project ?? env.AGENTD_PROJECT_ID;

@@ -4,7 +4,7 @@ import type { InvokeBody } from '../client/index.ts';
 import type { Outcome } from '../client/invoke-many.ts';
 import { parseCommand } from './args.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, describeFailure, exitWith, remoteClient, numberFlag } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, describeFailure, exitWith, remoteClient, numberFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
@@ -25,7 +25,7 @@ Each input line is a JSON object: a whole invoke body ({"data": …}), or {"mess
   --template FILE      an agent template (JSON) for inputs that carry none
   --revision ID        run this stored workflow revision instead
   --retries N          retries of a rate-limited or failed input (default 2)
-  --retry-delay MS     wait before a retry (default 1000; a longer retry-after wins)
+  --retry-delay DURATION  wait before a retry, e.g. 2s or 500ms (default 1s; a longer retry-after wins)
   --resume             keep --out and skip the inputs it already holds a success for
   -h, --help           this help
 
@@ -138,7 +138,7 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     if (values.resume && session === 'shared') throw new CliError('--resume needs --session fresh or none: a shared conversation cannot be picked up halfway');
     const concurrency = numberFlag(values.concurrency, 'concurrency', 8, 1);
     const retries = numberFlag(values.retries, 'retries', 2, 0);
-    const retryDelay = numberFlag(values['retry-delay'], 'retry-delay', 1000, 0);
+    const retryDelay = durationFlag(values['retry-delay'], 'retry-delay', 1000);
     const template = values.template ? readJsonFile(values.template, '--template') : undefined;
     const client = remoteClient(values);
 

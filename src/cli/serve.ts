@@ -1,9 +1,10 @@
-import type { Config } from '../config.ts';
 import { parseFlags } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
 import { openStore } from '../store/db.ts';
 import { resumeAnswered } from '../interactions/continuation.ts';
+import { echoScript, startFakeModel } from '../testing/fake-model.ts';
+import { DEMO_PROVIDER, type Config } from '../config.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -35,17 +36,37 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     await store.turns.markRunningAsInterrupted();
     await store.leases.releaseAll();
   }
-  const first = await bootstrapFirstRun(store);
+  // No provider configured: the built-in demo model answers, from this process (before the app,
+  // whose turn threads take the environment as it is when they start).
+  const demo = config.defaultLlm.provider === DEMO_PROVIDER && !config.env.AGENTD_DEMO_MODEL_URL ? await startFakeModel({ script: echoScript, record: false }) : undefined;
+  if (demo) config.env.AGENTD_DEMO_MODEL_URL = demo.url;
   const app = await buildApp({ config, store });
+  const host = values.host ?? config.host;
+  try {
+    await app.listen({ port, host });
+  } catch (error) {
+    await app.close();
+    await demo?.close();
+    await store.close();
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    process.stderr.write(`agentd: port ${port} on ${host} is in use (another agentd?); start on another with --port N or PORT=N\n`);
+    return 1;
+  }
+  // Only now that the port is ours: a first key printed by a start that then failed would be lost.
+  const first = await bootstrapFirstRun(store);
   const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
   const stopAnsweringFollowers = await app.turns.answerFollowers();
-  await app.listen({ port, host: values.host ?? config.host });
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
 
   // A server on every interface is reached from this machine at its loopback address.
   const local = typeof address === 'object' && address ? `http://${['0.0.0.0', '::'].includes(address.address) ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : url;
   const banner = ['', `agentd is listening: console ${local}/ · API reference ${local}/docs`];
+  if (demo) {
+    banner.push(
+      'No model provider is configured, so the default model is the built-in demo model: it echoes what you say, and "/tool write {\"path\":\"a.txt\",\"content\":\"hi\"}" makes it call a tool. For a real one, start with OPENAI_API_KEY=… (or ANTHROPIC_API_KEY with AGENTD_DEFAULT_PROVIDER=anthropic).',
+    );
+  }
   if (first) {
     banner.push(
       'agentd: first start — created project "default".',
@@ -84,6 +105,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   await app.turns.shutdown(config.shutdownGraceMs);
   await evaluations;
   await drain(app.server, closing);
+  await demo?.close();
   await store.close();
   return 0;
 }

@@ -1,19 +1,29 @@
+/** Narrowest a shrunk column gets: a few letters and "…", enough to recognise what it holds. */
+const MIN_SHRUNK = 5;
+
 /**
- * A plain-text table: a header row and data rows, columns two spaces apart. Columns listed in
- * `right` are right-aligned (numbers). With `width`, the widest cells of the `shrink` column are
- * cut with "…" so each line fits: a terminal that wraps a row makes the table unreadable.
+ * A plain-text table: a header row and data rows, columns two spaces apart, each cell on one line.
+ * Columns listed in `right` are right-aligned (numbers). With `width`, the `shrink` columns give
+ * up room, the widest first, and their cells are cut with "…" so each line fits: a terminal that
+ * wraps a row makes the table unreadable.
  */
-export function textTable(rows: string[][], options: { right?: readonly number[]; width?: number; shrink?: number } = {}): string {
+export function textTable(rows: string[][], options: { right?: readonly number[]; width?: number | undefined; shrink?: readonly number[] } = {}): string {
   const right = new Set(options.right ?? []);
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  const shrink = options.shrink;
-  if (options.width !== undefined && shrink !== undefined) {
-    const total = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
-    widths[shrink] = Math.max(8, widths[shrink]! - Math.max(0, total - options.width));
+  const flat = rows.map((row) => row.map((cell) => cell.replace(/\s+/g, ' ')));
+  const widths = flat[0]!.map((_, column) => Math.max(...flat.map((row) => row[column]!.length)));
+  const shrink = options.shrink ?? [];
+  if (options.width !== undefined && shrink.length) {
+    let over = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1) - options.width;
+    while (over > 0) {
+      const widest = shrink.reduce((a, b) => (widths[b]! > widths[a]! ? b : a));
+      if (widths[widest]! <= MIN_SHRUNK) break;
+      widths[widest]!--;
+      over--;
+    }
   }
   const cut = (cell: string, width: number) => (cell.length > width ? `${cell.slice(0, width - 1)}…` : cell);
   return (
-    rows
+    flat
       .map((row) =>
         row
           .map((cell, column) => {
@@ -26,3 +36,6 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
       .join('\n') + '\n'
   );
 }
+
+/** The terminal's width when output goes to one; undefined for a file or a pipe, which keep whole lines. */
+export const terminalWidth = (): number | undefined => (process.stdout.isTTY ? process.stdout.columns : undefined);

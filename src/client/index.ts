@@ -4,6 +4,7 @@
  */
 export { createClient, type AgentdClient, type InvokeBody, type InvokeReply, type NativeFrame, type TurnOptions, type VercelChunk } from './client.ts';
 export { AgentdError } from './errors.ts';
+export * from './evaluation-cases.ts';
 export { invokeMany, type InvokeManyOptions, type InvokeManyProgress, type Outcome } from './invoke-many.ts';
 export { readFrames } from './frames.ts';
 export type { ClientOptions } from './transport.ts';

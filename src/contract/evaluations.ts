@@ -224,6 +224,8 @@ export const EvaluationResult = z.object({
   run_id: z.string(),
   testcase_id: z.string(),
   scenario_id: z.string().describe('The reference calls a test case of a run a scenario; equal to testcase_id'),
+  /** The test case this result ran: its inputs and expected values, as the test set revision holds them. */
+  testcase: z.object({ id: z.string(), data: record }).optional(),
   repeat_idx: z.number().int(),
   step_key: z.string(),
   status: ResultStatus,

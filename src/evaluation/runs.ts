@@ -8,6 +8,7 @@ import {
   type EvaluationView,
   type MetricsRecord,
   type ResultsQuery,
+  type Testcase,
 } from '../contract/evaluations.ts';
 import { resolveReferences } from '../configs/references.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
@@ -63,11 +64,12 @@ export function toEvaluationView(run: EvaluationRun, progress: Progress): Evalua
   };
 }
 
-export function toResultView(result: ResultRecord, stepKey: string): EvaluationResult {
+export function toResultView(result: ResultRecord, stepKey: string, testcase?: Testcase): EvaluationResult {
   return {
     id: result.id,
     run_id: result.run_id,
     testcase_id: result.testcase_id,
+    ...(testcase ? { testcase: { id: testcase.id, data: testcase.data } } : {}),
     scenario_id: result.testcase_id,
     repeat_idx: result.repeat_idx,
     step_key: stepKey,
@@ -263,12 +265,23 @@ export class RunService {
       },
       { limit: query.windowing?.limit ?? 100, cursor: query.windowing?.cursor ?? query.windowing?.next },
     );
-    // Each result names its run's application step; runs are read once per page.
-    const steps = new Map<string, string>();
-    for (const runId of new Set(page.items.map((r) => r.run_id))) steps.set(runId, (await this.run(projectId, runId)).spec.application.step_key);
+    // Each result names its run's application step and carries its test case, so a failing case
+    // reads without a second lookup; runs and their test set rows are read once per page.
+    const runs = new Map<string, { stepKey: string; testcases: Map<string, Testcase> }>();
+    for (const runId of new Set(page.items.map((r) => r.run_id))) {
+      const { spec } = await this.run(projectId, runId);
+      const rows = await this.deps.testsets.rows(projectId, spec.testset.revision_id);
+      runs.set(runId, { stepKey: spec.application.step_key, testcases: new Map((rows?.testcases ?? []).map((row) => [row.id, row])) });
+    }
     // A run has one step key, so this filter is applied to the page (which may then come out short).
-    const items = page.items.filter((r) => !stepKeys || stepKeys.includes(steps.get(r.run_id)!));
-    return { items: items.map((r) => toResultView(r, steps.get(r.run_id)!)), ...(page.next ? { next: page.next } : {}) };
+    const items = page.items.filter((r) => !stepKeys || stepKeys.includes(runs.get(r.run_id)!.stepKey));
+    return {
+      items: items.map((r) => {
+        const run = runs.get(r.run_id)!;
+        return toResultView(r, run.stepKey, run.testcases.get(r.testcase_id));
+      }),
+      ...(page.next ? { next: page.next } : {}),
+    };
   }
 
   /** Stored metrics for an ended run; computed from its results while it runs, or per test case. */

@@ -199,12 +199,18 @@ describe('agentd testsets and eval', () => {
     expect(run.stderr).toContain('--repeats must be a whole number of at least 1, got "1.5"');
   });
 
-  it('takes a retry delay in fractions of a second, as the API does, but not a negative one', async () => {
-    const fraction = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--retry-delay', '0.5']);
-    expect(fraction.stderr).not.toContain('--retry-delay');
-    const negative = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--retry-delay=-1']);
-    expect(negative.code).toBe(2);
-    expect(negative.stderr).toContain('--retry-delay must be a number of at least 0, got "-1"');
+  it('takes a retry delay as a duration with its unit, the same in every command', async () => {
+    for (const delay of ['1.5s', '500ms', '1m']) {
+      const ok = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--retry-delay', delay]);
+      expect(ok.stderr).not.toContain('--retry-delay');
+    }
+    for (const command of [['eval', 'run', '--testset', 'any'], ['run-many', '--input', 'in.jsonl', '--out', 'out.jsonl']]) {
+      for (const bad of ['0.5', '-1s', 'soon']) {
+        const run = await agentd([...command, `--retry-delay=${bad}`]);
+        expect(run.code).toBe(2);
+        expect(run.stderr).toContain(`--retry-delay must be a duration with its unit, such as 2s, 1.5s or 500ms, got "${bad}"`);
+      }
+    }
   });
 });
 

@@ -73,6 +73,10 @@ describe('evaluation runs', () => {
     const limited = byText['answer to limited-1'];
     expect(limited.attempts.map((a: any) => a.error?.code ?? a.status)).toEqual([429, 'success']);
     expect(Date.parse(limited.attempts[1].started_at) - Date.parse(limited.attempts[0].started_at)).toBeGreaterThanOrEqual(1000);
+    // Each result carries its test case, inputs and expected values, so a failure reads in one lookup.
+    const rowOf = Object.fromEntries(rows.map((r: any) => [r.data.messages[0].content, r]));
+    expect(broken.testcase).toEqual({ id: broken.testcase_id, data: rowOf['broken-1'].data });
+    expect(byText['answer to ok-1'].testcase.data.hidden_column).toBe('never-sent-1');
     // Evaluators scored every success.
     expect(byText['answer to ok-1'].scores).toEqual([
       { name: 'exact_match', kind: 'exact_match', score: 1, pass: true },

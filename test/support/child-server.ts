@@ -6,7 +6,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 export const AGENTD_BIN = path.join(ROOT, 'bin/agentd.js');
 
 /** `agentd <args>` as a child process, collecting its output. */
-export function runAgentd(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+/** `env` adds to this process's environment; an `undefined` value leaves that variable out. */
+export function runAgentd(args: string[], env: Record<string, string | undefined>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
@@ -22,7 +23,7 @@ export interface CommandRun {
 }
 
 /** A client command (`agentd invoke …`) run to its end, `stdin` as its input. */
-export function agentdCommand(args: string[], env: Record<string, string>, stdin = ''): Promise<CommandRun> {
+export function agentdCommand(args: string[], env: Record<string, string | undefined>, stdin = ''): Promise<CommandRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -35,7 +36,7 @@ export function agentdCommand(args: string[], env: Record<string, string>, stdin
 }
 
 /** Starts `agentd serve` on a free port and resolves once it listens, with its URL. */
-export async function startServe(env: Record<string, string>): Promise<ReturnType<typeof runAgentd> & { url: string }> {
+export async function startServe(env: Record<string, string | undefined>): Promise<ReturnType<typeof runAgentd> & { url: string }> {
   const run = runAgentd(['serve', '--port', '0'], env);
   const deadline = Date.now() + 20_000;
   for (;;) {

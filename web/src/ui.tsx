@@ -102,9 +102,6 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
   );
 }
 
-/** A cell as text: strings as they are, anything else as its JSON. */
-export const cellText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
-
 export const formatNumber = (n: number | undefined, digits = 2) => (n === undefined ? '–' : Number.isInteger(n) ? n.toLocaleString() : n.toFixed(digits));
 export const formatCost = (n: number | undefined) => (n === undefined ? '–' : `$${n.toFixed(n < 0.01 ? 5 : 4)}`);
 export const formatMs = (n: number | undefined) => (n === undefined ? '–' : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(2)} s`);

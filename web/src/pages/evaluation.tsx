@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import { useAuth } from '../auth.tsx';
-import { allResults, expectedText, failed, inputText, outputText, testcasesOf, type Result } from '../evaluation-data.ts';
+import { allResults, caseExpected, caseFailed, caseInput, caseOutput, type CaseResult } from '../../../src/client/index.ts';
 import { Histogram } from '../histogram.tsx';
 import { NativeMessagesView } from '../messages.tsx';
 import { Badge, ErrorNote, Json, Loading, Page, Time, formatCost, formatMs, formatNumber, useApi } from '../ui.tsx';
@@ -16,13 +16,12 @@ export function EvaluationPage({ id }: { id: string }) {
   const done = view ? view.data.progress.success + view.data.progress.failure + view.data.progress.cancelled : 0;
   // Reread as the run moves; the last read once it has ended is kept.
   const results = useApi(view ? ['results', id, status, done] : null, () => allResults(client, id));
-  const cases = useApi(view ? ['testcases', id] : null, () => testcasesOf(client, view!));
   const metrics = useApi(view ? ['metrics', id, status, done] : null, () => client.evaluations.metrics({ metrics: { run_id: id } }));
   const [failuresOnly, setFailuresOnly] = useState(false);
   const [open, setOpen] = useState<string>();
   const [stopError, setStopError] = useState<unknown>();
 
-  const shown = useMemo(() => (results.data ?? []).filter((r) => !failuresOnly || failed(r)), [results.data, failuresOnly]);
+  const shown = useMemo(() => (results.data ?? []).filter((r) => !failuresOnly || caseFailed(r)), [results.data, failuresOnly]);
   const opened = results.data?.find((r) => r.id === open);
 
   async function stop() {
@@ -65,7 +64,7 @@ export function EvaluationPage({ id }: { id: string }) {
           <label className="inline">
             <input type="checkbox" checked={failuresOnly} onChange={(e) => setFailuresOnly(e.target.checked)} /> Failures only
           </label>
-          <ErrorNote error={results.error ?? cases.error} />
+          <ErrorNote error={results.error} />
           <div className="table-wrap">
             <table aria-labelledby="cases-title">
               <thead>
@@ -91,9 +90,8 @@ export function EvaluationPage({ id }: { id: string }) {
               </thead>
               <tbody>
                 {shown.map((result, index) => {
-                  const testcase = cases.data?.get(result.testcase_id);
                   return (
-                    <tr key={result.id} className={failed(result) ? 'failed' : undefined}>
+                    <tr key={result.id} className={caseFailed(result) ? 'failed' : undefined}>
                       <th scope="row">
                         <button type="button" className="link" onClick={() => setOpen(result.id)} aria-label={`Open case ${index + 1}`}>
                           {index + 1}
@@ -101,9 +99,9 @@ export function EvaluationPage({ id }: { id: string }) {
                         </button>{' '}
                         <Badge value={result.status} />
                       </th>
-                      <td className="cell">{inputText(testcase)}</td>
-                      <td className="cell">{expectedText(testcase)}</td>
-                      <td className="cell">{result.error ? <span className="bad-text">{result.error.message}</span> : outputText(result)}</td>
+                      <td className="cell">{caseInput(result)}</td>
+                      <td className="cell">{caseExpected(result)}</td>
+                      <td className="cell">{result.error ? <span className="bad-text">{caseOutput(result)}</span> : caseOutput(result)}</td>
                       <td>
                         {(result.scores ?? []).map((s) => (
                           <Badge key={s.name} value={s.error ? 'error' : s.pass === false ? 'failed' : 'completed'} label={`${s.name} ${s.score !== undefined ? formatNumber(s.score) : s.error ? 'error' : ''}`} />
@@ -120,14 +118,14 @@ export function EvaluationPage({ id }: { id: string }) {
             </table>
           </div>
           {results.data && shown.length === 0 ? <p className="muted">{failuresOnly ? 'No failed cases.' : 'No cases have run yet.'}</p> : null}
-          {opened ? <CaseDetail result={opened} testcase={cases.data?.get(opened.testcase_id)?.data} onClose={() => setOpen(undefined)} /> : null}
+          {opened ? <CaseDetail result={opened} onClose={() => setOpen(undefined)} /> : null}
         </>
       ) : null}
     </Page>
   );
 }
 
-function Metrics({ records, error, results }: { records: { data: Record<string, Record<string, { count: number; mean?: number; p50?: number; p90?: number; p95?: number; p99?: number; min?: number; max?: number }>> }[]; error: unknown; results: Result[] }) {
+function Metrics({ records, error, results }: { records: { data: Record<string, Record<string, { count: number; mean?: number; p50?: number; p90?: number; p95?: number; p99?: number; min?: number; max?: number }>> }[]; error: unknown; results: CaseResult[] }) {
   const [metric, setMetric] = useState<'duration_ms' | 'tokens' | 'cost' | 'score'>('duration_ms');
   const values = results.flatMap((r) => {
     const value = metric === 'score' ? (r.scores ?? []).map((s) => s.score).find((s) => s !== undefined) : r[metric];
@@ -184,7 +182,7 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
   );
 }
 
-function CaseDetail({ result, testcase, onClose }: { result: Result; testcase: Record<string, unknown> | undefined; onClose: () => void }) {
+function CaseDetail({ result, onClose }: { result: CaseResult; onClose: () => void }) {
   return (
     <aside className="drawer" role="dialog" aria-modal="false" aria-labelledby="case-title" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
       <header className="page-head">
@@ -202,7 +200,7 @@ function CaseDetail({ result, testcase, onClose }: { result: Result; testcase: R
       </p>
       {result.error ? <p className="error-note">{`${result.error.code ?? ''} ${result.error.type ?? 'error'}: ${result.error.message}`.trim()}</p> : null}
       <h3>Test case</h3>
-      <Json value={testcase ?? {}} label="Test case data" />
+      <Json value={result.testcase?.data ?? {}} label="Test case data" />
       <h3>Scores</h3>
       {(result.scores ?? []).length === 0 ? <p className="muted">No evaluators.</p> : null}
       <ul>

@@ -1,5 +1,6 @@
 import { useAuth } from '../auth.tsx';
-import { ErrorNote, Loading, Page, Time, cellText, useApi } from '../ui.tsx';
+import { asText } from '../../../src/client/index.ts';
+import { ErrorNote, Loading, Page, Time, useApi } from '../ui.tsx';
 
 /** One test set (its newest revision, or the revision the id names) and its rows. */
 export function TestsetPage({ id }: { id: string }) {
@@ -41,7 +42,7 @@ export function TestsetPage({ id }: { id: string }) {
                     </td>
                     {columns.map((column) => (
                       <td key={column} className="cell">
-                        {cellText(row.data[column])}
+                        {asText(row.data[column])}
                       </td>
                     ))}
                   </tr>

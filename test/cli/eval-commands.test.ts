@@ -1,0 +1,178 @@
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type AgentdClient } from '../../src/client/index.ts';
+import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
+import { agentdCommand } from '../support/child-server.ts';
+import { startHarness, template, type Harness } from '../support/harness.ts';
+import { agentdInTerminal } from '../support/terminal.ts';
+
+/**
+ * `agentd eval show --cases`, `compare`, `stop`, and `run` by application, variant or environment;
+ * the screens in a real pseudo-terminal at 60 and 120 columns, Ctrl-C included.
+ */
+
+const ANSWERS: Record<string, string> = { 'what is 2+2, written out in a long sentence for the table': '4', 'capital of France': 'Paris', 'what is 3*3': '9' };
+let wrong = new Set<string>(['what is 3*3']);
+let latencyMs = 0;
+
+function script(req: RecordedRequest): FakeReply {
+  const said = req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+  const instructions = JSON.stringify(req.body).includes('Answer in French') ? ' (fr)' : '';
+  return { text: wrong.has(said) ? 'I do not know' : `${ANSWERS[said] ?? said}${instructions}`, latencyMs };
+}
+
+let h: Harness;
+let client: AgentdClient;
+let env: Record<string, string>;
+let testset: string;
+let runA: string;
+let runB: string;
+const tmux = (() => {
+  try {
+    execFileSync('tmux', ['-V']);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+const evaluators = [{ kind: 'exact_match' as const, column: 'expected' }];
+
+async function finished(id: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (!['pending', 'running'].includes((await client.evaluations.get(id)).evaluation.data.status)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`run ${id} did not end`);
+}
+
+async function evaluate(name: string): Promise<string> {
+  const { evaluation } = await client.evaluations.create({ name, data: { testset_steps: [testset], application_steps: ['agenta:builtin:agent:v0'], evaluators } });
+  await finished(evaluation.id);
+  return evaluation.id;
+}
+
+beforeAll(async () => {
+  h = await startHarness({ script });
+  client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
+  env = { AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId };
+  const rows = Object.entries(ANSWERS).map(([question, expected]) => ({ data: { messages: [{ role: 'user', content: question }], expected } }));
+  testset = (await client.testsets.create({ name: 'cli', data: { testcases: rows } })).revision_id;
+  runA = await evaluate('A');
+  wrong = new Set(['capital of France']);
+  runB = await evaluate('B');
+  wrong = new Set();
+}, 60_000);
+afterAll(async () => h.close());
+
+describe('agentd eval show --cases', () => {
+  it('prints every case: input, expected, output, scores, attempts and time', async () => {
+    const run = await agentdCommand(['eval', 'show', runA, '--cases'], env);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^case\s+status\s+input\s+expected\s+output\s+scores\s+tries\s+time$/);
+    expect(lines).toHaveLength(4);
+    expect(run.stdout).toMatch(/what is 3\*3\s+9\s+I do not know\s+exact_match fail\s+1\s+\d/);
+    // Not a terminal: whole lines, nothing cut.
+    expect(run.stdout).toContain('what is 2+2, written out in a long sentence for the table');
+    expect(run.code).toBe(0);
+  });
+
+  it('with --failed, only the cases that failed', async () => {
+    const run = await agentdCommand(['eval', 'show', runA, '--cases', '--failed'], env);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^3\s+scored low\s+what is 3\*3/);
+  });
+});
+
+describe('agentd eval compare', () => {
+  it('lists what got better and worse, and exits 1 when B regressed', async () => {
+    const run = await agentdCommand(['eval', 'compare', runA, runB], env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^change\s+input\s+A output\s+B output\s+score A→B\s+Δ time$/m);
+    expect(run.stdout).toMatch(/^better\s+what is 3\*3\s+I do not know\s+9\s+0\.00→1\.00/m);
+    expect(run.stdout).toMatch(/^worse\s+capital of France\s+Paris\s+I do not know\s+1\.00→0\.00/m);
+    expect(run.stdout.trim().split('\n').at(-1)).toBe('1 better, 1 worse, 1 the same');
+  });
+
+  it('exits 0 when nothing got worse, and says so in JSON too', async () => {
+    const run = await agentdCommand(['eval', 'compare', runB, runA, '--json'], env);
+    expect(run.code).toBe(1);
+    const same = await agentdCommand(['eval', 'compare', runA, runA, '--json'], env);
+    expect(same.code).toBe(0);
+    expect(JSON.parse(same.stdout)).toMatchObject({ better: 0, worse: 0, same: 3 });
+  });
+});
+
+describe('agentd eval run by application, and stop', () => {
+  it('runs an application by slug, a variant of it, or what an environment deploys', async () => {
+    const workflow = await client.workflows.create({ slug: 'bot', family: 'application', data: { parameters: { agent: template() } } });
+    const french = await client.workflows.commit('bot', { variant: 'french', data: { parameters: { agent: { ...template(), instructions: { agents_md: 'Answer in French.' } } } } });
+    await client.environments.create({ slug: 'prod' });
+    await client.environments.deploy('prod', { references: { workflow_revision: { id: french.id } } });
+    const ran = async (...agent: string[]) => {
+      const run = await agentdCommand(['eval', 'run', '--testset', testset, ...agent, '--json'], env);
+      expect(run.code, run.stderr).toBe(0);
+      return JSON.parse(run.stdout).evaluation.data.application_steps as Record<string, string>;
+    };
+    expect(Object.keys(await ran('--app', 'bot'))).toEqual([workflow.revision!.id]);
+    expect(Object.keys(await ran('--app', 'bot', '--variant', 'french'))).toEqual([french.id]);
+    expect(Object.keys(await ran('--app', 'bot', '--env', 'prod'))).toEqual([french.id]);
+    const both = await agentdCommand(['eval', 'run', '--testset', testset, '--app', 'bot', '--revision', french.id], env);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--revision names the agent by itself');
+  });
+
+  it('stops a running run', async () => {
+    latencyMs = 2000;
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [testset], application_steps: ['agenta:builtin:agent:v0'], concurrency: { batch_size: 1 } } });
+    const run = await agentdCommand(['eval', 'stop', evaluation.id], env);
+    latencyMs = 0;
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe(`run ${evaluation.id}: cancelled`);
+  });
+});
+
+describe.runIf(tmux)('in a terminal', () => {
+  it.each([60, 120])('fits the case table and the comparison in %i columns', async (columns) => {
+    for (const args of [['eval', 'show', runA, '--cases'], ['eval', 'compare', runA, runB]]) {
+      const term = await agentdInTerminal(args, env, columns);
+      try {
+        const screen = await term.waitFor(/\n\S.*\n*$/);
+        const lines = screen.split('\n').filter((line) => line.trim());
+        expect(lines.length).toBeGreaterThan(1);
+        for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(columns);
+        if (columns === 60) expect(screen).toContain('…');
+      } finally {
+        await term.close();
+      }
+    }
+  });
+
+  it.each([60, 120])('rewrites one progress line in %i columns, and Ctrl-C asks whether to stop the run', async (columns) => {
+    latencyMs = 1500;
+    const term = await agentdInTerminal(['eval', 'run', '--testset', testset, '--batch-size', '1'], env, columns);
+    try {
+      const progress = await term.waitFor(/done, \d+ failed/);
+      const lines = progress.split('\n').filter((line) => /done, \d+ failed/.test(line));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]!.length).toBeLessThanOrEqual(columns);
+      const id = /run (\S+) started/.exec(progress)![1]!;
+      await term.send('C-c');
+      await term.waitFor(/Stop run \S+ on the server too\? \[y\/N\]/);
+      const stop = columns === 60;
+      await term.send(stop ? 'y' : 'n', 'Enter');
+      if (stop) {
+        await term.waitFor(/stopped run \S+: its cases in flight were cancelled/);
+        await finished(id);
+        expect((await client.evaluations.get(id)).evaluation.data.status).toBe('cancelled');
+      } else {
+        await term.waitFor(new RegExp(`left run ${id} running: agentd eval show ${id} follows it`));
+        await client.evaluations.stop(id);
+      }
+    } finally {
+      latencyMs = 0;
+      await term.close();
+    }
+  });
+});

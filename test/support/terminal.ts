@@ -1,0 +1,43 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { AGENTD_BIN } from './child-server.ts';
+
+/**
+ * `agentd` in a real pseudo-terminal of a given size: a tmux session of its own (on a socket of
+ * its own, so nothing touches the user's tmux), read back as the screen shows it.
+ */
+
+const run = promisify(execFile);
+let count = 0;
+
+export interface Terminal {
+  /** Keys as tmux names them: text, `Enter`, `C-c`. */
+  send(...keys: string[]): Promise<void>;
+  /** The screen, each wrapped line joined back into the one the program wrote. */
+  screen(): Promise<string>;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function agentdInTerminal(args: string[], env: Record<string, string>, columns: number, rows = 40): Promise<Terminal> {
+  const socket = `agentd-test-${process.pid}-${++count}`;
+  const tmux = (...a: string[]) => run('tmux', ['-L', socket, ...a]);
+  const vars = Object.entries(env).flatMap(([name, value]) => ['-e', `${name}=${value}`]);
+  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'main', '-x', String(columns), '-y', String(rows), ...vars, '--', process.execPath, AGENTD_BIN, ...args);
+  await tmux('set-option', '-t', 'main', 'remain-on-exit', 'on');
+  const screen = async () => (await tmux('capture-pane', '-p', '-J', '-t', 'main')).stdout;
+  return {
+    send: async (...keys) => void (await tmux('send-keys', '-t', 'main', ...keys)),
+    screen,
+    async waitFor(pattern, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const text = await screen();
+        if (pattern.test(text)) return text;
+        if (Date.now() > deadline) throw new Error(`${pattern} never showed; the screen:\n${text}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
+    close: async () => void (await tmux('kill-server').catch(() => undefined)),
+  };
+}
