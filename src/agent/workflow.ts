@@ -54,7 +54,7 @@ export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { prov
       ? {
           id: stored.id,
           slug: stored.slug,
-          version: String(stored.version),
+          version: stored.version,
           name: stored.artifact.name ?? stored.artifact.slug,
           ...(stored.artifact.description ? { description: stored.artifact.description } : {}),
           data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },
@@ -63,7 +63,8 @@ export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { prov
           // The built-in workflow has no stored row; its URI names it wherever a revision id goes.
           ...(config.agent === undefined ? { id: AGENT_WORKFLOW_URI } : {}),
           slug: 'agent',
-          version: 'v0',
+          // A number, as every revision's: the built-in workflow is version 0 (its URI says v0).
+          version: 0,
           name: 'Agent',
           description: 'One agent turn per request: reads the conversation, calls the model, runs tools in the session folder.',
           data: { uri: AGENT_WORKFLOW_URI, schemas: workflowSchemas(parameters), parameters },

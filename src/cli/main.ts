@@ -13,6 +13,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   testsets: async (argv) => (await import('./testsets.ts')).testsetsCommand(argv),
   eval: async (argv) => (await import('./eval.ts')).evalCommand(argv),
   sessions: async (argv) => (await import('./sessions.ts')).sessionsCommand(argv),
+  workflows: async (argv) => (await import('./workflows.ts')).workflowsCommand(argv),
 };
 
 class ConfigError extends Error {}
@@ -35,11 +36,12 @@ Commands:
   demo-model   run a loopback demo model, for trying agentd without a provider account
   invoke       chat with an agent in the terminal: streams its answer, asks you about approvals
   run-many     run one turn per input line of a file, N at a time, results to a file
-  testsets     import a test set from a CSV or JSONL file
-  eval         run an evaluation with a live progress bar and a metrics table; show a run
+  testsets     import a test set from a CSV or JSONL file; list and show test sets
+  eval         run an evaluation with a live progress bar; show its cases; compare two runs; stop one
+  workflows    list, create and commit workflows; deploy a revision to an environment
   sessions     list the project's sessions; show one with its turns and what waits for an answer
 
-The client commands (invoke, run-many, testsets, eval, sessions) reach the server at AGENTD_URL with
+The client commands (invoke, run-many, testsets, eval, workflows, sessions) reach the server at AGENTD_URL with
 AGENTD_API_KEY and AGENTD_PROJECT_ID (or --url, --api-key, --project).
 
 Run "agentd <command> --help" for a command's options.

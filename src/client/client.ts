@@ -165,7 +165,7 @@ export function createClient(options: ClientOptions) {
     testsets: {
       create: (testset: In<typeof Evaluations.TestsetCreate>['testset']) => json<Out<typeof Evaluations.TestsetReply>>('POST', 'api/simple/testsets/', { testset }),
       /** A CSV or JSONL file's text; `testset` commits it as a new revision of that test set. */
-      import: (file: string, query: { format: 'csv' | 'jsonl'; slug?: string; name?: string; input?: string; testset?: string }) =>
+      import: (file: string, query: { format: 'csv' | 'jsonl'; slug?: string; name?: string; input?: string; testset?: string; delimiter?: ',' | ';' | '\t' | '|' | 'tab' }) =>
         call<Out<typeof Evaluations.TestsetReply>>(options, 'POST', 'api/simple/testsets/import', {
           query,
           raw: { data: file, contentType: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' },

@@ -14,7 +14,8 @@ export type InspectRequest = z.infer<typeof InspectRequest>;
 export const WorkflowRevision = z.object({
   id: z.string().optional(),
   slug: z.string().optional(),
-  version: z.string().optional(),
+  /** As the workflows API numbers revisions: 1, 2, 3… per variant; 0 for the built-in workflow. */
+  version: z.number().int().optional(),
   name: z.string().optional(),
   description: z.string().optional(),
   data: z.object({

@@ -81,9 +81,14 @@ export const TurnOutputs = z.object({
 });
 export type TurnOutputs = z.infer<typeof TurnOutputs>;
 
+/** The stored revision a turn ran, when its request named one by references. */
+export const RanRevision = z.object({ id: z.string(), slug: z.string(), version: z.number().int(), workflow: z.string(), variant: z.string() });
+export type RanRevision = z.infer<typeof RanRevision>;
+
 /** A run's reply: the error envelope's fields, plus the turn and its outputs on success. */
 export const InvokeResponse = ErrorEnvelope.extend({
   turn_id: z.string().optional(),
+  revision: RanRevision.optional(),
   data: z.object({ outputs: TurnOutputs }).optional(),
 });
 export type InvokeResponse = z.infer<typeof InvokeResponse>;

@@ -1,3 +1,4 @@
+import { parse } from 'csv-parse/sync';
 import { MAX_TESTCASES } from '../contract/evaluations.ts';
 import { AppError } from '../errors.ts';
 
@@ -9,96 +10,85 @@ import { AppError } from '../errors.ts';
 type Row = Record<string, unknown>;
 
 const BOM = /^\uFEFF/;
-/** An unquoted field: anything up to a comma or a line break (`\n` or `\r\n`). */
-const UNQUOTED = /(?:[^,\r\n]|\r(?!\n))*/y;
-const LINE_BREAK = /\r?\n/y;
 
-/** Where the reader is: an offset in the text and the line it falls on, for error messages. */
-interface Position {
-  at: number;
-  line: number;
-}
+/** What a file's columns may be separated by when nobody says: whichever its header line uses most. */
+export const CSV_DELIMITERS = [',', ';', '\t', '|'] as const;
+export type CsvDelimiter = (typeof CSV_DELIMITERS)[number];
 
-interface CsvRecord {
-  /** The line the record starts on; a quoted field may carry it over several. */
-  line: number;
-  fields: string[];
-}
-
-/** Splits RFC 4180 text into records, skipping blank lines. */
-function readRecords(text: string): CsvRecord[] {
-  const records: CsvRecord[] = [];
-  const pos: Position = { at: 0, line: 1 };
-  while (pos.at < text.length) {
-    const line = pos.line;
-    const fields: string[] = [];
-    let quoted = false;
-    for (;;) {
-      quoted ||= text[pos.at] === '"';
-      fields.push(text[pos.at] === '"' ? readQuoted(text, pos) : readUnquoted(text, pos));
-      if (text[pos.at] !== ',') break;
-      pos.at++;
-    }
-    endRecord(text, pos);
-    const blank = !quoted && fields.length === 1 && fields[0]!.trim() === '';
-    if (!blank) records.push({ line, fields });
+/**
+ * The delimiter of a file whose exporter chose it (a spreadsheet in a comma-decimal locale writes
+ * `;`, a copy from a table tabs): the one its header line holds most often outside quotes.
+ */
+function sniffDelimiter(text: string): CsvDelimiter {
+  const counts = new Map<CsvDelimiter, number>(CSV_DELIMITERS.map((d) => [d, 0]));
+  let quoted = false;
+  for (const char of text) {
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (char === '\n' || char === '\r')) break;
+    else if (!quoted && counts.has(char as CsvDelimiter)) counts.set(char as CsvDelimiter, counts.get(char as CsvDelimiter)! + 1);
   }
-  return records;
+  return [...counts].reduce((best, next) => (next[1] > best[1] ? next : best))[0];
 }
 
-/** A field in quotes, where `""` stands for one quote and commas and line breaks are text. */
-function readQuoted(text: string, pos: Position): string {
-  const opened = pos.line;
-  let value = '';
-  let from = pos.at + 1;
-  for (;;) {
-    const close = text.indexOf('"', from);
-    if (close === -1) throw new AppError('invalid-request', `CSV line ${opened} opens a quoted field that is never closed`);
-    value += text.slice(from, close);
-    if (text[close + 1] !== '"') {
-      pos.at = close + 1;
-      pos.line += value.split('\n').length - 1;
-      return value;
-    }
-    value += '"';
-    from = close + 2;
+/** The line on which the quote that is never closed opens (csv-parse names the line where the file ended). */
+function unclosedQuoteLine(text: string): number {
+  let line = 1;
+  let opened = 1;
+  let quoted = false;
+  for (const char of text) {
+    if (char === '"') {
+      quoted = !quoted;
+      if (quoted) opened = line;
+    } else if (char === '\n') line++;
+  }
+  return opened;
+}
+
+/** csv-parse's words for a broken file, as the user fixing it in a spreadsheet needs them: the line and what to do. */
+function csvError(error: unknown, text: string): AppError {
+  const e = error as { code?: string; lines?: number; message?: string };
+  switch (e.code) {
+    case 'CSV_QUOTE_NOT_CLOSED':
+      return new AppError('invalid-request', `CSV line ${unclosedQuoteLine(text)} opens a quoted field that is never closed`);
+    case 'CSV_INVALID_CLOSING_QUOTE':
+      return new AppError('invalid-request', `CSV line ${e.lines} has text after a closing quote; a quote inside a quoted field is written ""`);
+    default:
+      return new AppError('invalid-request', `the CSV file cannot be read: ${e.message ?? String(error)}`);
   }
 }
 
-function readUnquoted(text: string, pos: Position): string {
-  UNQUOTED.lastIndex = pos.at;
-  UNQUOTED.test(text);
-  const value = text.slice(pos.at, UNQUOTED.lastIndex);
-  pos.at = UNQUOTED.lastIndex;
-  return value;
-}
-
-/** A record ends at a line break or the end of the text; anything else follows a closing quote. */
-function endRecord(text: string, pos: Position): void {
-  LINE_BREAK.lastIndex = pos.at;
-  if (LINE_BREAK.test(text)) {
-    pos.at = LINE_BREAK.lastIndex;
-    pos.line++;
-  } else if (pos.at < text.length) {
-    throw new AppError('invalid-request', `CSV line ${pos.line} has text after a closing quote; a quote inside a quoted field is written ""`);
+/**
+ * One object per row, keyed by the header line's column names; every value is text. Read by
+ * csv-parse (RFC 4180: quotes, quoted line breaks, CRLF, a BOM), with `delimiter` or the one the
+ * header line uses.
+ */
+export function parseCsv(text: string, delimiter?: CsvDelimiter): Record<string, string>[] {
+  const source = text.replace(BOM, '');
+  let records: Array<{ record: string[]; info: { lines: number } }>;
+  try {
+    records = parse(source, {
+      delimiter: delimiter ?? sniffDelimiter(source),
+      record_delimiter: ['\r\n', '\n'],
+      skip_empty_lines: true,
+      relax_column_count: true,
+      info: true,
+    }) as unknown as typeof records;
+  } catch (error) {
+    throw csvError(error, source);
   }
-}
-
-/** One object per row, keyed by the header line's column names; every value is text. */
-export function parseCsv(text: string): Record<string, string>[] {
-  const [header, ...records] = readRecords(text.replace(BOM, ''));
+  const [header, ...rows] = records;
   if (!header) return [];
   const names = new Set<string>();
-  header.fields.forEach((name, i) => {
+  header.record.forEach((name, i) => {
     if (name.trim() === '') throw new AppError('invalid-request', `CSV header column ${i + 1} has no name; every column needs one`);
     if (names.has(name)) throw new AppError('invalid-request', `CSV header names the column "${name}" twice; column names must be unique`);
     names.add(name);
   });
-  return records.map(({ line, fields }) => {
-    if (fields.length !== header.fields.length) {
-      throw new AppError('invalid-request', `CSV line ${line} has ${fields.length} fields; the header has ${header.fields.length}`);
+  return rows.map(({ record, info }) => {
+    if (record.length !== header.record.length) {
+      throw new AppError('invalid-request', `CSV line ${info.lines} has ${record.length} fields; the header has ${header.record.length}`);
     }
-    return Object.fromEntries(header.fields.map((name, i) => [name, fields[i]!]));
+    return Object.fromEntries(header.record.map((name, i) => [name, record[i]!]));
   });
 }
 

@@ -1,4 +1,5 @@
 import type { UIMessage } from 'ai';
+import type { RanRevision } from '../contract/invoke.ts';
 import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import type { Message } from '../contract/messages.ts';
@@ -40,7 +41,8 @@ export function recordedEvents(turn: TurnRecord): AgentEvent[] {
 
 /** A turn that has ended, to follow as if it were live: its recorded events, then its end. */
 export function endedTurn(turn: TurnRecord, continues?: UIMessage): LiveTurn {
-  const live = new LiveTurn({ id: turn.id, projectId: turn.project_id, sessionId: turn.session_id, traceId: turn.trace_id, spanId: turn.span_id, continues });
+  const revision = turn.request?.revision as RanRevision | undefined;
+  const live = new LiveTurn({ id: turn.id, projectId: turn.project_id, sessionId: turn.session_id, traceId: turn.trace_id, spanId: turn.span_id, continues, revision });
   const events = recordedEvents(turn);
   for (const event of events) live.push(event);
   const error = turn.error as FoldedTurn['error'] | null;

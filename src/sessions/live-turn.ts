@@ -1,5 +1,6 @@
 import type { UIMessage } from 'ai';
 import type { AgentEvent } from '../contract/events.ts';
+import type { RanRevision } from '../contract/invoke.ts';
 import type { AppError } from '../errors.ts';
 import type { FoldedTurn } from '../stream/fold.ts';
 
@@ -21,6 +22,8 @@ export class LiveTurn {
   readonly continues: UIMessage | undefined;
   /** Interactions answered through the API that this turn takes up: its callers may follow it. */
   readonly takesUp: ReadonlySet<string>;
+  /** The stored revision the turn runs, when its request named one by references. */
+  readonly revision: RanRevision | undefined;
   readonly controller = new AbortController();
   readonly done: Promise<FoldedTurn>;
   /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
@@ -31,7 +34,7 @@ export class LiveTurn {
   private finished = false;
   private resolveDone!: (turn: FoldedTurn) => void;
 
-  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string> }) {
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string>; revision?: RanRevision | undefined }) {
     this.id = ids.id;
     this.projectId = ids.projectId;
     this.sessionId = ids.sessionId;
@@ -39,6 +42,7 @@ export class LiveTurn {
     this.spanId = ids.spanId;
     this.continues = ids.continues;
     this.takesUp = ids.takesUp ?? new Set();
+    this.revision = ids.revision;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
   }

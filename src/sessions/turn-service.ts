@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import { collectCalls } from '../agent/history.ts';
+import type { RanRevision } from '../contract/invoke.ts';
 import type { Message } from '../contract/messages.ts';
 import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
@@ -308,7 +309,7 @@ export class TurnService {
 
     // Replayed to readers other than its sender, the continued message is masked as the events are.
     const continues = plan.continues && redact(plan.continues);
-    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues, takesUp: outOfBand });
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues, takesUp: outOfBand, revision: plan.record.revision as RanRevision | undefined });
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);

@@ -165,13 +165,34 @@ describe('agentd run-many', () => {
   });
 });
 
+describe('agentd testsets', () => {
+  it('imports a CSV of any delimiter, guessed from its header or given, and lists and shows test sets', async () => {
+    const semicolons = await agentd(['testsets', 'import', await file('semi.csv', 'question;expected\n"one, two";1,5\n'), '--name', 'semicolons']);
+    expect(semicolons.stdout).toMatch(/^test set "semicolons" .*: 1 rows$/m);
+    const tabs = await agentd(['testsets', 'import', await file('tabs.tsv', 'question\texpected\nthree, four\t2\n'), '--name', 'tabs']);
+    expect(tabs.stdout).toMatch(/^test set "tabs" .*: 1 rows$/m);
+    const given = await agentd(['testsets', 'import', await file('given.csv', 'question|expected\na;b|c\n'), '--delimiter', '|', '--name', 'pipes']);
+    expect(given.code).toBe(0);
+    const wrong = await agentd(['testsets', 'import', await file('wrong.csv', 'a\n1\n'), '--delimiter', 'x']);
+    expect(wrong).toMatchObject({ code: 2, stderr: 'agentd testsets: --delimiter must be one of , ; | tab, got "x"\n' });
+
+    const listed = await agentd(['testsets', 'list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^name\s+slug\s+rows\s+version\s+revision id$/m);
+    expect(listed.stdout).toMatch(/^semicolons\s+\S+\s+1\s+1\s+\S+$/m);
+    const shown = await agentd(['testsets', 'show', /revision id: (\S+)/.exec(semicolons.stdout)![1]!]);
+    expect(shown.stdout).toMatch(/^test set "semicolons", version 1, 1 rows/);
+    expect(shown.stdout).toMatch(/^1\s+\[\{"role":"user","content":"one, two"\}\]\s+one, two\s+1,5$/m);
+  });
+});
+
 describe('agentd testsets and eval', () => {
   it('imports a CSV, runs an evaluation with a metrics table, exits by its outcome, and shows it', async () => {
     const csv = await file('cases.csv', 'question,expected\nhi,echo: hi\n"a, b","echo: a, b"\n');
     const imported = await agentd(['testsets', 'import', csv]);
     expect(imported).toMatchObject({ code: 0, stderr: '' });
     const revision = /revision id: (\S+)/.exec(imported.stdout)![1]!;
-    expect(imported.stdout).toMatch(/2 rows/);
+    expect(imported.stdout).toMatch(/^test set "cases.csv" \(\S+\), version 1: 2 rows$/m);
     const workflow = (await createWorkflow(h, 'cli-eval', { agent: template() })).revision.id;
     const evaluators = await file('evaluators.json', JSON.stringify([{ kind: 'exact_match' }]));
 
@@ -215,7 +236,7 @@ describe('agentd testsets and eval', () => {
 });
 
 describe('every client command', () => {
-  it.each([['invoke'], ['run-many'], ['testsets'], ['eval']])('%s --help prints its usage', async (command) => {
+  it.each([['invoke'], ['run-many'], ['testsets'], ['eval'], ['sessions'], ['workflows']])('%s --help prints its usage', async (command) => {
     const run = await agentd([command, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Usage:/);

@@ -58,8 +58,10 @@ describe('invoke by reference', () => {
     expect((await ranWith(refs({ workflow: { slug: 'bot' }, workflow_variant: { slug: 'default', version: '2' } }))).instructions).toContain('bot two');
   });
 
-  it('records the references and the revision that ran on the turn', async () => {
+  it('records the references and the revision that ran on the turn, and the reply says which ran', async () => {
     const { body } = await ranWith(refs({ workflow: { slug: 'bot' } }, { selector: { path: 'parameters.agent' } }));
+    expect(body.revision).toEqual({ id: bot.v2.id, slug: bot.v2.slug, version: 2, workflow: 'bot', variant: 'default' });
+    expect((await ranWith({ data: { parameters: { agent: { instructions: { agents_md: 'inline' } } } } })).body.revision).toBeUndefined();
     const turn = (await h.store.turns.listForSession(h.projectId, body.session_id, { limit: 1 }))[0]!;
     expect(turn.request).toMatchObject({
       references: { workflow: { slug: 'bot' } },

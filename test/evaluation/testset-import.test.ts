@@ -70,6 +70,14 @@ describe('parseCsv', () => {
     invalid(() => parseCsv('a,b\n"1"x,2\n'), 'CSV line 2', 'after a closing quote');
   });
 
+  it('reads the delimiter the header line uses: semicolons, tabs, pipes', () => {
+    expect(parseCsv('question;expected\n"a, b";1,5\n')).toEqual([{ question: 'a, b', expected: '1,5' }]);
+    expect(parseCsv('question\texpected\nx, y\t2\n')).toEqual([{ question: 'x, y', expected: '2' }]);
+    expect(parseCsv('question|expected\nx|3\n')).toEqual([{ question: 'x', expected: '3' }]);
+    // A delimiter given wins over the guess.
+    expect(parseCsv('a;b,c\n1;2,3\n', ',')).toEqual([{ 'a;b': '1;2', c: '3' }]);
+  });
+
   it('rejects duplicate and empty header names', () => {
     invalid(() => parseCsv('a,b,a\n1,2,3\n'), 'column "a" twice');
     invalid(() => parseCsv('a,,c\n1,2,3\n'), 'column 2 has no name');

@@ -78,7 +78,7 @@ describe('inspect', () => {
     const agent = { instructions: { agents_md: 'You are the stored bot.' }, llm: { provider: 'openai', model: 'fake-model' }, tools: [] };
     const created = await createWorkflow(h, 'inspected-bot', { agent }, { name: 'Inspected bot', description: 'Stored' });
     const body = await (await inspect({ references: { workflow: { slug: 'inspected-bot' } } })).json();
-    expect(body.revision).toMatchObject({ id: created.revision.id, slug: created.revision.slug, version: '1', name: 'Inspected bot', description: 'Stored' });
+    expect(body.revision).toMatchObject({ id: created.revision.id, slug: created.revision.slug, version: 1, name: 'Inspected bot', description: 'Stored' });
     expect(body.revision.data.parameters.agent).toMatchObject({ instructions: agent.instructions, tools: [], runner: { permissions: { default: 'allow_reads' } } });
     expect(body.revision.data.schemas.parameters.properties.agent['x-ag-type-ref']).toBe('agent-template');
     expect(body.request.references).toEqual({ workflow: { slug: 'inspected-bot' } });

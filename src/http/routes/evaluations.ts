@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit, TestsetQuery, type TestsetView } from '../../contract/evaluations.ts';
 import { ConfigSlug } from '../../contract/configs.ts';
 import type { RunService } from '../../evaluation/runs.ts';
-import { parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
+import { CSV_DELIMITERS, parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
 import type { TestsetService } from '../../evaluation/testsets.ts';
 import { AppError } from '../../errors.ts';
 import { allOf } from '../../objects.ts';
@@ -30,6 +30,8 @@ const ImportQuery = z.object({
   input: z.string().min(1).max(128).optional(),
   /** Commit the file as a new revision of this test set instead of creating one. */
   testset: Id.optional(),
+  /** A CSV file's column separator (`tab` names the tab); absent, the one its header line uses. */
+  delimiter: z.enum([...CSV_DELIMITERS, 'tab']).optional(),
 });
 
 const CSV = 'text/csv';
@@ -63,7 +65,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     if (typeof request.body !== 'string' || format === undefined) {
       throw new AppError('unsupported-media-type', `send the file as ${CSV} or ${JSONL.join(' / ')} (or say ?format=csv|jsonl)`);
     }
-    const rows = format === 'csv' ? parseCsv(request.body) : parseJsonl(request.body);
+    const rows = format === 'csv' ? parseCsv(request.body, query.delimiter === 'tab' ? '\t' : query.delimiter) : parseJsonl(request.body);
     const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
     const input = { slug: query.slug, name: query.name, data: { testcases } };
     return testsetReply(query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input));

@@ -132,6 +132,7 @@ async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, 
     span_id: turn.spanId,
     session_id: turn.sessionId,
     turn_id: turn.id,
+    ...(turn.revision ? { revision: turn.revision } : {}),
     data: { outputs },
   };
 }
