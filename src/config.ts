@@ -24,6 +24,8 @@ export interface Config {
   maxUploadBytes: number;
   debug: boolean;
   logLevel: string;
+  /** `json` lines, or `pretty` for a person reading a terminal (AGENTD_LOG_FORMAT; default: pretty when stdout is a terminal). */
+  logFormat: 'json' | 'pretty';
   shutdownGraceMs: number;
   /** How long a session's lease lives without renewal: a crashed process frees its sessions after this. */
   leaseTtlMs: number;
@@ -105,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     debug: flag(env, 'AGENTD_DEBUG'),
     logLevel: env.AGENTD_LOG_LEVEL ?? 'info',
+    logFormat: logFormat(env.AGENTD_LOG_FORMAT),
     shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
     leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
     maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
@@ -150,6 +153,12 @@ function defaultLlm(env: NodeJS.ProcessEnv): Config['defaultLlm'] {
   const chosen = env.AGENTD_DEFAULT_PROVIDER || env.AGENTD_DEFAULT_MODEL;
   if (!chosen && !PROVIDER_SETTINGS.some((name) => env[name])) return { provider: DEMO_PROVIDER, model: 'demo' };
   return { provider: env.AGENTD_DEFAULT_PROVIDER || 'openai', model: env.AGENTD_DEFAULT_MODEL || 'gpt-5-mini' };
+}
+
+function logFormat(raw: string | undefined): Config['logFormat'] {
+  if (raw === undefined || raw === '') return process.stdout.isTTY ? 'pretty' : 'json';
+  if (raw === 'json' || raw === 'pretty') return raw;
+  throw new Error(`AGENTD_LOG_FORMAT must be json or pretty, got "${raw}"`);
 }
 
 /** `https://app.example.com,http://localhost:3000`: each an origin as a browser sends it, or `*`. */

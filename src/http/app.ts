@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import pinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
@@ -60,6 +61,17 @@ export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'r
 
 const MAX_PARAM_LENGTH = 1024;
 
+/**
+ * Where log lines go: the test's capture, else stdout, as JSON lines, or, for a person at a
+ * terminal (AGENTD_LOG_FORMAT=pretty, the default when stdout is one), as pino-pretty's readable
+ * lines, written in the same thread and in order. Redaction happens before either.
+ */
+function logDestination(config: Config, capture: AppDeps['logStream']): { stream?: { write(line: string): void } } {
+  if (capture) return { stream: capture };
+  if (config.logFormat !== 'pretty') return {};
+  return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
+}
+
 /** Fastify's own errors for bad requests, mapped to the stable error types. */
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -86,7 +98,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
+    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...logDestination(config, deps.logStream) },
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
     // a valid id with a bare 414. Values up to this limit reach the routes, which check them.
@@ -158,8 +170,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   runs.attach(evaluations);
   app.decorate('evaluations', evaluations);
+  const stopFollowingRevocations = await deps.store.apiKeys.followRevocations();
   // A closed app runs no more cases; those in flight go back to pending for the next start.
   app.addHook('onClose', async () => {
+    await stopFollowingRevocations();
     await evaluations.drain();
     await turns.close();
     await spans?.close();

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { nowIso } from './columns.ts';
+import type { Notifications } from './notifications.ts';
 import type { ApiKeysTable, Database, Role } from './schema.ts';
 
 export interface CreatedApiKey {
@@ -28,6 +29,9 @@ export interface ApiKeyInfo {
   last_used_at: string | null;
 }
 
+/** Where a revoke is told to the other replicas (PostgreSQL), and heard from them. */
+const REVOKED = 'key_revoked';
+
 export interface ApiKeysOptions {
   /** Most verified keys remembered at once. */
   cacheSize?: number;
@@ -35,6 +39,8 @@ export interface ApiKeysOptions {
   cacheTtlMs?: number;
   /** Clock in ms, for tests. */
   now?: () => number;
+  /** PostgreSQL: a revoke here is told to every replica, whose caches forget the key at once. */
+  notifications?: Notifications | undefined;
 }
 
 const KEY_PREFIX = 'agd_';
@@ -129,9 +135,25 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
       .where('revoked_at', 'is', null);
     if (projectId !== undefined) query = query.where('project_id', '=', projectId);
     const row = await query.returning('key_hash').executeTakeFirst();
-    revocations += 1;
-    if (row) cache.delete(row.key_hash);
+    forget(row?.key_hash);
+    // The hash, not the key: it names the cache entry and is no secret.
+    if (row) await options.notifications?.send(REVOKED, row.key_hash);
     return row !== undefined;
+  }
+
+  function forget(hash: string | undefined): void {
+    revocations += 1;
+    if (hash) cache.delete(hash);
+  }
+
+  /**
+   * A server on PostgreSQL hears the revokes of the others, so a revoked key stops working on
+   * every replica within moments, not after the cache's TTL (which still bounds it should a
+   * message be lost while the listening connection reconnects). Resolves to the way to stop.
+   */
+  async function followRevocations(): Promise<() => Promise<void>> {
+    if (!options.notifications) return async () => {};
+    return options.notifications.listen(REVOKED, (hash) => forget(hash));
   }
 
   const infoColumns = ['id', 'project_id', 'role', 'key_prefix', 'created_at', 'revoked_at', 'last_used_at'] as const;
@@ -157,7 +179,7 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
     return row && toInfo(row);
   }
 
-  return { create, verify, revoke, list, get };
+  return { create, verify, revoke, list, get, followRevocations };
 }
 
 export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;

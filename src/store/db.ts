@@ -164,10 +164,11 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     throw new Error(`cannot open the database at ${location}: ${(error as Error).message}`, { cause: error });
   }
 
+  const notifications = engine.notifications(schema);
   return {
     db,
     projects: createProjectsRepo(db),
-    apiKeys: createApiKeysRepo(db, options.apiKeys),
+    apiKeys: createApiKeysRepo(db, { ...options.apiKeys, notifications }),
     sessions: createSessionsRepo(db),
     turns: createTurnsRepo(db),
     interactions: createInteractionsRepo(db),
@@ -176,7 +177,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     configs: createConfigsRepo(db, kind),
     evaluations: createEvaluationsRepo(db, kind),
     engine: kind,
-    notifications: engine.notifications(schema),
+    notifications,
     close: () => engine.close(),
   };
 }

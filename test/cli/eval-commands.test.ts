@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type AgentdClient } from '../../src/client/index.ts';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
 import { agentdCommand } from '../support/child-server.ts';
 import { startHarness, template, type Harness } from '../support/harness.ts';
-import { agentdInTerminal } from '../support/terminal.ts';
+import { agentdInTerminal, hasTmux } from '../support/terminal.ts';
 
 /**
  * `agentd eval show --cases`, `compare`, `stop`, and `run` by application, variant or environment;
@@ -27,14 +26,6 @@ let env: Record<string, string>;
 let testset: string;
 let runA: string;
 let runB: string;
-const tmux = (() => {
-  try {
-    execFileSync('tmux', ['-V']);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 const evaluators = [{ kind: 'exact_match' as const, column: 'expected' }];
 
@@ -133,7 +124,7 @@ describe('agentd eval run by application, and stop', () => {
   });
 });
 
-describe.runIf(tmux)('in a terminal', () => {
+describe.runIf(hasTmux())('in a terminal', () => {
   it.each([60, 120])('fits the case table and the comparison in %i columns', async (columns) => {
     for (const args of [['eval', 'show', runA, '--cases'], ['eval', 'compare', runA, runB]]) {
       const term = await agentdInTerminal(args, env, columns);

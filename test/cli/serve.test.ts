@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
 import { firstStartCredentials, runAgentd, startServe } from '../support/child-server.ts';
+import { agentdInTerminal, hasTmux } from '../support/terminal.ts';
 
 let model: FakeModelServer;
 let dataDir: string;
@@ -136,5 +137,23 @@ describe('agentd serve', () => {
     expect(logs).not.toContain('sk-secret-in-request-1234');
     expect(logs).not.toContain('cred-secret-abcdef');
     expect(logs).not.toContain('sk-serve-test-key');
+  });
+});
+
+describe.runIf(hasTmux())('agentd serve at a terminal', () => {
+  it('logs readable lines, not JSON, with credentials still redacted', async () => {
+    await freshEnv();
+    const term = await agentdInTerminal(['serve', '--port', '0'], { ...env, AGENTD_LOG_LEVEL: 'info' }, 160);
+    try {
+      const screen = await term.waitFor(/agentd is listening\n/);
+      const url = /console (http:\/\/\S+)\//.exec(screen)![1]!;
+      await fetch(`${url}/api/sessions`, { headers: { authorization: 'ApiKey agd_not-a-real-key-but-secret' } });
+      const after = await term.waitFor(/INFO.*request completed/);
+      expect(after).toMatch(/INFO.*agentd is listening/);
+      expect(after).not.toMatch(/^\{"level"/m);
+      expect(after).not.toContain('not-a-real-key-but-secret');
+    } finally {
+      await term.close();
+    }
   });
 });

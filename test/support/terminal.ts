@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { AGENTD_BIN } from './child-server.ts';
 
@@ -8,6 +8,16 @@ import { AGENTD_BIN } from './child-server.ts';
  */
 
 const run = promisify(execFile);
+
+/** Whether tmux is here (`.ci/run` installs it); the tests that need it are skipped without it. */
+export function hasTmux(): boolean {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 let count = 0;
 
 export interface Terminal {
