@@ -1,7 +1,7 @@
 import type { AgentdClient } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, numberFlag, remoteClient } from './remote.ts';
-import { terminalWidth, textTable } from './text-table.ts';
+import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage: agentd sessions list [options]
        agentd sessions show SESSION [options]
@@ -22,8 +22,8 @@ ${CONNECTION_HELP}`;
 type Usage = { input: number; output: number; total: number; cost?: number | undefined } | undefined;
 
 const usageCell = (usage: Usage) => (usage ? `${usage.total}${usage.cost !== undefined ? ` $${usage.cost.toFixed(4)}` : ''}` : '');
-/** Times as the server sends them, to the second: a table has no room for milliseconds. */
-const when = (iso: string | undefined) => (iso ? iso.slice(0, 19).replace('T', ' ') : '');
+/** Times as the server sends them (UTC), to the minute: a table has no room for more. */
+const when = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace('T', ' ') : '');
 
 async function list(client: AgentdClient, values: { prefix?: string | undefined; pending?: boolean | undefined; live?: boolean | undefined; limit?: string | undefined; json?: boolean | undefined }): Promise<void> {
   if (values.pending && values.live) throw new CliError('--pending and --live each narrow the list; give one');
@@ -45,7 +45,7 @@ async function list(client: AgentdClient, values: { prefix?: string | undefined;
     const turn = s.live_turn ? 'running' : s.last_turn ? [s.last_turn.status, s.last_turn.stop_reason].filter(Boolean).join(' / ') : '';
     rows.push([s.id, when(s.updated_at), turn, s.pending_interactions ? String(s.pending_interactions) : '', usageCell(s.last_turn?.usage)]);
   }
-  process.stdout.write(textTable(rows, { right: [3, 4], width: terminalWidth(), shrink: [0] }));
+  process.stdout.write(textTable(rows, { right: [3, 4], width: terminalWidth(), shrink: [0, 2] }));
   if (reply.next) process.stdout.write(`more sessions follow; narrow with --prefix, or raise --limit\n`);
 }
 
@@ -58,12 +58,12 @@ async function show(client: AgentdClient, sessionId: string, values: { limit?: s
     process.stdout.write(`${JSON.stringify({ ...session, pending_interactions: pending.interactions }, null, 2)}\n`);
     return;
   }
-  const out = [`session ${session.session.id}: created ${when(session.session.created_at)}, last used ${when(session.session.updated_at)}`];
-  if (session.live_turn) out.push(`running turn ${session.live_turn.id} since ${when(session.live_turn.started_at)}`);
-  process.stdout.write(`${out.join('\n')}\n\n`);
+  const out = [`session ${session.session.id}`, `  created ${when(session.session.created_at)} · last used ${when(session.session.updated_at)}`];
+  if (session.live_turn) out.push(`  running turn ${session.live_turn.id} since ${when(session.live_turn.started_at)}`);
+  process.stdout.write(`${out.map((line) => fitLine(line, terminalWidth())).join('\n')}\n\n`);
   const rows = [['turn', 'started', 'status', 'stop reason', 'tokens']];
   for (const t of session.turns) rows.push([t.id, when(t.started_at), t.status, t.stop_reason ?? '', usageCell(t.usage)]);
-  process.stdout.write(session.turns.length ? textTable(rows, { right: [4], width: terminalWidth(), shrink: [0] }) : 'no turns\n');
+  process.stdout.write(session.turns.length ? textTable(rows, { right: [4], width: terminalWidth(), shrink: [0, 3] }) : 'no turns\n');
   if (session.next) process.stdout.write('older turns follow; raise --limit to see them\n');
   if (pending.interactions.length) {
     process.stdout.write('\nwaiting for an answer:\n');

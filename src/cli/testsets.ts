@@ -3,7 +3,7 @@ import path from 'node:path';
 import { asText, type AgentdClient } from '../client/index.ts';
 import { parseCommand } from './args.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
-import { terminalWidth, textTable } from './text-table.ts';
+import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage:
   agentd testsets import FILE [options]
@@ -21,7 +21,7 @@ import  Creates a test set from a CSV or JSONL file (by its extension, or --form
           --slug SLUG          its slug
           --input COLUMN       the text column to turn into the user message
           --testset ID         commit the file as a new revision of this test set instead
-list    The project's test sets: name, slug, rows, version, revision id.
+list    The project's test sets: name (slug), rows, version, revision id.
 show    One test set's rows (ID: a test set's id or slug, or a revision id).
   --json  print the server's reply as JSON
 
@@ -76,9 +76,10 @@ async function list(client: AgentdClient, values: Values): Promise<void> {
   const reply = await client.testsets.list();
   if (values.json) return void process.stdout.write(`${JSON.stringify(reply)}\n`);
   if (!reply.testsets.length) return void process.stdout.write('no test sets; make one with agentd testsets import FILE\n');
-  const rows = [['name', 'slug', 'rows', 'version', 'revision id']];
-  for (const t of reply.testsets) rows.push([t.name ?? t.slug, t.slug, String(t.data.testcase_ids.length), String(t.version), t.revision_id]);
-  process.stdout.write(textTable(rows, { right: [2, 3], width: terminalWidth(), shrink: [0, 1] }));
+  // The revision id is what `eval run --testset` takes: it stays whole, the name gives up room.
+  const rows = [['test set', 'rows', 'ver', 'revision id']];
+  for (const t of reply.testsets) rows.push([t.name && t.name !== t.slug ? `${t.name} (${t.slug})` : t.slug, String(t.data.testcase_ids.length), String(t.version), t.revision_id]);
+  process.stdout.write(textTable(rows, { right: [1, 2], width: terminalWidth(), shrink: [0] }));
 }
 
 async function show(client: AgentdClient, id: string | undefined, values: Values): Promise<void> {
@@ -89,10 +90,11 @@ async function show(client: AgentdClient, id: string | undefined, values: Values
   const cases = testset.data.testcases ?? [];
   // The conversation is what a run sends; the other columns are what evaluators read.
   const columns = [...new Set(cases.flatMap((row) => Object.keys(row.data)))].filter((c) => c !== 'messages');
-  process.stdout.write(`test set "${testset.name ?? testset.slug}", version ${testset.version}, ${cases.length} rows (revision ${testset.revision_id})\n\n`);
+  const width = terminalWidth();
+  process.stdout.write(`${fitLine(`test set "${testset.name ?? testset.slug}", version ${testset.version}, ${cases.length} rows`, width)}\n${fitLine(`revision ${testset.revision_id}`, width)}\n\n`);
   const rows = [['#', 'messages', ...columns]];
   cases.forEach((row, i) => rows.push([String(i + 1), asText(row.data.messages), ...columns.map((c) => asText(row.data[c]))]));
-  process.stdout.write(textTable(rows, { right: [0], width: terminalWidth(), shrink: rows[0]!.map((_, i) => i).slice(1) }));
+  process.stdout.write(textTable(rows, { right: [0], width, shrink: rows[0]!.map((_, i) => i).slice(1) }));
 }
 
 export async function testsetsCommand(argv: string[]): Promise<number> {

@@ -21,13 +21,13 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
       over--;
     }
   }
-  const cut = (cell: string, width: number) => (cell.length > width ? `${cell.slice(0, width - 1)}…` : cell);
+
   return (
     flat
       .map((row) =>
         row
           .map((cell, column) => {
-            const fitted = cut(cell, widths[column]!);
+            const fitted = fitLine(cell, widths[column]!);
             return right.has(column) ? fitted.padStart(widths[column]!) : fitted.padEnd(widths[column]!);
           })
           .join('  ')
@@ -37,5 +37,12 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
   );
 }
 
-/** The terminal's width when output goes to one; undefined for a file or a pipe, which keep whole lines. */
-export const terminalWidth = (): number | undefined => (process.stdout.isTTY ? process.stdout.columns : undefined);
+/**
+ * The room a line has when output goes to a terminal: one less than its width, since a line that
+ * fills the last column leaves the cursor waiting to wrap, and some terminals then wrap the next
+ * line onto it. Undefined for a file or a pipe, which keep whole lines.
+ */
+export const terminalWidth = (): number | undefined => (process.stdout.isTTY ? process.stdout.columns - 1 : undefined);
+
+/** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
+export const fitLine = (line: string, width: number | undefined): string => (width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line);

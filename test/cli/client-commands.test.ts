@@ -178,8 +178,8 @@ describe('agentd testsets', () => {
 
     const listed = await agentd(['testsets', 'list']);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^name\s+slug\s+rows\s+version\s+revision id$/m);
-    expect(listed.stdout).toMatch(/^semicolons\s+\S+\s+1\s+1\s+\S+$/m);
+    expect(listed.stdout).toMatch(/^test set\s+rows\s+ver\s+revision id$/m);
+    expect(listed.stdout).toMatch(/^semicolons \(\S+\)\s+1\s+1\s+\S+$/m);
     const shown = await agentd(['testsets', 'show', /revision id: (\S+)/.exec(semicolons.stdout)![1]!]);
     expect(shown.stdout).toMatch(/^test set "semicolons", version 1, 1 rows/);
     expect(shown.stdout).toMatch(/^1\s+\[\{"role":"user","content":"one, two"\}\]\s+one, two\s+1,5$/m);

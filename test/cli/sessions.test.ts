@@ -37,7 +37,7 @@ describe('agentd sessions', () => {
   it('shows one session: its turns and the interaction waiting for an answer', async () => {
     const run = await agentd(['sessions', 'show', 'cli-s-paused-with-a-rather-long-name']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^session cli-s-paused-with-a-rather-long-name: created /);
+    expect(run.stdout).toMatch(/^session cli-s-paused-with-a-rather-long-name\n {2}created \S+ \S+ · last used /);
     expect(run.stdout).toMatch(/paused\s+paused/);
     expect(run.stdout).toMatch(/waiting for an answer:\n.*\n\S+\s+user_approval\s+write\s+\{"path":"a.txt","content":"x"\}/);
   });

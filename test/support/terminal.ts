@@ -23,7 +23,7 @@ let count = 0;
 export interface Terminal {
   /** Keys as tmux names them: text, `Enter`, `C-c`. */
   send(...keys: string[]): Promise<void>;
-  /** The screen, each wrapped line joined back into the one the program wrote. */
+  /** Everything the program wrote, each wrapped line joined back into the one it wrote. */
   screen(): Promise<string>;
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
   close(): Promise<void>;
@@ -33,9 +33,10 @@ export async function agentdInTerminal(args: string[], env: Record<string, strin
   const socket = `agentd-test-${process.pid}-${++count}`;
   const tmux = (...a: string[]) => run('tmux', ['-L', socket, ...a]);
   const vars = Object.entries(env).flatMap(([name, value]) => ['-e', `${name}=${value}`]);
-  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'main', '-x', String(columns), '-y', String(rows), ...vars, '--', process.execPath, AGENTD_BIN, ...args);
-  await tmux('set-option', '-t', 'main', 'remain-on-exit', 'on');
-  const screen = async () => (await tmux('capture-pane', '-p', '-J', '-t', 'main')).stdout;
+  // One tmux command line, so the pane stays after a quick command ends: its output is the point.
+  await tmux('-f', '/dev/null', 'start-server', ';', 'set-option', '-g', 'remain-on-exit', 'on', ';', 'new-session', '-d', '-s', 'main', '-x', String(columns), '-y', String(rows), ...vars, '--', process.execPath, AGENTD_BIN, ...args);
+  // From the start of the history: the first lines may have scrolled up while the pane took its size.
+  const screen = async () => (await tmux('capture-pane', '-p', '-J', '-S', '-', '-t', 'main')).stdout;
   return {
     send: async (...keys) => void (await tmux('send-keys', '-t', 'main', ...keys)),
     screen,
