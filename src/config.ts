@@ -55,6 +55,11 @@ export interface Config {
   prices: PriceTable;
   /** Origins whose browser pages may call the API (AGENTD_CORS_ORIGINS): a list, `*` for any, unset for none. */
   corsOrigins: string[] | '*' | undefined;
+  /**
+   * `GET /metrics`: off (the default), behind a bearer token (AGENTD_METRICS_TOKEN), or open to
+   * whoever reaches the server (AGENTD_METRICS=open, for a network of your own).
+   */
+  metrics: { token: string } | 'open' | undefined;
   /** Where turns' spans go (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none are exported. */
   otlp: OtlpSettings | undefined;
   env: NodeJS.ProcessEnv;
@@ -129,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
     prices: json(env, 'AGENTD_PRICES', {}),
     corsOrigins: corsOrigins(env.AGENTD_CORS_ORIGINS),
+    metrics: metricsAccess(env),
     otlp: otlpSettings(env),
     env,
   };
@@ -153,6 +159,17 @@ function defaultLlm(env: NodeJS.ProcessEnv): Config['defaultLlm'] {
   const chosen = env.AGENTD_DEFAULT_PROVIDER || env.AGENTD_DEFAULT_MODEL;
   if (!chosen && !PROVIDER_SETTINGS.some((name) => env[name])) return { provider: DEMO_PROVIDER, model: 'demo' };
   return { provider: env.AGENTD_DEFAULT_PROVIDER || 'openai', model: env.AGENTD_DEFAULT_MODEL || 'gpt-5-mini' };
+}
+
+function metricsAccess(env: NodeJS.ProcessEnv): Config['metrics'] {
+  const token = env.AGENTD_METRICS_TOKEN?.trim();
+  const mode = (env.AGENTD_METRICS ?? '').trim().toLowerCase();
+  if (!['', 'off', 'open'].includes(mode)) throw new Error(`AGENTD_METRICS must be off or open, got "${env.AGENTD_METRICS}"; to require a token set AGENTD_METRICS_TOKEN instead`);
+  if (token) {
+    if (token.length < 16) throw new Error('AGENTD_METRICS_TOKEN must be at least 16 characters: it is all that guards the metrics');
+    return { token };
+  }
+  return mode === 'open' ? 'open' : undefined;
 }
 
 function logFormat(raw: string | undefined): Config['logFormat'] {

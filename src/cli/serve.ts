@@ -90,6 +90,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
+      app.draining = true;
       app.log.info({ signal, grace_ms: config.shutdownGraceMs }, 'stopping: no new requests; live turns get the grace period');
       resolve();
     };

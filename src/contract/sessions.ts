@@ -31,6 +31,12 @@ export const SessionView = z.object({
 });
 export type SessionView = z.infer<typeof SessionView>;
 
+/**
+ * Evaluation cases run each attempt in a session of its own, named with this prefix; listings of
+ * the project's sessions leave them out (a run's results name them).
+ */
+export const EVALUATION_SESSION_PREFIX = 'eval:';
+
 /** One session in a listing: when it was made and last used, and what it needs now. */
 export const SessionSummary = z.object({
   id: z.string(),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
+import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
 import type { Message } from '../contract/messages.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
 import { retryAfterMs } from '../client/errors.ts';
@@ -7,6 +8,7 @@ import { AppError, isAppError } from '../errors.ts';
 import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
+import type { ServiceMetrics } from '../telemetry/metrics.ts';
 import type { ResultError, ResultRecord, ResultUpdate, RunRecord } from '../store/evaluations.ts';
 import { evaluate, type Complete } from './evaluators.ts';
 import { runMetrics } from './metrics.ts';
@@ -44,6 +46,8 @@ export interface EngineDeps {
   prepare(run: EvaluationRun): Promise<PreparedRun>;
   complete?: Complete | undefined;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** The operator's metrics, when `/metrics` is on. */
+  metrics?: ServiceMetrics | undefined;
 }
 
 /** Errors that would fail again the same way: retrying them only burns the provider's quota. */
@@ -71,6 +75,13 @@ export class EvaluationEngine {
 
   constructor(deps: EngineDeps) {
     this.deps = deps;
+  }
+
+  /** Evaluation cases this process runs now, across its runs. */
+  inFlight(): number {
+    let count = 0;
+    for (const driver of this.drivers.values()) count += driver.inFlight;
+    return count;
   }
 
   /** Starts driving a run in this process (a no-op when it already is). */
@@ -177,6 +188,11 @@ class RunDriver {
     this.holder = holder;
     this.startedAt = run.started_at ?? new Date().toISOString();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** Cases of this run running in this process now. */
+  get inFlight(): number {
+    return this.turns.size;
   }
 
   abort(reason: Error): void {
@@ -293,7 +309,7 @@ class RunDriver {
     const started = performance.now();
     // Unique per try, so a case taken over from a dead replica never meets that replica's session,
     // and told to nobody before the case ends: the turn runs in a private session (no lease).
-    const sessionId = `eval:${result.id}:${number}:${randomUUID().slice(0, 8)}`;
+    const sessionId = `${EVALUATION_SESSION_PREFIX}${result.id}:${number}:${randomUUID().slice(0, 8)}`;
     let turn: LiveTurn | undefined;
     let error: AppError | undefined;
     let folded: Awaited<LiveTurn['done']> | undefined;
@@ -342,7 +358,9 @@ class RunDriver {
     const attempts = [...result.attempts, attempt];
     const ids = { trace_id: turn?.traceId ?? null, session_id: turn ? sessionId : null };
 
+    const { metrics } = this.deps;
     if (error === undefined && folded) {
+      metrics?.caseAttempt('success');
       const testcase = prepared.testcases.get(result.testcase_id) ?? {};
       const scores: EvaluatorScore[] = [];
       for (const { name, spec: evaluator } of spec.evaluators) scores.push(await evaluate(evaluator, name, { messages: folded.messages, testcase }, this.deps.complete));
@@ -360,6 +378,7 @@ class RunDriver {
       return;
     }
     if (stopped) {
+      metrics?.caseAttempt('cancelled');
       // Stopped: cancelled for good; drained: runs again after the restart.
       await this.write(result.id, { status: reason === DRAINING ? 'pending' : 'cancelled', attempts, ...ids });
       return;
@@ -367,10 +386,12 @@ class RunDriver {
     const failure = error!;
     const failures = attempts.filter((a) => a.status === 'failure' && a.started_at >= this.startedAt).length;
     if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
+      metrics?.caseAttempt('retry');
       const delay = Math.max(spec.concurrency.retry_delay * 1000, waitAsked(failure));
       await this.write(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
       return;
     }
+    metrics?.caseAttempt('failure');
     await this.write(result.id, { status: 'failure', attempts, error: toResultError(failure), duration_ms: duration, tokens: folded?.usage?.total ?? null, cost: folded?.usage?.cost ?? null, ...ids });
   }
 }

@@ -5,7 +5,9 @@ import pinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { ServiceMetrics } from '../telemetry/metrics.ts';
 import { OtlpExporter } from '../telemetry/otlp.ts';
+import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
 import { clientErrorHandler, discardUnreadBody } from './client-errors.ts';
@@ -36,6 +38,8 @@ declare module 'fastify' {
     turns: TurnService;
     interactions: InteractionService;
     evaluations: EvaluationEngine;
+    /** Set when the server begins to stop: `/ready` then fails, so a load balancer sends no more. */
+    draining: boolean;
   }
   interface FastifyRequest {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
@@ -153,13 +157,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const spans = config.otlp ? new OtlpExporter(config.otlp, app.log) : undefined;
-  const turns = new TurnService({ store: deps.store, config, log: app.log, spans });
+  // Its sources read the services made just below, when scraped.
+  const metrics: ServiceMetrics | undefined = config.metrics
+    ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight() }, deps.store.engine)
+    : undefined;
+  deps.store.timeQueries(metrics && ((ms) => metrics.query(deps.store.engine, ms)));
+  const turns: TurnService = new TurnService({ store: deps.store, config, log: app.log, spans, metrics });
   app.decorate('turns', turns);
   const interactions = new InteractionService({ store: deps.store, turns, log: app.log });
   app.decorate('interactions', interactions);
   const testsets = new TestsetService(deps.store.configs);
   const runs = new RunService({ store: deps.store, config, testsets });
-  const evaluations = new EvaluationEngine({
+  const evaluations: EvaluationEngine = new EvaluationEngine({
     store: deps.store,
     turns,
     claimTtlMs: config.leaseTtlMs,
@@ -167,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     prepare: (run) => runs.prepare(run),
     complete: judgeModel(config),
     log: app.log,
+    metrics,
   });
   runs.attach(evaluations);
   app.decorate('evaluations', evaluations);
@@ -210,7 +220,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       .send(errorEnvelope(new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), {}, false));
   });
 
+  // Liveness: the process answers. Readiness: it should get traffic (the database answers, its
+  // migrations are applied, and it is not stopping).
   app.get('/health', async () => ({ status: 'ok' }));
+  app.decorate('draining', false);
+  app.get('/ready', async (_request, reply) => {
+    const reason = app.draining ? 'the server is stopping: it lets its live turns end and takes no new work' : await deps.store.unreadiness();
+    return reason ? reply.code(503).send({ status: 'not ready', reason }) : { status: 'ready' };
+  });
+  if (metrics && config.metrics) await app.register(metricsRoute, { metrics, access: config.metrics });
   // Built once: the schemas do not change while the server runs.
   const openapi = openApiDocument(VERSION);
   app.get('/openapi.json', async () => openapi);

@@ -16,6 +16,7 @@ import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
+import type { ServiceMetrics, TurnMetrics } from '../telemetry/metrics.ts';
 import type { OtlpExporter } from '../telemetry/otlp.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { TurnSpan } from '../telemetry/turn-span.ts';
@@ -38,6 +39,8 @@ export interface TurnServiceDeps {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** Where each turn's span goes, when OpenTelemetry export is configured. */
   spans?: OtlpExporter | undefined;
+  /** The operator's metrics, when `/metrics` is on. */
+  metrics?: ServiceMetrics | undefined;
 }
 
 /**
@@ -361,7 +364,8 @@ export class TurnService {
             },
           })
         : undefined;
-    const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span };
+    const metrics = this.deps.metrics?.turn(harness ? template.harness.kind : 'agentd', template.llm.provider ?? 'unknown');
+    const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span, metrics };
     const deadline = setTimeout(() => {
       turn.controller.abort(new AppError('turn-timeout', `the turn ran longer than ${config.turnTimeoutMs} ms (AGENTD_TURN_TIMEOUT_MS) and was stopped`));
     }, config.turnTimeoutMs);
@@ -376,12 +380,13 @@ export class TurnService {
   }
 
   private async drive(turn: LiveTurn, events: AsyncGenerator<AgentEvent>, how: DriveOptions): Promise<void> {
-    const { redact, redactEvent, state, unrecorded, span } = how;
+    const { redact, redactEvent, state, unrecorded, span, metrics } = how;
     const { store, log } = this.deps;
     const folder = new TurnFolder();
     const emit = (event: AgentEvent) => {
       folder.push(event);
       span?.event(event);
+      metrics?.event(event);
       turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
@@ -451,6 +456,7 @@ export class TurnService {
       await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
     }
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
+    metrics?.end(status, turn.failure);
     this.live.delete(turn.id);
     turn.finish(folded);
   }
@@ -548,6 +554,7 @@ interface DriveOptions {
   /** A private session's turn, recorded only now that it ends; otherwise it is already, and leased. */
   unrecorded: NewTurn | undefined;
   span: TurnSpan | undefined;
+  metrics: TurnMetrics | undefined;
 }
 
 /** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
@@ -10,7 +10,7 @@ import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
 import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
-import { migrateToLatest } from './migrate.ts';
+import { createMigrator, migrateToLatest } from './migrate.ts';
 import { channelPrefix, createPgNotifications, type Notifications } from './notifications.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import type { Database } from './schema.ts';
@@ -34,6 +34,10 @@ export interface Store {
   engine: 'sqlite' | 'postgres';
   /** PostgreSQL: messages between the replicas. SQLite has one server and nobody to tell. */
   notifications: Notifications | undefined;
+  /** Why this process should not take traffic (the database cannot be reached, migrations not applied); undefined when it may. */
+  unreadiness(): Promise<string | undefined>;
+  /** Hears how long each statement took (ms), for the metrics; one listener, the last set. */
+  timeQueries(listener: ((ms: number) => void) | undefined): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +67,9 @@ export function refusedValue(error: unknown): AppError | undefined {
 }
 
 const MEMORY = ':memory:';
+
+/** How long a readiness probe waits for the database. */
+const READINESS_TIMEOUT_MS = 2_000;
 
 export const isPostgresUrl = (url: string | undefined): url is string => url !== undefined && /^postgres(ql)?:/i.test(url);
 
@@ -103,8 +110,18 @@ function redactUrl(url: string): string {
   }
 }
 
+/** Kysely's query log as a hook the metrics set later: statements are timed only while one listens. */
+function queryTimer() {
+  let listener: ((ms: number) => void) | undefined;
+  return {
+    log: (event: LogEvent) => listener?.(event.queryDurationMillis),
+    set: (next: ((ms: number) => void) | undefined) => void (listener = next),
+  };
+}
+
 interface Engine {
   db: Kysely<Database>;
+  timer: ReturnType<typeof queryTimer>;
   /** PostgreSQL: the schema the tables live in (the first of the connection's search_path). */
   schema(): Promise<string | undefined>;
   notifications(schema: string | undefined): Notifications | undefined;
@@ -115,10 +132,12 @@ function openPostgres(url: string, poolSize: number | undefined): Engine {
   const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const timer = queryTimer();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: timer.log });
   let notifications: Notifications | undefined;
   return {
     db,
+    timer,
     schema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
     notifications: (schema) => (notifications = createPgNotifications({ connectionString: url, pool, prefix: channelPrefix(schema ?? 'public') })),
     close: async () => {
@@ -131,10 +150,12 @@ function openPostgres(url: string, poolSize: number | undefined): Engine {
 function openSqlite(location: string): Engine {
   if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
   const sqlite = openSqliteDatabase(location);
-  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite) });
+  const timer = queryTimer();
+  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite), log: timer.log });
   const stopCheckpoints = checkpointInBackground(sqlite, location);
   return {
     db,
+    timer,
     schema: async () => undefined,
     notifications: () => undefined,
     close: async () => {
@@ -178,6 +199,22 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     evaluations: createEvaluationsRepo(db, kind),
     engine: kind,
     notifications,
+    async unreadiness() {
+      let timer: NodeJS.Timeout | undefined;
+      // A database that does not answer at all (a pool waiting for a connection) must not hang the probe.
+      const silent = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+      });
+      try {
+        const pending = (await Promise.race([createMigrator(db, schema).getMigrations(), silent])).filter((m) => m.executedAt === undefined).map((m) => m.name);
+        return pending.length ? `the database lacks migrations ${pending.join(', ')}: restart a server of this version to apply them` : undefined;
+      } catch (error) {
+        return `the database cannot be reached: ${(error as Error).message}`;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    timeQueries: (listener) => engine.timer.set(listener),
     close: () => engine.close(),
   };
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { InteractionKind } from '../contract/events.ts';
 import type { InteractionQuery } from '../contract/interactions.ts';
 import { fromJson, nowIso, toJson } from './columns.ts';
@@ -150,6 +150,19 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return new Map(rows.map((row) => [row.session_id, Number(row.n)]));
   }
 
+  /** Interactions waiting for an answer in every project, and the sessions they are in: the operator's gauges. */
+  async function waitingCounts(): Promise<{ interactions: number; sessions: number }> {
+    const row = await db
+      .selectFrom('interactions')
+      .select((eb) => [
+        eb.fn.countAll<number | string | bigint>().as('interactions'),
+        eb.fn.count<number | string | bigint>(sql`project_id || ':' || session_id`).distinct().as('sessions'),
+      ])
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
+    return { interactions: Number(row.interactions), sessions: Number(row.sessions) };
+  }
+
   /** Oldest first (the order the turns asked them in) unless `order` is descending; every filter given must match. */
   async function query(projectId: string, filters: InteractionFilters, page: PageRequest): Promise<Page<InteractionRecord>> {
     const limit = pageSize(page.limit);
@@ -260,7 +273,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
     return Number(result.numUpdatedRows);
   }
 
-  return { create, get, ofToolCalls, listPending, pendingCounts, query, listByStatus, transition, transitionAll, cancelPending };
+  return { create, get, ofToolCalls, listPending, pendingCounts, waitingCounts, query, listByStatus, transition, transitionAll, cancelPending };
 }
 
 export type InteractionsRepo = ReturnType<typeof createInteractionsRepo>;

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
 import { nowIso } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database } from './schema.ts';
@@ -44,12 +45,16 @@ export function createSessionsRepo(db: Kysely<Database>) {
   }
 
   /**
-   * A project's sessions, most recently used first, by keyset cursor. A session used while the
+   * A project's sessions, most recently used first, by keyset cursor, evaluation cases' left out. A session used while the
    * caller pages moves to the front: it may then be missed by the later pages, never repeated.
    */
   async function list(projectId: string, page: PageRequest, filter: SessionFilter = {}): Promise<Page<SessionRecord>> {
     const limit = pageSize(page.limit);
-    let query = db.selectFrom('sessions').selectAll().where('project_id', '=', projectId);
+    let query = db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where((eb) => eb(eb.fn('substr', ['id', eb.lit(1), eb.lit(EVALUATION_SESSION_PREFIX.length)]), '<>', EVALUATION_SESSION_PREFIX));
     if (filter.idPrefix) {
       const prefix = filter.idPrefix;
       query = query.where((eb) => eb(eb.fn('substr', ['id', eb.lit(1), eb.val(prefix.length)]), '=', prefix));

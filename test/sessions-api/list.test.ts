@@ -94,6 +94,18 @@ describe('listing sessions', () => {
     expect((await page({ id_prefix: 'mine-' }, await viewerOf(h))).sessions.map((s) => s.id)).toEqual(['mine-1']);
   });
 
+  it('leaves out the sessions of evaluation cases, which their run\'s results name', async () => {
+    const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
+    const testset = (await client.testsets.create({ data: { testcases: [{ data: { messages: [{ role: 'user', content: 'case' }] } }] } })).revision_id;
+    h.model.script({ text: 'answer' });
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [testset], application_steps: ['agenta:builtin:agent:v0'] } });
+    for (let i = 0; i < 200 && ['pending', 'running'].includes((await client.evaluations.get(evaluation.id)).evaluation.data.status); i++) await new Promise((r) => setTimeout(r, 25));
+    const [result] = (await client.evaluations.results({ result: { run_id: evaluation.id } })).results;
+    expect(result!.session_id).toMatch(/^eval:/);
+    expect((await client.sessions.get(result!.session_id!)).turns).toHaveLength(1);
+    expect((await page({ id_prefix: 'eval' })).sessions).toEqual([]);
+  });
+
   it('is in the client: filters and paging by name', async () => {
     const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
     h.model.script({ text: 'ok' });

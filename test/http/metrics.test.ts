@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { openStore } from '../../src/store/db.ts';
+import { builtin, expectError, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
+import { createClient } from '../../src/client/index.ts';
+
+/** `GET /metrics` (Prometheus, behind its own token) and `/ready`. */
+
+const TOKEN = 'metrics-token-of-the-operator';
+
+/** One sample's value: `name{labels} value`, the labels given matching in any order. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = Object.fromEntries((match[2] ?? '').split(',').filter(Boolean).map((pair) => pair.split('=').map((part) => part.replace(/^"|"$/g, '')) as [string, string]));
+    if (Object.entries(labels).every(([key, value]) => have[key] === value)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+describe('metrics', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ env: { AGENTD_METRICS_TOKEN: TOKEN } });
+  });
+  afterAll(async () => h.close());
+  const scrape = async () => {
+    const res = await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    return res.text();
+  };
+
+  it('needs its own token, not an API key', async () => {
+    await expectError(await fetch(`${h.url}/metrics`), 401, 'unauthenticated', /Bearer/);
+    await expectError(await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}x` } }), 401, 'unauthenticated');
+    await expectError(await fetch(`${h.url}/metrics`, { headers: { authorization: `ApiKey ${h.apiKey}` } }), 401, 'unauthenticated');
+  });
+
+  it('counts turns by outcome, times them and their model calls, and counts what waits for a human', async () => {
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'm.txt', content: 'x' } }] }, { text: 'done' }]);
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write' }], template({ tools: [builtin('write')] }))));
+    h.model.script({ toolCalls: [{ name: 'write', input: { path: 'p.txt', content: 'x' } }] });
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write, but ask' }], template({ tools: [builtin('write')], mode: 'ask' }), { session_id: 'metrics-paused' })));
+    const text = await scrape();
+    expect(sample(text, 'agentd_turns_started_total', { harness: 'agentd' })).toBe(2);
+    expect(sample(text, 'agentd_turns_finished_total', { harness: 'agentd', outcome: 'completed' })).toBe(1);
+    expect(sample(text, 'agentd_turns_finished_total', { harness: 'agentd', outcome: 'paused' })).toBe(1);
+    expect(sample(text, 'agentd_turn_duration_seconds_count', { outcome: 'completed' })).toBe(1);
+    // The completed turn asked the model twice (before and after its tool), the paused one once.
+    expect(sample(text, 'agentd_model_call_duration_seconds_count', { provider: 'openai', outcome: 'ok' })).toBe(3);
+    expect(sample(text, 'agentd_pending_interactions')).toBe(1);
+    expect(sample(text, 'agentd_paused_sessions')).toBe(1);
+    expect(sample(text, 'agentd_live_turns')).toBe(0);
+    expect(sample(text, 'agentd_store_query_duration_seconds_count', { engine: h.store.engine })).toBeGreaterThan(5);
+    expect(sample(text, 'agentd_event_loop_utilization')).toBeGreaterThan(0);
+    expect(sample(text, 'nodejs_eventloop_lag_seconds')).toBeDefined();
+    // Every sample says which replica it comes from.
+    expect(text).toMatch(/agentd_live_turns\{replica="[^"]+:\d+"\} 0/);
+  });
+
+  it('counts evaluation case attempts and their retries', async () => {
+    const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
+    const testset = (await client.testsets.create({ data: { testcases: [{ data: { messages: [{ role: 'user', content: 'one' }] } }] } })).revision_id;
+    h.model.script([{ error: { status: 500 } }, { text: 'fine' }]);
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [testset], application_steps: ['agenta:builtin:agent:v0'], concurrency: { max_retries: 1 } } });
+    for (let i = 0; i < 200 && ['pending', 'running'].includes((await client.evaluations.get(evaluation.id)).evaluation.data.status); i++) await new Promise((r) => setTimeout(r, 25));
+    const text = await scrape();
+    expect(sample(text, 'agentd_evaluation_cases_total', { outcome: 'retry' })).toBe(1);
+    expect(sample(text, 'agentd_evaluation_cases_total', { outcome: 'success' })).toBe(1);
+    expect(sample(text, 'agentd_evaluation_cases_in_flight')).toBe(0);
+  });
+});
+
+describe('metrics off and open', () => {
+  it('is no route unless turned on', async () => {
+    const h = await startHarness();
+    try {
+      expect((await fetch(`${h.url}/metrics`)).status).toBe(404);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('is open to every caller with AGENTD_METRICS=open, and a weak token is refused at start', async () => {
+    const h = await startHarness({ env: { AGENTD_METRICS: 'open' } });
+    try {
+      expect((await fetch(`${h.url}/metrics`)).status).toBe(200);
+    } finally {
+      await h.close();
+    }
+    expect(() => loadConfig({ AGENTD_METRICS_TOKEN: 'short' })).toThrow(/at least 16 characters/);
+    expect(() => loadConfig({ AGENTD_METRICS: 'yes' })).toThrow(/AGENTD_METRICS must be off or open/);
+  });
+});
+
+describe('/ready', () => {
+  it('is ready while the database answers, and not while the server is stopping', async () => {
+    const h = await startHarness();
+    try {
+      expect(await (await fetch(`${h.url}/ready`)).json()).toEqual({ status: 'ready' });
+      h.app.draining = true;
+      const draining = await fetch(`${h.url}/ready`);
+      expect(draining.status).toBe(503);
+      expect((await draining.json()).reason).toMatch(/stopping/);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('is not ready when its database is gone, while /health still answers', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-ready-'));
+    const store = await openStore({ dataDir });
+    const app = await buildApp({ config: loadConfig({ AGENTD_DATA_DIR: dataDir, AGENTD_LOG_LEVEL: 'silent' }), store });
+    try {
+      await store.close();
+      const gone = await app.inject({ url: '/ready' });
+      expect(gone.statusCode).toBe(503);
+      expect(gone.json().reason).toMatch(/^the database cannot be reached/);
+      expect((await app.inject({ url: '/health' })).statusCode).toBe(200);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
