@@ -45,10 +45,13 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   try {
     await app.listen({ port, host });
   } catch (error) {
+    const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    // A server that never started has nothing to report on the way down: the one line below says it all.
+    if (inUse) app.log.level = 'silent';
     await app.close();
     await demo?.close();
     await store.close();
-    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    if (!inUse) throw error;
     process.stderr.write(`agentd: port ${port} on ${host} is in use (another agentd?); start on another with --port N or PORT=N\n`);
     return 1;
   }
