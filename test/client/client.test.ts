@@ -240,7 +240,7 @@ describe('namespaces', () => {
   it('inspect shows the workflow that would run and a ready request', async () => {
     const session = sid('inspect');
     const inspected = await client.inspect({ session_id: session });
-    expect(inspected.revision).toMatchObject({ slug: 'agent', version: 'v0', data: { uri: 'agenta:builtin:agent:v0' } });
+    expect(inspected.revision).toMatchObject({ slug: 'agent', version: 0, data: { uri: 'agenta:builtin:agent:v0' } });
     expect((inspected.revision as any).data.parameters.agent.llm).toMatchObject({ model: 'fake-model' });
     expect(inspected.request).toMatchObject({ session_id: session });
   });

@@ -63,7 +63,7 @@ describe('package.json exports', () => {
     );
     const [resolved, keys] = JSON.parse(out.trim());
     expect(fileURLToPath(resolved)).toBe(path.join(distClient, 'index.js'));
-    expect(keys).toEqual(['AgentdError', 'createClient', 'invokeMany', 'readFrames']);
+    expect(keys).toEqual(['AgentdError', 'allResults', 'asText', 'caseExpected', 'caseFailed', 'caseInput', 'caseOutput', 'compareRuns', 'createClient', 'invokeMany', 'meanScore', 'readFrames']);
   });
 });
 
@@ -159,7 +159,7 @@ describe('browser safety', () => {
       expect(source, path.relative(root, file)).not.toMatch(/\bnode:|\brequire\(|\bprocess\.|\bBuffer\./);
     }
     expect(outside).toEqual([]);
-    expect([...seen].map((f) => path.relative(distClient, f)).sort()).toEqual(['client.js', 'errors.js', 'frames.js', 'index.js', 'invoke-many.js', 'transport.js']);
+    expect([...seen].map((f) => path.relative(distClient, f)).sort()).toEqual(['client.js', 'errors.js', 'evaluation-cases.js', 'frames.js', 'index.js', 'invoke-many.js', 'transport.js']);
   });
 
   it('the sources import only types from outside src/client, so nothing else is bundled', () => {
