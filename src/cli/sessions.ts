@@ -6,7 +6,7 @@ import { fitLine, terminalWidth, textTable } from './text-table.ts';
 const USAGE = `Usage: agentd sessions list [options]
        agentd sessions show SESSION [options]
 
-list   the project's sessions, most recently used first: when each was last used, its latest
+list   the project's sessions, newest first: when each was last used, its latest
        turn, whether a turn runs now and how many interactions wait for an answer
 show   one session: its turns, newest first, with status, stop reason, usage and cost, and the
        interactions waiting for an answer (answer them with the interactions API)

@@ -101,7 +101,7 @@ export function createClient(options: ClientOptions) {
     inspect: (request: In<typeof InspectRequest> = {}) => json<Out<typeof InspectResponse>>('POST', 'services/agent/v0/inspect', request),
 
     sessions: {
-      /** Most recently used first; `idPrefix` and `status` (`pending`: an answer awaited, `live`: a turn running) narrow it. */
+      /** Newest first; `idPrefix` and `status` (`pending`: an answer awaited, `live`: a turn running) narrow it. */
       list: (query: { limit?: number; cursor?: string; idPrefix?: string; status?: 'pending' | 'live' } = {}) =>
         json<Out<typeof Sessions.SessionList>>('GET', 'api/sessions', undefined, { limit: query.limit, cursor: query.cursor, id_prefix: query.idPrefix, status: query.status }),
       get: (sessionId: string, page: { limit?: number; cursor?: string } = {}) => json<Out<typeof Sessions.SessionView>>('GET', `api/sessions/${seg(sessionId)}`, undefined, page),

@@ -176,7 +176,7 @@ const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/sessions',
-    summary: "The project's sessions, most recently used first (paged), with each one's live turn, pending interactions and latest turn",
+    summary: "The project's sessions, newest first (paged), with each one's live turn, pending interactions and latest turn",
     role: 'viewer',
     query: {
       limit: 'Sessions per page, 1-200 (default 20)',

@@ -45,8 +45,8 @@ export function createSessionsRepo(db: Kysely<Database>) {
   }
 
   /**
-   * A project's sessions, most recently used first, by keyset cursor, evaluation cases' left out. A session used while the
-   * caller pages moves to the front: it may then be missed by the later pages, never repeated.
+   * A project's sessions, newest first, by keyset cursor (pages never skip or repeat one, whatever
+   * is created meanwhile), evaluation cases' left out.
    */
   async function list(projectId: string, page: PageRequest, filter: SessionFilter = {}): Promise<Page<SessionRecord>> {
     const limit = pageSize(page.limit);
@@ -83,10 +83,10 @@ export function createSessionsRepo(db: Kysely<Database>) {
     }
     if (page.cursor !== undefined) {
       const after = decodeCursor(page.cursor);
-      query = query.where((eb) => eb.or([eb('updated_at', '<', after.at), eb.and([eb('updated_at', '=', after.at), eb('id', '<', after.id)])]));
+      query = query.where((eb) => eb.or([eb('created_at', '<', after.at), eb.and([eb('created_at', '=', after.at), eb('id', '<', after.id)])]));
     }
-    const rows = await query.orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
-    return toPage(rows, limit, (row) => ({ at: row.updated_at, id: row.id }), toSession);
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return toPage(rows, limit, (row) => ({ at: row.created_at, id: row.id }), toSession);
   }
 
   /**

@@ -4,7 +4,7 @@ import { SessionList } from '../../src/contract/sessions.ts';
 import { builtin, expectError, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 import { okJson, otherProject, viewerOf, type Caller } from './client.ts';
 
-/** GET /api/sessions: the project's sessions, most recently used first, paged and filtered. */
+/** GET /api/sessions: the project's sessions, newest first, paged and filtered. */
 
 let h: Harness;
 let stranger: Caller;
@@ -28,25 +28,26 @@ const say = (session: string, text: string, agent: unknown = template()) => h.in
 
 describe('listing sessions', () => {
   // One prefix per test keeps each test's sessions apart from the others' in the shared project.
-  it('lists the newest-used first, each with its latest turn, and pages through every one exactly once', async () => {
+  it('lists the newest first, each with its latest turn, and pages through every one exactly once', async () => {
     const ids = ['ls-a', 'ls-b', 'ls-c', 'ls-d'];
     for (const id of ids) {
       h.model.script({ text: `hi from ${id}`, usage: { input: 3, output: 2 } });
       await readJson(await say(id, 'hello'));
     }
-    // Used again: it moves to the front.
+    // Used again: it keeps its place, and says when it was last used.
     h.model.script({ text: 'again' });
     const again = await readJson(await say('ls-b', 'again'));
 
     const first = await page({ id_prefix: 'ls-', limit: '10' });
-    expect(first.sessions.map((s) => s.id)).toEqual(['ls-b', 'ls-d', 'ls-c', 'ls-a']);
+    expect(first.sessions.map((s) => s.id)).toEqual(['ls-d', 'ls-c', 'ls-b', 'ls-a']);
+    expect(first.sessions[2]!.updated_at > first.sessions[2]!.created_at).toBe(true);
     expect(first.count).toBe(4);
     expect(first.next).toBeUndefined();
-    expect(first.sessions[0]).toMatchObject({
+    expect(first.sessions[2]).toMatchObject({
       pending_interactions: 0,
       last_turn: { id: again.turn_id, status: 'completed', stop_reason: 'end_turn' },
     });
-    expect(first.sessions[1]!.last_turn?.usage).toEqual({ input: 3, output: 2, total: 5 });
+    expect(first.sessions[0]!.last_turn?.usage).toEqual({ input: 3, output: 2, total: 5 });
     expect(first.sessions[0]!.live_turn).toBeUndefined();
 
     const seen: string[] = [];
@@ -57,7 +58,7 @@ describe('listing sessions', () => {
       seen.push(one.sessions[0]!.id);
       cursor = one.next;
     } while (cursor !== undefined && seen.length < 10);
-    expect(seen).toEqual(['ls-b', 'ls-d', 'ls-c', 'ls-a']);
+    expect(seen).toEqual(['ls-d', 'ls-c', 'ls-b', 'ls-a']);
   });
 
   it('filters to sessions waiting for an answer, and counts what they wait for', async () => {

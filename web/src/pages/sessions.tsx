@@ -3,7 +3,7 @@ import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
 import { Badge, ErrorNote, Field, Loading, Page, Time, formatCost, useApi, useCursorPages } from '../ui.tsx';
 
-/** The project's sessions, most recently used first, a page at a time, searchable by id. */
+/** The project's sessions, newest first, a page at a time, searchable by id. */
 export function SessionsPage() {
   const { client } = useAuth();
   const [prefix, setPrefix] = useState('');
@@ -53,7 +53,7 @@ export function SessionsPage() {
           <p className="muted">No sessions{prefix || status ? ' match' : ' yet: start one in Chat'}.</p>
         ) : (
           <table>
-            <caption className="visually-hidden">Sessions, most recently used first</caption>
+            <caption className="visually-hidden">Sessions, newest first</caption>
             <thead>
               <tr>
                 <th scope="col">Session</th>
