@@ -211,7 +211,8 @@ export const EvaluationList = z.object({ count: z.number().int(), evaluations: z
 
 export const Attempt = z.object({
   attempt: z.number().int(),
-  status: z.enum(['success', 'failure', 'cancelled']),
+  /** `interrupted`: the process running it stopped (a crash, a replica lost) and the case ran again. */
+  status: z.enum(['success', 'failure', 'cancelled', 'interrupted']),
   started_at: z.string(),
   duration_ms: z.number(),
   trace_id: z.string().optional(),

@@ -116,7 +116,7 @@ export class EvaluationEngine {
     const { store } = this.deps;
     const runs = await store.evaluations.listUnfinished<EvaluationSpec>();
     for (const run of runs) {
-      if (store.engine === 'sqlite') await store.evaluations.moveResults(run.id, 'running', 'pending');
+      if (store.engine === 'sqlite') await store.evaluations.requeueInterrupted(run.id);
       if (run.cancel_requested) await finishCancelled(store, run.id);
       else this.start(run);
     }
@@ -388,7 +388,7 @@ class RunDriver {
     if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
       metrics?.caseAttempt('retry');
       const delay = Math.max(spec.concurrency.retry_delay * 1000, waitAsked(failure));
-      await this.write(result.id, { status: 'pending', not_before: new Date(Date.now() + delay).toISOString(), attempts, error: toResultError(failure), ...ids });
+      await this.write(result.id, { status: 'pending', retry_in_ms: delay, attempts, error: toResultError(failure), ...ids });
       return;
     }
     metrics?.caseAttempt('failure');

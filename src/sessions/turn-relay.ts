@@ -147,7 +147,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
   const checkLease = async () => {
     const lease = await leases.get(projectId, sessionId).catch(() => 'unknown' as const);
     if (lease === 'unknown') return;
-    if (lease && lease.turn_id === turnId && lease.expires_at > new Date().toISOString()) {
+    if (lease && lease.turn_id === turnId && lease.live) {
       goneChecks = 0;
       return;
     }

@@ -131,7 +131,7 @@ export class TurnService {
     if (live) return live;
     const { store, config } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
-    if (lease && lease.expires_at > new Date().toISOString()) {
+    if (lease?.live) {
       if (store.notifications) {
         return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, leaseTtlMs: config.leaseTtlMs });
       }
@@ -154,7 +154,7 @@ export class TurnService {
     }
     const { store } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
-    if (!lease || lease.expires_at <= new Date().toISOString() || lease.turn_id.startsWith('delete-')) return undefined;
+    if (!lease?.live || lease.turn_id.startsWith('delete-')) return undefined;
     return (await store.leases.requestCancel(projectId, sessionId, lease.turn_id)) ? lease.turn_id : undefined;
   }
 

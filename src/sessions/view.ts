@@ -31,9 +31,9 @@ export function toTurnView(turn: TurnRecord): TurnView {
   return view;
 }
 
-/** A lease names the live turn only until it expires: past that its holder is gone. */
-export function liveTurnOf(lease: Lease | undefined, now = Date.now()): SessionView['live_turn'] {
-  return lease && Date.parse(lease.expires_at) > now ? { id: lease.turn_id, started_at: lease.started_at } : undefined;
+/** A lease names the live turn only until it expires (by the database's clock): past that its holder is gone. */
+export function liveTurnOf(lease: Lease | undefined): SessionView['live_turn'] {
+  return lease?.live ? { id: lease.turn_id, started_at: lease.started_at } : undefined;
 }
 
 export function toSessionView(session: SessionRecord, lease: Lease | undefined, turns: TurnRecord[], next: string | undefined): SessionView {

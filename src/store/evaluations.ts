@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Attempt, EvaluatorScore, MetricsRecord, ResultStatus, RunStatus } from '../contract/evaluations.ts';
-import { fromJson, nowIso, toJson } from './columns.ts';
+import { dbTime, fromJson, nowIso, toJson, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database, EvaluationResultsTable, EvaluationRunsTable } from './schema.ts';
 
@@ -56,7 +56,8 @@ export interface ResultRecord {
 /** What one attempt changes on its result row. */
 export interface ResultUpdate {
   status: ResultStatus;
-  not_before?: string | null;
+  /** A retry: not to be claimed again before this many ms from now, by the database's clock. */
+  retry_in_ms?: number;
   attempts: Attempt[];
   output?: ResultRecord['output'];
   error?: ResultError | null;
@@ -125,7 +126,24 @@ function toResult(row: Selectable<EvaluationResultsTable>): ResultRecord {
 /** Rows per insert when a run's cases are written: well under SQLite's bound-parameter limit. */
 const INSERT_CHUNK = 200;
 
-export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | 'postgres') {
+/**
+ * A case's attempts with the one its process was in when it died appended, as `interrupted`: from
+ * when that process claimed it (the row's last write) to now. It says what happened, and does not
+ * count against the case's retries.
+ */
+function withInterrupted(row: { attempts_json: string; updated_at: string }): string {
+  const attempts = fromJson<Attempt[]>(row.attempts_json)!;
+  const cutOff: Attempt = {
+    attempt: attempts.length + 1,
+    status: 'interrupted',
+    started_at: row.updated_at,
+    duration_ms: Math.max(0, Date.now() - Date.parse(row.updated_at)),
+    error: { message: 'the process running this case stopped before it ended (a crash, or a replica lost); the case ran again' },
+  };
+  return JSON.stringify([...attempts, cutOff]);
+}
+
+export function createEvaluationsRepo(db: Kysely<Database>, engine: Engine) {
   /** Writes the run and one pending result per case, together: a run never exists without its cases. */
   async function createRun(
     run: { id: string; project_id: string; name?: string | undefined; description?: string | undefined; spec: object; tags?: JsonObject | undefined; meta?: JsonObject | undefined; flags?: JsonObject | undefined },
@@ -246,14 +264,16 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
   /**
    * Takes up to `limit` cases that are due, in id order (ids number a run's cases), for this
    * holder, keeping the run's cases in flight — across every replica — at most `cap`. Due means
-   * pending and past its retry time, or running under a claim that lapsed (its replica died).
-   * On PostgreSQL the run's row is locked for the claim, so claimers of one run take turns and
-   * the cap holds; SQLite has one writer anyway.
+   * pending and past its retry time, or running under a claim that lapsed (its replica died):
+   * such a case gets the attempt that was cut off recorded as `interrupted`. Claims expire by the
+   * database's clock, so replicas whose clocks disagree never take each other's live cases. On
+   * PostgreSQL the run's row is locked for the claim, so claimers of one run take turns and the
+   * cap holds; SQLite has one writer anyway.
    */
   async function claim(runId: string, holder: string, limit: number, cap: number, ttlMs: number): Promise<ResultRecord[]> {
     return db.transaction().execute(async (trx) => {
       if (engine === 'postgres') await trx.selectFrom('evaluation_runs').select('id').where('id', '=', runId).forUpdate().execute();
-      const now = nowIso();
+      const now = dbTime(engine);
       const live = await trx
         .selectFrom('evaluation_results')
         .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -266,18 +286,18 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
       // Two index range scans in id order (pending and due; running with a lapsed claim) rather
       // than one query with an OR, which read and sorted every case of the run on each claim.
       const cases = () => trx.selectFrom('evaluation_results').where('run_id', '=', runId);
-      const dueIds = (query: ReturnType<typeof cases>) => query.select('id').orderBy('id').limit(take).execute();
-      const pending = await dueIds(cases().where('status', '=', 'pending').where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)])));
-      const lapsed = await dueIds(cases().where('status', '=', 'running').where('claim_expires_at', '<=', now));
-      const ids = [...pending, ...lapsed]
-        .map((row) => row.id)
-        .sort()
-        .slice(0, take);
-      if (ids.length === 0) return [];
+      const due = (query: ReturnType<typeof cases>) => query.select(['id', 'status', 'attempts_json', 'updated_at']).orderBy('id').limit(take).execute();
+      const pending = await due(cases().where('status', '=', 'pending').where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)])));
+      const lapsed = await due(cases().where('status', '=', 'running').where('claim_expires_at', '<=', now));
+      const chosen = [...pending, ...lapsed].sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, take);
+      if (chosen.length === 0) return [];
+      for (const row of chosen.filter((r) => r.status === 'running')) {
+        await trx.updateTable('evaluation_results').set({ attempts_json: withInterrupted(row) }).where('id', '=', row.id).execute();
+      }
       const rows = await trx
         .updateTable('evaluation_results')
-        .set({ status: 'running', claimed_by: holder, claim_expires_at: new Date(Date.now() + ttlMs).toISOString(), updated_at: now })
-        .where('id', 'in', ids)
+        .set({ status: 'running', claimed_by: holder, claim_expires_at: dbTime(engine, ttlMs), updated_at: nowIso() })
+        .where('id', 'in', chosen.map((row) => row.id))
         .returningAll()
         .execute();
       rows.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -290,12 +310,30 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
     if (ids.length === 0) return 0;
     const result = await db
       .updateTable('evaluation_results')
-      .set({ claim_expires_at: new Date(Date.now() + ttlMs).toISOString() })
+      .set({ claim_expires_at: dbTime(engine, ttlMs) })
       .where('id', 'in', ids)
       .where('claimed_by', '=', holder)
       .where('status', '=', 'running')
       .executeTakeFirst();
     return Number(result.numUpdatedRows);
+  }
+
+  /**
+   * A run's cases left running by a process that is gone (the one server of a SQLite deployment,
+   * at its restart): each gets its cut-off attempt recorded as `interrupted`, and runs again.
+   */
+  async function requeueInterrupted(runId: string): Promise<number> {
+    return db.transaction().execute(async (trx) => {
+      const rows = await trx.selectFrom('evaluation_results').select(['id', 'attempts_json', 'updated_at']).where('run_id', '=', runId).where('status', '=', 'running').execute();
+      for (const row of rows) {
+        await trx
+          .updateTable('evaluation_results')
+          .set({ status: 'pending', claimed_by: null, claim_expires_at: null, not_before: null, updated_at: nowIso(), attempts_json: withInterrupted(row) })
+          .where('id', '=', row.id)
+          .execute();
+      }
+      return rows.length;
+    });
   }
 
   /** When the earliest case waiting for a retry becomes due, if any is waiting. */
@@ -322,7 +360,7 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
         attempts_json: JSON.stringify(update.attempts),
         claimed_by: null,
         claim_expires_at: null,
-        ...(update.not_before !== undefined ? { not_before: update.not_before } : {}),
+        ...(update.retry_in_ms !== undefined ? { not_before: dbTime(engine, update.retry_in_ms) } : {}),
         ...(update.output !== undefined ? { output_json: toJson(update.output) } : {}),
         ...(update.error !== undefined ? { error_json: toJson(update.error) } : {}),
         ...(update.scores !== undefined ? { scores_json: toJson(update.scores) } : {}),
@@ -372,7 +410,7 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: 'sqlite' | '
     return rows.map(toResult);
   }
 
-  return { createRun, getRun, listRuns, listUnfinished, updateRun, progress, claim, renewClaims, nextDue, updateResult, moveResults, queryResults, resultsOf };
+  return { createRun, getRun, listRuns, listUnfinished, updateRun, progress, claim, renewClaims, requeueInterrupted, nextDue, updateResult, moveResults, queryResults, resultsOf };
 }
 
 export type EvaluationsRepo = ReturnType<typeof createEvaluationsRepo>;

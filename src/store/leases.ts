@@ -1,5 +1,5 @@
-import type { Kysely, Selectable } from 'kysely';
-import { nowIso } from './columns.ts';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { dbTime, type Engine } from './columns.ts';
 import type { Database, SessionLeasesTable } from './schema.ts';
 
 /** The one-live-turn-per-session lease (design.md §5): a row with an expiry its holder renews. */
@@ -11,29 +11,38 @@ export interface Lease {
   expires_at: string;
   cancel_requested: boolean;
   started_at: string;
+  /** Not expired, by the database's clock when it was read (never a replica's own). */
+  live: boolean;
 }
 
 export type Acquired = { acquired: true; lease: Lease; expired?: Lease } | { acquired: false; current: Lease };
 
-function toLease(row: Selectable<SessionLeasesTable>): Lease {
-  return { ...row, cancel_requested: row.cancel_requested === 1 };
+type Row = Selectable<SessionLeasesTable> & { live: number | boolean };
+
+function toLease(row: Row): Lease {
+  return { ...row, cancel_requested: row.cancel_requested === 1, live: row.live === true || row.live === 1 };
 }
 
-const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
-
-export function createLeasesRepo(db: Kysely<Database>) {
-  const pk = (projectId: string, sessionId: string) =>
-    db.selectFrom('session_leases').selectAll().where('project_id', '=', projectId).where('session_id', '=', sessionId);
+/**
+ * Every expiry is written and read on the database's clock (`dbTime`): a replica whose clock runs
+ * ahead would otherwise take the sessions of live turns for abandoned, and one behind would hold
+ * on to leases past their time.
+ */
+export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
+  const now = () => dbTime(engine);
+  const inMs = (ms: number) => dbTime(engine, ms);
+  const live = () => sql<number | boolean>`expires_at > ${now()}`.as('live');
+  const leases = () => db.selectFrom('session_leases').selectAll().select(live());
 
   async function get(projectId: string, sessionId: string): Promise<Lease | undefined> {
-    const row = await pk(projectId, sessionId).executeTakeFirst();
+    const row = await leases().where('project_id', '=', projectId).where('session_id', '=', sessionId).executeTakeFirst();
     return row && toLease(row);
   }
 
   /** The leases held on any of these sessions. */
   async function ofSessions(projectId: string, sessionIds: readonly string[]): Promise<Lease[]> {
     if (sessionIds.length === 0) return [];
-    const rows = await db.selectFrom('session_leases').selectAll().where('project_id', '=', projectId).where('session_id', 'in', sessionIds).execute();
+    const rows = await leases().where('project_id', '=', projectId).where('session_id', 'in', sessionIds).execute();
     return rows.map(toLease);
   }
 
@@ -43,27 +52,28 @@ export function createLeasesRepo(db: Kysely<Database>) {
    * expired holder is returned as `expired`, so its turn can be recorded as interrupted.
    */
   async function acquire(input: { projectId: string; sessionId: string; turnId: string; holder: string; ttlMs: number }): Promise<Acquired> {
-    const now = nowIso();
-    const lease = { turn_id: input.turnId, holder: input.holder, expires_at: inMs(input.ttlMs), cancel_requested: 0, started_at: now };
+    const lease = { turn_id: input.turnId, holder: input.holder, expires_at: inMs(input.ttlMs), cancel_requested: 0, started_at: now() };
     // The common case, a free session, costs one statement.
     const fresh = await db
       .insertInto('session_leases')
       .values({ project_id: input.projectId, session_id: input.sessionId, ...lease })
       .onConflict((oc) => oc.columns(['project_id', 'session_id']).doNothing())
       .returningAll()
+      .returning(sql<boolean>`true`.as('live'))
       .executeTakeFirst();
     if (fresh) return { acquired: true, lease: toLease(fresh) };
     const current = await get(input.projectId, input.sessionId);
     if (!current) return acquire(input);
-    if (current.expires_at >= now) return { acquired: false, current };
+    if (current.live) return { acquired: false, current };
     const taken = await db
       .updateTable('session_leases')
       .set(lease)
       .where('project_id', '=', input.projectId)
       .where('session_id', '=', input.sessionId)
       .where('turn_id', '=', current.turn_id)
-      .where('expires_at', '<', now)
+      .where('expires_at', '<=', now())
       .returningAll()
+      .returning(sql<boolean>`true`.as('live'))
       .executeTakeFirst();
     // Another process took the expired lease first: whoever holds it now is the current turn.
     if (!taken) return acquire(input);
@@ -79,6 +89,7 @@ export function createLeasesRepo(db: Kysely<Database>) {
       .where('session_id', '=', sessionId)
       .where('turn_id', '=', turnId)
       .returningAll()
+      .returning(sql<boolean>`true`.as('live'))
       .executeTakeFirst();
     return row && toLease(row);
   }
@@ -101,7 +112,7 @@ export function createLeasesRepo(db: Kysely<Database>) {
 
   /** Leases whose holders stopped renewing them, oldest first. */
   async function listExpired(limit = 100): Promise<Lease[]> {
-    const rows = await db.selectFrom('session_leases').selectAll().where('expires_at', '<', nowIso()).orderBy('expires_at').limit(limit).execute();
+    const rows = await leases().where('expires_at', '<=', now()).orderBy('expires_at').limit(limit).execute();
     return rows.map(toLease);
   }
 
@@ -112,7 +123,7 @@ export function createLeasesRepo(db: Kysely<Database>) {
       .where('project_id', '=', lease.project_id)
       .where('session_id', '=', lease.session_id)
       .where('turn_id', '=', lease.turn_id)
-      .where('expires_at', '<', nowIso())
+      .where('expires_at', '<=', now())
       .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }

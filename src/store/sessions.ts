@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
-import { nowIso } from './columns.ts';
+import { dbTime, nowIso, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database } from './schema.ts';
 
@@ -22,7 +22,7 @@ export interface SessionFilter {
   status?: 'pending' | 'live' | undefined;
 }
 
-export function createSessionsRepo(db: Kysely<Database>) {
+export function createSessionsRepo(db: Kysely<Database>, engine: Engine) {
   /** Creates the session on first use, otherwise marks it as used at `at` (now); one statement, so no race. */
   async function touch(projectId: string, sessionId: string, at = nowIso()): Promise<SessionRecord> {
     const row = await db
@@ -70,14 +70,13 @@ export function createSessionsRepo(db: Kysely<Database>) {
         ),
       );
     } else if (filter.status === 'live') {
-      const now = nowIso();
       query = query.where(({ exists, selectFrom }) =>
         exists(
           selectFrom('session_leases as l')
             .select('l.turn_id')
             .whereRef('l.project_id', '=', 'sessions.project_id')
             .whereRef('l.session_id', '=', 'sessions.id')
-            .where('l.expires_at', '>', now),
+            .where('l.expires_at', '>', dbTime(engine)),
         ),
       );
     }

@@ -80,6 +80,16 @@ describe.each(['SIGKILL', 'SIGTERM'] as const)('an evaluation run across a resta
         const twice = texts.filter((t) => calls.get(t) === 2);
         expect(twice.length).toBeLessThanOrEqual(2);
         expect(texts.every((t) => (calls.get(t) ?? 0) >= 1 && (calls.get(t) ?? 0) <= 2)).toBe(true);
+        // A case cut off by the kill keeps that attempt, as interrupted, before the one that finished it.
+        const cutOff = results.filter((r: any) => r.attempts.some((a: any) => a.status === 'interrupted'));
+        if (signal === 'SIGKILL') {
+          expect(cutOff.length).toBeGreaterThanOrEqual(1);
+          expect(cutOff.length).toBeLessThanOrEqual(2);
+          for (const r of cutOff) expect(r.attempts.map((a: any) => a.status)).toEqual(['interrupted', 'success']);
+          for (const text of twice) expect(cutOff.some((r: any) => r.outputs.messages.at(-1).content === `done ${text}`)).toBe(true);
+        } else {
+          expect(cutOff).toEqual([]);
+        }
       } finally {
         second.child.kill('SIGTERM');
         await second.exited;

@@ -56,8 +56,7 @@ describe('claiming evaluation cases', () => {
   it('skips a pending case until its retry time has come', async () => {
     const { runId, ids } = await run(2);
     await claimIds(runId, 'a', 1, 10);
-    const later = new Date(Date.now() + 60_000).toISOString();
-    expect(await store.evaluations.updateResult(ids[0]!, 'a', { status: 'pending', not_before: later, attempts: [] })).toBe(true);
+    expect(await store.evaluations.updateResult(ids[0]!, 'a', { status: 'pending', retry_in_ms: 60_000, attempts: [] })).toBe(true);
     expect(await claimIds(runId, 'a', 10, 10)).toEqual([ids[1]]);
   });
 
@@ -66,6 +65,11 @@ describe('claiming evaluation cases', () => {
     expect(await claimIds(runId, 'dead', 1, 10, 30)).toEqual([ids[0]]);
     await sleep(60);
     expect(await claimIds(runId, 'alive', 2, 10)).toEqual([ids[0], ids[1]]);
+    // The attempt the dead holder was in is kept, as interrupted; a pending case has none to keep.
+    const rows = await store.evaluations.resultsOf(runId);
+    const [taken, fresh] = [rows.find((r) => r.id === ids[0]), rows.find((r) => r.id === ids[1])];
+    expect(taken!.attempts).toEqual([expect.objectContaining({ attempt: 1, status: 'interrupted', error: { message: expect.stringMatching(/stopped before it ended/) } })]);
+    expect(fresh!.attempts).toEqual([]);
     expect(await store.evaluations.updateResult(ids[0]!, 'dead', { status: 'success', attempts: [] })).toBe(false);
     expect(await store.evaluations.updateResult(ids[0]!, 'alive', { status: 'success', attempts: [] })).toBe(true);
     expect(await store.evaluations.progress(runId)).toMatchObject({ pending: 2, running: 1, success: 1 });

@@ -7,8 +7,8 @@ export const AGENTD_BIN = path.join(ROOT, 'bin/agentd.js');
 
 /** `agentd <args>` as a child process, collecting its output. */
 /** `env` adds to this process's environment; an `undefined` value leaves that variable out. */
-export function runAgentd(args: string[], env: Record<string, string | undefined>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runAgentd(args: string[], env: Record<string, string | undefined>, nodeArgs: string[] = []): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [...nodeArgs, AGENTD_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
@@ -36,8 +36,8 @@ export function agentdCommand(args: string[], env: Record<string, string | undef
 }
 
 /** Starts `agentd serve` on a free port and resolves once it listens, with its URL. */
-export async function startServe(env: Record<string, string | undefined>): Promise<ReturnType<typeof runAgentd> & { url: string }> {
-  const run = runAgentd(['serve', '--port', '0'], env);
+export async function startServe(env: Record<string, string | undefined>, nodeArgs: string[] = []): Promise<ReturnType<typeof runAgentd> & { url: string }> {
+  const run = runAgentd(['serve', '--port', '0'], env, nodeArgs);
   const deadline = Date.now() + 20_000;
   for (;;) {
     const match = /"url":"(http:\/\/[^"]+)"/.exec(run.output());
