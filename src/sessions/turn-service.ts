@@ -12,6 +12,7 @@ import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { earlierAnswers, readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
+import type { Lease } from '../store/leases.ts';
 import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
@@ -65,6 +66,9 @@ export class TurnService {
   readonly placement = { server: 0, threads: 0 };
   /** Harness processes running now, against AGENTD_HARNESS_MAX_PROCESSES. */
   private harnessProcesses = 0;
+  /** Turns whose leases this process renews, all in one statement each period (`renewLeases`). */
+  private readonly leased = new Map<string, LiveTurn>();
+  private renewals: NodeJS.Timeout | undefined;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
@@ -390,7 +394,7 @@ export class TurnService {
       turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
-    const renewal = unrecorded ? undefined : this.keepLease(turn);
+    if (!unrecorded) this.holdLease(turn);
     // The conversation a pause keeps may repeat the caller's secrets in its own messages; the
     // database never gets them. Masked once, at the first pause: most turns never pause.
     let stored: PausedState | undefined;
@@ -451,8 +455,8 @@ export class TurnService {
     } catch (error) {
       log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
     }
-    if (renewal) {
-      clearInterval(renewal);
+    if (!unrecorded) {
+      this.letLeaseGo(turn);
       await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
     }
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
@@ -461,24 +465,45 @@ export class TurnService {
     turn.finish(folded);
   }
 
+  /** A turn's lease joins those this process renews while the turn runs. */
+  private holdLease(turn: LiveTurn): void {
+    this.leased.set(turn.id, turn);
+    if (this.renewals) return;
+    this.renewals = setInterval(() => void this.renewLeases(), this.deps.config.leaseTtlMs / 3);
+    this.renewals.unref();
+  }
+
+  private letLeaseGo(turn: LiveTurn): void {
+    this.leased.delete(turn.id);
+    if (this.leased.size > 0 || !this.renewals) return;
+    clearInterval(this.renewals);
+    this.renewals = undefined;
+  }
+
   /**
-   * Renews the turn's lease while it runs. A renewal that finds a cancel request (a takeover from
-   * another process) stops the turn; one that finds the lease gone means another process already
-   * declared this one dead, so the turn stops rather than run beside its successor.
+   * Renews every lease this process holds, in one statement however many turns it runs. A turn
+   * whose lease comes back with a cancel request (a takeover from another process) stops; one
+   * whose lease does not come back was declared dead by another process, so it stops rather than
+   * run beside its successor.
    */
-  private keepLease(turn: LiveTurn): NodeJS.Timeout {
+  private async renewLeases(): Promise<void> {
     const { store, config, log } = this.deps;
-    const timer = setInterval(() => {
-      store.leases.renew(turn.projectId, turn.sessionId, turn.id, config.leaseTtlMs).then(
-        (lease) => {
-          if (!lease) turn.controller.abort(LEASE_LOST);
-          else if (lease.cancel_requested) turn.controller.abort(CANCELLED);
-        },
-        (error: unknown) => log.warn({ err: error, turn_id: turn.id }, 'could not renew a session lease'),
-      );
-    }, config.leaseTtlMs / 3);
-    timer.unref();
-    return timer;
+    const turns = [...this.leased.values()];
+    let renewed: Lease[];
+    try {
+      renewed = await store.leases.renewHeld(this.holder, turns.map((turn) => turn.id), config.leaseTtlMs);
+    } catch (error) {
+      log.warn({ err: error, turns: turns.length }, 'could not renew the session leases');
+      return;
+    }
+    const byTurn = new Map(renewed.map((lease) => [lease.turn_id, lease]));
+    for (const turn of turns) {
+      // Ended meanwhile: its lease was let go and released, so it could not come back.
+      if (!this.leased.has(turn.id)) continue;
+      const lease = byTurn.get(turn.id);
+      if (!lease) turn.controller.abort(LEASE_LOST);
+      else if (lease.cancel_requested) turn.controller.abort(CANCELLED);
+    }
   }
 
   /**
@@ -524,6 +549,7 @@ export class TurnService {
 
   /** Turn worker threads end once their turns have; no turn starts after this. Parked harness processes write their sessions down and end. */
   async close(): Promise<void> {
+    clearInterval(this.renewals);
     this.load?.stop();
     this.pool?.close();
     if (this.pool) this.deps.log.info({ turns: this.placement }, 'where turns ran: on the server thread, or on turn threads while it was busy');

@@ -80,18 +80,22 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
     return { acquired: true, lease: toLease(taken), expired: current };
   }
 
-  /** Extends the lease; undefined when it was lost (expired and taken, or released). */
-  async function renew(projectId: string, sessionId: string, turnId: string, ttlMs: number): Promise<Lease | undefined> {
-    const row = await db
+  /**
+   * Extends every lease `holder` holds for these turns, in one statement: a replica renews all its
+   * turns' leases at once, not one statement per turn. A turn missing from the answer lost its
+   * lease (it expired and was taken, or was released).
+   */
+  async function renewHeld(holder: string, turnIds: readonly string[], ttlMs: number): Promise<Lease[]> {
+    if (turnIds.length === 0) return [];
+    const rows = await db
       .updateTable('session_leases')
       .set({ expires_at: inMs(ttlMs) })
-      .where('project_id', '=', projectId)
-      .where('session_id', '=', sessionId)
-      .where('turn_id', '=', turnId)
+      .where('holder', '=', holder)
+      .where('turn_id', 'in', turnIds)
       .returningAll()
       .returning(sql<boolean>`true`.as('live'))
-      .executeTakeFirst();
-    return row && toLease(row);
+      .execute();
+    return rows.map(toLease);
   }
 
   async function release(projectId: string, sessionId: string, turnId: string): Promise<void> {
@@ -134,7 +138,7 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
     return Number(result.numDeletedRows);
   }
 
-  return { get, ofSessions, acquire, renew, release, requestCancel, listExpired, releaseExpired, releaseAll };
+  return { get, ofSessions, acquire, renewHeld, release, requestCancel, listExpired, releaseExpired, releaseAll };
 }
 
 export type LeasesRepo = ReturnType<typeof createLeasesRepo>;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** A turn runs detached from its caller: others can attach to it, take it over, or leave it. */
@@ -144,5 +144,23 @@ describe('stopping a live turn', () => {
     await expectError(await stop(sid('idle')), 404, 'not-found', /runs no turn to stop/);
     const viewer = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
     await expectError(await stop(sid('idle'), viewer), 403, 'forbidden');
+  });
+});
+
+describe('lease renewals', () => {
+  it('renew every live turn of the process in one statement per period, not one per turn', async () => {
+    const r = await startHarness({ env: { AGENTD_LEASE_TTL_MS: '600' } });
+    try {
+      const renewals = vi.spyOn(r.store.leases, 'renewHeld');
+      r.model.script({ text: 'slow', latencyMs: 1500 });
+      const turns = Array.from({ length: 4 }, (_, i) => r.invoke(hello(sid(`renew-${i}`))));
+      await Promise.all(turns.map(async (t) => expect((await t).status).toBe(200)));
+      // 1.5 s of four live turns, renewed every 200 ms: about 7 statements, where one a turn would be about 28.
+      expect(renewals.mock.calls.length).toBeGreaterThanOrEqual(3);
+      expect(renewals.mock.calls.length).toBeLessThanOrEqual(10);
+      expect(Math.max(...renewals.mock.calls.map(([, ids]) => ids.length))).toBe(4);
+    } finally {
+      await r.close();
+    }
   });
 });

@@ -29,13 +29,23 @@ describe('session leases', () => {
     await sleep(60);
     const next = await take(other, 's2', 't2', 10_000, 'p2');
     expect(next).toMatchObject({ acquired: true, lease: { turn_id: 't2', holder: 'p2' }, expired: { turn_id: 't1' } });
-    expect(await store.leases.renew('p', 's2', 't1', 10_000)).toBeUndefined();
+    expect((await store.leases.renewHeld('p1', ['t1'], 10_000)).some((lease) => lease.session_id === 's2')).toBe(false);
+  });
+
+  it('renews all of a holder\'s leases in one statement, and no one else\'s', async () => {
+    await take(store, 'r1', 'ta');
+    await take(store, 'r2', 'tb');
+    await take(other, 'r3', 'tc', 10_000, 'p2');
+    const renewed = await store.leases.renewHeld('p1', ['ta', 'tb', 'tc'], 60_000);
+    expect(renewed.map((l) => l.turn_id).sort()).toEqual(['ta', 'tb']);
+    expect(renewed.every((l) => l.live)).toBe(true);
+    expect((await store.leases.get('p', 'r3'))!.expires_at < renewed[0]!.expires_at).toBe(true);
   });
 
   it('renews, carries a cancel request to the holder, and releases only its own turn', async () => {
     await take(store, 's3', 't1');
     expect(await store.leases.requestCancel('p', 's3', 't1')).toBe(true);
-    expect((await store.leases.renew('p', 's3', 't1', 10_000))?.cancel_requested).toBe(true);
+    expect((await store.leases.renewHeld('p1', ['t1'], 10_000)).find((lease) => lease.session_id === 's3')?.cancel_requested).toBe(true);
     await store.leases.release('p', 's3', 'other-turn');
     expect(await store.leases.get('p', 's3')).toBeDefined();
     await store.leases.release('p', 's3', 't1');
