@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
 import { parseSecretKey } from './store/secret-box.ts';
-import type { OtlpSettings } from './telemetry/otlp.ts';
+import type { OtlpSettings } from './telemetry/tracing.ts';
 
 /**
  * Server configuration, read once from the environment. Every variable is listed in the README's
@@ -192,8 +192,9 @@ function corsOrigins(raw: string | undefined): string[] | '*' | undefined {
 }
 
 /**
- * The OpenTelemetry exporter's standard variables, as every OpenTelemetry SDK reads them. Only
- * OTLP over HTTP with JSON is spoken: another protocol is refused at start rather than sending
+ * The OpenTelemetry exporter's standard variables, as every OpenTelemetry SDK reads them
+ * (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/): OTLP over
+ * HTTP, with the JSON or the protobuf encoding. gRPC is refused at start rather than sending
  * requests the collector cannot read.
  */
 function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
@@ -202,30 +203,42 @@ function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined);
   if (!url) return undefined;
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${url}"`);
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/json').trim();
-  if (protocol !== 'http/json') {
-    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported: agentd exports OTLP over HTTP with JSON; set it to http/json (every collector accepts it on /v1/traces) or unset it`);
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
+  if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported: agentd exports OTLP over HTTP; set it to http/protobuf (the default) or http/json`);
   }
+  const compression = (env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION || env.OTEL_EXPORTER_OTLP_COMPRESSION || 'none').trim();
+  if (compression !== 'gzip' && compression !== 'none') throw new Error(`OTEL_EXPORTER_OTLP_COMPRESSION must be gzip or none, got "${compression}"`);
+  const maxQueueSize = Math.max(1, int(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048));
   return {
     url,
-    headers: otlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || ''),
+    protocol,
+    headers: otlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || '', 'OTEL_EXPORTER_OTLP_HEADERS'),
+    compression,
+    timeoutMs: Math.max(1, int(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', int(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000))),
     serviceName: env.OTEL_SERVICE_NAME?.trim() || 'agentd',
-    scheduleDelayMs: Math.max(10, int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
+    resource: otlpHeaders(env.OTEL_RESOURCE_ATTRIBUTES || '', 'OTEL_RESOURCE_ATTRIBUTES'),
+    batch: {
+      scheduleDelayMs: Math.max(10, int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
+      maxQueueSize,
+      maxExportBatchSize: Math.min(maxQueueSize, Math.max(1, int(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512))),
+      exportTimeoutMs: Math.max(1, int(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000)),
+    },
   };
 }
 
 /** `key=value,key2=value2`, values percent-encoded (the OpenTelemetry convention). The values are never echoed: they are usually keys. */
-function otlpHeaders(raw: string): Record<string, string> {
+function otlpHeaders(raw: string, variable: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of raw.split(',')) {
     if (!pair.trim()) continue;
     const at = pair.indexOf('=');
     const name = at > 0 ? pair.slice(0, at).trim() : '';
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas');
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error(`${variable} must be key=value pairs separated by commas`);
     try {
       headers[name.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim());
     } catch {
-      throw new Error(`OTEL_EXPORTER_OTLP_HEADERS: the value of "${name}" is not valid percent-encoding`);
+      throw new Error(`${variable}: the value of "${name}" is not valid percent-encoding`);
     }
   }
   return headers;

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { ServiceMetrics } from '../telemetry/metrics.ts';
-import { OtlpExporter } from '../telemetry/otlp.ts';
+import { Tracing } from '../telemetry/tracing.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
@@ -156,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     parseJson(request, body as string, done);
   });
 
-  const spans = config.otlp ? new OtlpExporter(config.otlp, app.log) : undefined;
+  const spans = config.otlp ? new Tracing(config.otlp, app.log) : undefined;
   // Its sources read the services made just below, when scraped.
   const metrics: ServiceMetrics | undefined = config.metrics
     ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight() }, deps.store.engine)

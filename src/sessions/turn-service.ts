@@ -18,7 +18,7 @@ import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
 import type { ServiceMetrics, TurnMetrics } from '../telemetry/metrics.ts';
-import type { OtlpExporter } from '../telemetry/otlp.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
@@ -39,7 +39,7 @@ export interface TurnServiceDeps {
   config: Config;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** Where each turn's span goes, when OpenTelemetry export is configured. */
-  spans?: OtlpExporter | undefined;
+  spans?: Tracing | undefined;
   /** The operator's metrics, when `/metrics` is on. */
   metrics?: ServiceMetrics | undefined;
 }

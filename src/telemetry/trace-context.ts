@@ -1,4 +1,6 @@
 import { randomFillSync } from 'node:crypto';
+import { defaultTextMapGetter, isSpanContextValid, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /** W3C trace context (https://www.w3.org/TR/trace-context/): every run gets a trace and a span. */
 export interface TraceContext {
@@ -8,9 +10,7 @@ export interface TraceContext {
   sampled: boolean;
 }
 
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-const ZERO_TRACE = '0'.repeat(32);
-const ZERO_SPAN = '0'.repeat(16);
+const propagator = new W3CTraceContextPropagator();
 
 /**
  * Ids come from a pool refilled a few hundred turns at a time, as `randomUUID` does for its own:
@@ -36,11 +36,11 @@ export function newTraceId(): string {
   return randomHex(16);
 }
 
-/** Continues the caller's trace when it sent a valid `traceparent`; an invalid one starts a new trace, as the W3C spec asks. */
+/** Continues the caller's trace when it sent a valid `traceparent` (read by OpenTelemetry's W3C propagator); an invalid one starts a new trace, as the W3C spec asks. */
 export function startSpan(traceparent: string | undefined): TraceContext {
-  const match = traceparent ? TRACEPARENT.exec(traceparent.trim().toLowerCase()) : null;
-  if (match && match[1] !== 'ff' && match[2] !== ZERO_TRACE && match[3] !== ZERO_SPAN) {
-    return { traceId: match[2]!, parentSpanId: match[3]!, spanId: newSpanId(), sampled: (parseInt(match[4]!, 16) & 1) === 1 };
+  const parent = traceparent ? trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent: traceparent.trim().toLowerCase() }, defaultTextMapGetter)) : undefined;
+  if (parent && isSpanContextValid(parent)) {
+    return { traceId: parent.traceId, parentSpanId: parent.spanId, spanId: newSpanId(), sampled: (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED };
   }
   return { traceId: newTraceId(), spanId: newSpanId(), sampled: true };
 }

@@ -1,12 +1,11 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import type { AgentEvent, Usage } from '../contract/events.ts';
-import { newSpanId } from './trace-context.ts';
-import type { AttributeValue, OtlpExporter, SpanRecord } from './otlp.ts';
+import type { SpanIds, Tracing } from './tracing.ts';
 import { TurnTimeline, type ToolResult } from './turn-timeline.ts';
 
-export interface TurnSpanStart {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string | undefined;
+type AttributeValue = string | number | boolean;
+
+export interface TurnSpanStart extends SpanIds {
   /** A turn nobody asked for over HTTP (an evaluation case) is an internal span, not a server one. */
   internal: boolean;
   startedAt: string;
@@ -22,9 +21,6 @@ export interface TurnSpanEnd {
   error: { type: string; message: string } | undefined;
 }
 
-/** What the model was asked in this turn: a model call's span carries it. */
-const MODEL_ATTRIBUTES = ['gen_ai.provider.name', 'gen_ai.request.model'] as const;
-
 /**
  * One turn as an OpenTelemetry span, built from the turn's own (already redacted) events like
  * every other projection of them, with a child span for each model call and each tool it ran (as
@@ -34,50 +30,36 @@ const MODEL_ATTRIBUTES = ['gen_ai.provider.name', 'gen_ai.request.model'] as con
  * an output: what the conversation says stays in agentd's own records.
  */
 export class TurnSpan {
-  private readonly exporter: OtlpExporter;
-  private readonly span: SpanRecord;
+  private readonly tracing: Tracing;
+  private readonly span: Span;
+  /** The turn span as its children's parent. */
+  readonly context: Context;
+  private readonly startMs: number;
+  private readonly model: { provider?: AttributeValue | undefined; name?: AttributeValue | undefined };
   private readonly timeline: TurnTimeline;
 
-  constructor(exporter: OtlpExporter, start: TurnSpanStart) {
-    this.exporter = exporter;
-    this.span = {
-      traceId: start.traceId,
-      spanId: start.spanId,
-      parentSpanId: start.parentSpanId,
-      name: 'invoke_agent',
-      kind: start.internal ? 'internal' : 'server',
-      startMs: Date.parse(start.startedAt),
-      endMs: 0,
-      attributes: { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) },
-      events: [],
-      status: { code: 'ok' },
-    };
-    this.timeline = new TurnTimeline(this.span.startMs, start.calls, { modelCall: (s, e, error) => this.modelSpan(s, e, error), toolRun: (result, call, at) => this.toolSpan(result, call, at) });
+  constructor(tracing: Tracing, start: TurnSpanStart) {
+    this.tracing = tracing;
+    this.startMs = Date.parse(start.startedAt);
+    this.model = { provider: start.attributes['gen_ai.provider.name'], name: start.attributes['gen_ai.request.model'] };
+    this.span = tracing.startWithIds(start, 'invoke_agent', start.internal ? SpanKind.INTERNAL : SpanKind.SERVER, this.startMs, { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) });
+    this.context = trace.setSpan(ROOT_CONTEXT, this.span);
+    this.timeline = new TurnTimeline(this.startMs, start.calls, { modelCall: (s, e, error) => this.modelSpan(s, e, error), toolRun: (result, call, at) => this.toolSpan(result, call, at) });
   }
 
   event(event: AgentEvent): void {
     const at = Date.now();
     this.timeline.event(event, at);
     if (event.type === 'interaction_request') {
-      this.span.events.push({
-        name: 'interaction_request',
-        timeMs: at,
-        attributes: { 'agentd.interaction.id': event.data.id, 'agentd.interaction.kind': event.data.kind, 'gen_ai.tool.name': event.data.tool },
-      });
+      this.span.addEvent('interaction_request', { 'agentd.interaction.id': event.data.id, 'agentd.interaction.kind': event.data.kind, 'gen_ai.tool.name': event.data.tool }, at);
     }
   }
 
   private toolSpan(result: ToolResult, call: { name: string; atMs: number } | undefined, atMs: number): void {
     const failed = result.is_error && !result.denied;
-    this.exporter.add({
-      traceId: this.span.traceId,
-      spanId: newSpanId(),
-      parentSpanId: this.span.spanId,
-      name: call ? `execute_tool ${call.name}` : 'execute_tool',
-      kind: 'internal',
-      startMs: call?.atMs ?? this.span.startMs,
-      endMs: atMs,
-      attributes: defined({
+    const span = this.tracing.record(this.context, call ? `execute_tool ${call.name}` : 'execute_tool', SpanKind.INTERNAL, call?.atMs ?? this.startMs);
+    span.setAttributes(
+      defined({
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': call?.name,
         'gen_ai.tool.call.id': result.id,
@@ -85,37 +67,22 @@ export class TurnSpan {
         'agentd.tool.denied': result.denied,
         'error.type': failed ? 'tool_error' : undefined,
       }),
-      events: [],
-      status: failed ? { code: 'error' } : { code: 'ok' },
-    });
+    );
+    span.setStatus({ code: failed ? SpanStatusCode.ERROR : SpanStatusCode.OK });
+    span.end(atMs);
   }
 
   private modelSpan(startMs: number, endMs: number, error?: TurnSpanEnd['error']): void {
-    const model = this.span.attributes['gen_ai.request.model'];
-    this.exporter.add({
-      traceId: this.span.traceId,
-      spanId: newSpanId(),
-      parentSpanId: this.span.spanId,
-      name: model === undefined ? 'chat' : `chat ${model}`,
-      kind: 'client',
-      startMs,
-      endMs,
-      attributes: defined({
-        'gen_ai.operation.name': 'chat',
-        ...Object.fromEntries(MODEL_ATTRIBUTES.map((key) => [key, this.span.attributes[key]])),
-        'error.type': error?.type,
-      }),
-      events: [],
-      status: error ? { code: 'error', message: error.message } : { code: 'ok' },
-    });
+    const span = this.tracing.record(this.context, this.model.name === undefined ? 'chat' : `chat ${this.model.name}`, SpanKind.CLIENT, startMs);
+    span.setAttributes(defined({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': this.model.provider, 'gen_ai.request.model': this.model.name, 'error.type': error?.type }));
+    span.setStatus(error ? { code: SpanStatusCode.ERROR, message: error.message } : { code: SpanStatusCode.OK });
+    span.end(endMs);
   }
 
   end(outcome: TurnSpanEnd): void {
-    const span = this.span;
-    span.endMs = Date.now();
-    this.timeline.end(span.endMs, outcome.error);
-    Object.assign(
-      span.attributes,
+    const endMs = Date.now();
+    this.timeline.end(endMs, outcome.error);
+    this.span.setAttributes(
       defined({
         'agentd.turn.status': outcome.status,
         'agentd.turn.stop_reason': outcome.stopReason,
@@ -125,8 +92,8 @@ export class TurnSpan {
         'error.type': outcome.error?.type,
       }),
     );
-    if (outcome.error) span.status = { code: 'error', message: outcome.error.message };
-    this.exporter.add(span);
+    this.span.setStatus(outcome.error ? { code: SpanStatusCode.ERROR, message: outcome.error.message } : { code: SpanStatusCode.OK });
+    this.span.end(endMs);
   }
 }
 

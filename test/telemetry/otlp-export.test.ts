@@ -1,64 +1,50 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { builtin, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { attributesOf as attrs, receivedSpans, startOtlpCollector, type OtlpCollector } from '../support/otlp-collector.ts';
 import { createWorkflow } from '../configs/client.ts';
 import { createTestset, runEnded, runResults, startRun } from '../evaluation/client.ts';
 
 /**
- * OpenTelemetry export (design.md §2): with OTEL_EXPORTER_OTLP_ENDPOINT set, every turn is a span
- * sent over OTLP/HTTP (JSON) to a real HTTP collector, here a loopback server that keeps what it
- * was sent.
+ * OpenTelemetry export (design.md §2) through the OpenTelemetry JS SDK: with
+ * OTEL_EXPORTER_OTLP_ENDPOINT set, every turn is a span sent over OTLP/HTTP to a real HTTP
+ * collector, here a loopback receiver that decodes both encodings and keeps what it was sent.
+ * One server speaks the default, protobuf (gzipped), the other JSON.
  */
 
-interface Received {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  raw: string;
-  body: any;
-}
-
-const received: Received[] = [];
-let collector: http.Server;
-let collectorUrl: string;
+let collector: OtlpCollector;
 let h: Harness;
+let jsonServer: Harness;
 
 const SECRET = 'tok-otel-9f8e7d6c5b4a';
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
 
+function otelEnv(extra: Record<string, string>) {
+  return (modelUrl: string) => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
+    OTEL_EXPORTER_OTLP_HEADERS: 'x-backend-key=k%3D1,x-team=agents',
+    OTEL_BSP_SCHEDULE_DELAY: '20',
+    OTEL_SERVICE_NAME: 'agentd-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test,team=agents',
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: 'sk-ant-otel',
+    ...extra,
+  });
+}
+
 beforeAll(async () => {
-  collector = http.createServer((req, res) => {
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (raw += chunk));
-    req.on('end', () => {
-      received.push({ path: req.url ?? '', headers: req.headers, raw, body: JSON.parse(raw) });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-  collectorUrl = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
-  h = await startHarness({
-    env: (modelUrl) => ({
-      OTEL_EXPORTER_OTLP_ENDPOINT: `${collectorUrl}/`,
-      OTEL_EXPORTER_OTLP_HEADERS: 'x-backend-key=k%3D1,x-team=agents',
-      OTEL_BSP_SCHEDULE_DELAY: '20',
-      OTEL_SERVICE_NAME: 'agentd-under-test',
-      ANTHROPIC_BASE_URL: modelUrl,
-      ANTHROPIC_API_KEY: 'sk-ant-otel',
-    }),
-  });
+  collector = await startOtlpCollector();
+  h = await startHarness({ env: otelEnv({ OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' }) });
+  jsonServer = await startHarness({ env: otelEnv({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }) });
 });
 afterAll(async () => {
   await h.close();
-  await new Promise((resolve) => collector.close(resolve));
+  await jsonServer.close();
+  await collector.close();
 });
 
-/** Every span the collector has been sent, with the resource it came under. */
-function spans(): Array<{ span: any; resource: any }> {
-  return received.flatMap((r) => r.body.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans.map((span: any) => ({ span, resource: rs.resource })))));
-}
+const spans = () => receivedSpans(collector.received);
 
 async function spanWhere(match: (span: any) => boolean, what: string): Promise<{ span: any; resource: any }> {
   for (let i = 0; i < 200; i++) {
@@ -78,10 +64,12 @@ const childrenOf = (spanId: string, prefix = ''): any[] =>
     .filter((span) => span.parentSpanId === spanId && span.name.startsWith(prefix))
     .sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1));
 
-const attrs = (list: Array<{ key: string; value: Record<string, unknown> }>) => Object.fromEntries(list.map((a) => [a.key, Object.values(a.value)[0]]));
-
 describe('OpenTelemetry export', () => {
-  it('sends each turn as a span with the ids the reply names, under the caller’s trace', async () => {
+  it.each([
+    { encoding: 'protobuf', contentType: 'application/x-protobuf', contentEncoding: 'gzip', server: () => h },
+    { encoding: 'JSON', contentType: 'application/json', contentEncoding: undefined, server: () => jsonServer },
+  ])('sends each turn as a span with the ids the reply names, under the caller’s trace ($encoding)', async ({ contentType, contentEncoding, server }) => {
+    const h = server();
     const session = sid('otel');
     h.model.script([{ toolCalls: [{ name: 'ls', input: {} }] }, { text: 'listed' }]);
     const res = await h.invoke(invokeBody([{ role: 'user', content: `list it, my token is ${SECRET}` }], template({ tools: [builtin('ls')], mode: 'allow' }), { session_id: session, secrets: { MY_TOKEN: SECRET } }), {
@@ -101,7 +89,7 @@ describe('OpenTelemetry export', () => {
       'agentd.project.id': h.projectId,
       'agentd.turn.status': 'completed',
       'agentd.turn.stop_reason': 'end_turn',
-      'gen_ai.usage.input_tokens': String(reply.data.outputs.usage.input),
+      'gen_ai.usage.input_tokens': reply.data.outputs.usage.input,
     });
     // The tool ran as a child span of the turn, inside it.
     const { span: tool } = await spanWhere((s) => s.parentSpanId === reply.span_id && s.name.startsWith('execute_tool'), 'the tool span');
@@ -128,16 +116,17 @@ describe('OpenTelemetry export', () => {
     expect(BigInt(answered.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(tool.endTimeUnixNano));
     expect(BigInt(answered.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(span.endTimeUnixNano));
     expect(span.events).toEqual([]);
-    expect(attrs(resource.attributes)).toMatchObject({ 'service.name': 'agentd-under-test' });
+    expect(attrs(resource.attributes)).toMatchObject({ 'service.name': 'agentd-under-test', 'deployment.environment': 'test', team: 'agents' });
 
-    const request = received.find((r) => r.raw.includes(reply.span_id))!;
+    const request = collector.received.find((r) => JSON.stringify(r.body).includes(reply.span_id))!;
     expect(request.path).toBe('/v1/traces');
-    expect(request.headers['content-type']).toBe('application/json');
+    expect(request.headers['content-type']).toBe(contentType);
+    expect(request.headers['content-encoding']).toBe(contentEncoding);
     expect(request.headers['x-backend-key']).toBe('k=1');
     expect(request.headers['x-team']).toBe('agents');
     // Names, ids and counts only: neither the conversation nor a secret leaves in a span.
-    expect(request.raw).not.toContain(SECRET);
-    expect(request.raw).not.toContain('list it');
+    expect(request.raw.toString('latin1')).not.toContain(SECRET);
+    expect(request.raw.toString('latin1')).not.toContain('list it');
   });
 
   it('gives a tool run after an approval a span in the turn that ran it, named for its tool', async () => {
@@ -210,17 +199,21 @@ describe('OpenTelemetry export', () => {
   });
 
   it('a collector that cannot be reached costs the turns nothing and is reported in the log, without the credentials its URL carries', async () => {
-    const down = await startHarness({ logs: true, env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://otel:url-s3cret@127.0.0.1:9/v1/traces', OTEL_BSP_SCHEDULE_DELAY: '20' } });
+    // The exporter retries a refused connection with backoff until its timeout, then gives the batch up.
+    const down = await startHarness({ logs: true, env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://otel:url-s3cret@127.0.0.1:9/v1/traces', OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_TIMEOUT: '300' } });
     try {
       h.model.script({ text: 'fine' });
       down.model.script({ text: 'fine anyway' });
       const reply = await readJson(await down.invoke(invokeBody([{ role: 'user', content: 'hi' }], template())));
       expect(reply.data.outputs.messages.at(-1).content).toBe('fine anyway');
-      for (let i = 0; i < 200 && !down.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
-      const warning = down.logs.find((l) => l.includes('could not send spans'));
+      for (let i = 0; i < 400 && !down.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
+      const warning = JSON.parse(down.logs.find((l) => l.includes('could not send spans'))!);
       // The turn and its one model call.
-      expect(warning).toMatch(/"spans":2/);
-      expect(warning).toContain('127.0.0.1:9/v1/traces');
+      expect(warning).toMatchObject({ spans: 2, url: 'http://127.0.0.1:9/v1/traces' });
+      expect(warning.error).toMatch(/ECONNREFUSED|timeout/i);
+      // Said once, not again by the SDK's own error handler.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(down.logs.filter((l) => l.includes('OpenTelemetry'))).toHaveLength(1);
       expect(down.logs.join('\n')).not.toContain('url-s3cret');
     } finally {
       await down.close();
@@ -232,12 +225,41 @@ describe('OpenTelemetry settings', () => {
   it('are off without an endpoint or with OTEL_SDK_DISABLED, and read the standard variables', () => {
     expect(loadConfig({}).otlp).toBeUndefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).otlp).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).otlp).toEqual({ url: 'http://c:4318/v1/traces', headers: {}, serviceName: 'agentd', scheduleDelayMs: 5000 });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).otlp).toEqual({
+      url: 'http://c:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      compression: 'none',
+      timeoutMs: 10_000,
+      serviceName: 'agentd',
+      resource: {},
+      batch: { scheduleDelayMs: 5000, maxQueueSize: 2048, maxExportBatchSize: 512, exportTimeoutMs: 30_000 },
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip',
+        OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '2500',
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,k8s.pod.name=agentd-7',
+        OTEL_BSP_MAX_QUEUE_SIZE: '100',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '500',
+        OTEL_BSP_EXPORT_TIMEOUT: '1000',
+      }).otlp,
+    ).toMatchObject({
+      protocol: 'http/json',
+      compression: 'gzip',
+      timeoutMs: 2500,
+      resource: { 'deployment.environment': 'prod', 'k8s.pod.name': 'agentd-7' },
+      // A batch is never larger than the queue.
+      batch: { maxQueueSize: 100, maxExportBatchSize: 100, exportTimeoutMs: 1000 },
+    });
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://t.example/x' }).otlp?.url).toBe('https://t.example/x');
   });
 
   it('refuse what they cannot honour, saying what to set', () => {
-    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/"grpc" is not supported.*http\/json/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/"grpc" is not supported.*http\/protobuf.*http\/json/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_COMPRESSION: 'zstd' })).toThrow(/gzip or none/);
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/http\(s\) URL/);
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals' })).toThrow(/key=value/);
   });
