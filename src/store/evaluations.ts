@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Attempt, EvaluatorScore, MetricsRecord, ResultStatus, RunStatus } from '../contract/evaluations.ts';
 import { dbTime, fromJson, nowIso, toJson, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
@@ -125,6 +125,9 @@ function toResult(row: Selectable<EvaluationResultsTable>): ResultRecord {
 
 /** Rows per insert when a run's cases are written: well under SQLite's bound-parameter limit. */
 const INSERT_CHUNK = 200;
+
+/** What a claim reads of a case before taking it. */
+type ClaimRow = { id: string; status: string; attempts_json: string; updated_at: string };
 
 /**
  * A case's attempts with the one its process was in when it died appended, as `interrupted`: from
@@ -266,30 +269,41 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: Engine) {
    * holder, keeping the run's cases in flight — across every replica — at most `cap`. Due means
    * pending and past its retry time, or running under a claim that lapsed (its replica died):
    * such a case gets the attempt that was cut off recorded as `interrupted`. Claims expire by the
-   * database's clock, so replicas whose clocks disagree never take each other's live cases. On
-   * PostgreSQL the run's row is locked for the claim, so claimers of one run take turns and the
-   * cap holds; SQLite has one writer anyway.
+   * database's clock, so replicas whose clocks disagree never take each other's live cases.
    */
   async function claim(runId: string, holder: string, limit: number, cap: number, ttlMs: number): Promise<ResultRecord[]> {
     return db.transaction().execute(async (trx) => {
-      if (engine === 'postgres') await trx.selectFrom('evaluation_runs').select('id').where('id', '=', runId).forUpdate().execute();
       const now = dbTime(engine);
-      const live = await trx
-        .selectFrom('evaluation_results')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('run_id', '=', runId)
-        .where('status', '=', 'running')
-        .where('claim_expires_at', '>', now)
-        .executeTakeFirst();
-      const take = Math.min(limit, cap - Number(live?.n ?? 0));
-      if (take <= 0) return [];
-      // Two index range scans in id order (pending and due; running with a lapsed claim) rather
-      // than one query with an OR, which read and sorted every case of the run on each claim.
-      const cases = () => trx.selectFrom('evaluation_results').where('run_id', '=', runId);
-      const due = (query: ReturnType<typeof cases>) => query.select(['id', 'status', 'attempts_json', 'updated_at']).orderBy('id').limit(take).execute();
-      const pending = await due(cases().where('status', '=', 'pending').where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)])));
-      const lapsed = await due(cases().where('status', '=', 'running').where('claim_expires_at', '<=', now));
-      const chosen = [...pending, ...lapsed].sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, take);
+      const cases = () => trx.selectFrom('evaluation_results').select(['id', 'status', 'attempts_json', 'updated_at']).where('run_id', '=', runId).orderBy('id');
+      const pendingDue = () => cases().where('status', '=', 'pending').where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', now)]));
+      const lapsedRunning = () => cases().where('status', '=', 'running').where('claim_expires_at', '<=', now);
+      let chosen: ClaimRow[];
+      /** Slots the chosen pending cases take, in the same order (PostgreSQL). */
+      let slots: number[] = [];
+      if (engine === 'postgres') {
+        // A lapsed case keeps the slot it had; a pending one needs a free slot. Rows another
+        // claimer has locked are skipped, not waited for.
+        const lapsed = await lapsedRunning().limit(limit).forUpdate().skipLocked().execute();
+        const free = limit > lapsed.length ? await freeSlots(trx, runId, cap, limit - lapsed.length) : [];
+        const pending = free.length > 0 ? await pendingDue().limit(free.length).forUpdate().skipLocked().execute() : [];
+        slots = free.slice(0, pending.length);
+        chosen = [...lapsed, ...pending];
+      } else {
+        // SQLite has one writer: counting the run's live claims and taking cases cannot interleave.
+        const live = await trx
+          .selectFrom('evaluation_results')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('run_id', '=', runId)
+          .where('status', '=', 'running')
+          .where('claim_expires_at', '>', now)
+          .executeTakeFirst();
+        const take = Math.min(limit, cap - Number(live?.n ?? 0));
+        if (take <= 0) return [];
+        // Two index range scans in id order rather than one query with an OR, which read and
+        // sorted every case of the run on each claim.
+        const both = [...(await pendingDue().limit(take).execute()), ...(await lapsedRunning().limit(take).execute())];
+        chosen = both.sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, take);
+      }
       if (chosen.length === 0) return [];
       for (const row of chosen.filter((r) => r.status === 'running')) {
         await trx.updateTable('evaluation_results').set({ attempts_json: withInterrupted(row) }).where('id', '=', row.id).execute();
@@ -300,9 +314,44 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: Engine) {
         .where('id', 'in', chosen.map((row) => row.id))
         .returningAll()
         .execute();
+      if (slots.length > 0) {
+        const taken = chosen.filter((row) => row.status === 'pending');
+        const pairs = sql.join(slots.map((slot, i) => sql`(${slot}::int, ${taken[i]!.id}::text)`));
+        await sql`update evaluation_slots as s set result_id = v.result_id from (values ${pairs}) as v(slot, result_id) where s.run_id = ${runId} and s.slot = v.slot`.execute(trx);
+      }
       rows.sort((a, b) => (a.id < b.id ? -1 : 1));
       return rows.map(toResult);
     });
+  }
+
+  /**
+   * Up to `n` of the run's free slots, locked for this claim and skipping those another claim has
+   * locked. A run's slots are made by its first claim (any replica's; making them twice is
+   * harmless), so a run needs nothing of them until it is claimed from.
+   */
+  async function freeSlots(trx: Kysely<Database>, runId: string, cap: number, n: number): Promise<number[]> {
+    const query = () =>
+      trx
+        .selectFrom('evaluation_slots as s')
+        .leftJoin('evaluation_results as r', 'r.id', 's.result_id')
+        .select('s.slot')
+        .where('s.run_id', '=', runId)
+        .where((eb) => eb.or([eb('s.result_id', 'is', null), eb('r.status', '!=', 'running')]))
+        .orderBy('s.slot')
+        .limit(n)
+        .forUpdate('s')
+        .skipLocked()
+        .execute();
+    const free = await query();
+    if (free.length > 0) return free.map((row) => row.slot);
+    const made = await trx.selectFrom('evaluation_slots').select((eb) => eb.fn.countAll<number>().as('n')).where('run_id', '=', runId).executeTakeFirst();
+    if (Number(made?.n ?? 0) >= cap) return [];
+    await trx
+      .insertInto('evaluation_slots')
+      .values(Array.from({ length: cap }, (_, slot) => ({ run_id: runId, slot, result_id: null })))
+      .onConflict((oc) => oc.columns(['run_id', 'slot']).doNothing())
+      .execute();
+    return (await query()).map((row) => row.slot);
   }
 
   /** Keeps this holder's claims alive; returns how many it still holds. */

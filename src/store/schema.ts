@@ -153,6 +153,14 @@ export interface EvaluationRunsTable {
   ended_at: string | null;
 }
 
+/** One of a run's `batch_size` places for a running case (PostgreSQL's claims; see migration 0011). */
+export interface EvaluationSlotsTable {
+  run_id: string;
+  slot: number;
+  /** The case that last took it: the slot is taken while that case is running. */
+  result_id: string | null;
+}
+
 /** One test case × repeat of a run: its current state and every attempt so far. */
 export interface EvaluationResultsTable {
   id: string;
@@ -192,4 +200,5 @@ export interface Database {
   revisions: RevisionsTable;
   evaluation_runs: EvaluationRunsTable;
   evaluation_results: EvaluationResultsTable;
+  evaluation_slots: EvaluationSlotsTable;
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.ts';
-import { freshDatabase, type TestDatabase } from '../support/database.ts';
+import pg from 'pg';
+import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
 import { sleep, tempDir } from './helpers.ts';
 
 /**
@@ -73,5 +74,70 @@ describe('claiming evaluation cases', () => {
     expect(await store.evaluations.updateResult(ids[0]!, 'dead', { status: 'success', attempts: [] })).toBe(false);
     expect(await store.evaluations.updateResult(ids[0]!, 'alive', { status: 'success', attempts: [] })).toBe(true);
     expect(await store.evaluations.progress(runId)).toMatchObject({ pending: 2, running: 1, success: 1 });
+  });
+});
+
+describe.runIf(TEST_POSTGRES_URL !== undefined)('claiming on PostgreSQL', () => {
+  it('never waits on another claim in progress: cases and slots it has locked are skipped', async () => {
+    const { runId, ids } = await run(4);
+    // Make the run's slots, then hold what an unfinished claim holds: a case and a slot, and the run's row.
+    expect(await claimIds(runId, 'a', 1, 3)).toEqual([ids[0]]);
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query('select id from evaluation_runs where id = $1 for update', [runId]);
+      await other.query('select id from evaluation_results where id = $1 for update', [ids[1]]);
+      const { rows } = await other.query("select slot from evaluation_slots where run_id = $1 and result_id is null order by slot limit 1 for update", [runId]);
+      expect(rows).toHaveLength(1);
+      // One slot left of three: taken with the next case the other claim has not locked.
+      const claimed = await Promise.race([claimIds(runId, 'b', 5, 3), sleep(5_000).then(() => 'waited')]);
+      expect(claimed).toEqual([ids[2]]);
+      await other.query('rollback');
+    } finally {
+      await other.end();
+    }
+    // The other claim gave its slot and case back: they are free again, and then the cap is reached.
+    expect(await claimIds(runId, 'c', 5, 3)).toEqual([ids[1]]);
+    expect(await claimIds(runId, 'c', 5, 3)).toEqual([]);
+  });
+
+  it('holds the cap across many claimers racing on separate connections', async () => {
+    const n = 120;
+    const cap = 5;
+    const { runId } = await run(n);
+    const stores = await Promise.all(Array.from({ length: 3 }, async () => openStore({ dataDir: await tempDir('claims-race'), databaseUrl: database.url })));
+    let live = 0;
+    let most = 0;
+    const done = new Set<string>();
+    try {
+      await Promise.all(
+        stores.flatMap((replica, r) =>
+          Array.from({ length: 6 }, async () => {
+            while (done.size < n) {
+              const got = await replica.evaluations.claim(runId, `r${r}`, 2, cap, 60_000);
+              if (got.length === 0) {
+                await sleep(2);
+                continue;
+              }
+              live += got.length;
+              most = Math.max(most, live);
+              await sleep(5);
+              for (const c of got) {
+                expect(done.has(c.id)).toBe(false);
+                done.add(c.id);
+                live--;
+                expect(await replica.evaluations.updateResult(c.id, `r${r}`, { status: 'success', attempts: [] })).toBe(true);
+              }
+            }
+          }),
+        ),
+      );
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+    expect(done.size).toBe(n);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(cap);
   });
 });

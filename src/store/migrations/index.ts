@@ -9,6 +9,8 @@ import { evaluationClaims } from './0007_evaluation_claims.ts';
 import { claimExpiryIndex } from './0008_claim_expiry_index.ts';
 import { sessionListing } from './0009_session_listing.ts';
 import { apiKeyLastUsed } from './0010_api_key_last_used.ts';
+import { evaluationSlots } from './0011_evaluation_slots.ts';
+import { runningClaimsIndex } from './0012_running_claims_index.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -25,4 +27,6 @@ export const migrations: Record<string, Migration> = {
   '0008_claim_expiry_index': claimExpiryIndex,
   '0009_session_listing': sessionListing,
   '0010_api_key_last_used': apiKeyLastUsed,
+  '0011_evaluation_slots': evaluationSlots,
+  '0012_running_claims_index': runningClaimsIndex,
 };
