@@ -120,6 +120,8 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
         references: request.references ?? undefined,
         selector: request.selector ?? undefined,
         revision: revision && { id: revision.id, slug: revision.slug, version: revision.version, workflow: revision.artifact.slug, variant: revision.variant.slug },
+        // For a replica that follows the turn: its stream starts from the record.
+        continues,
       },
       force: params.force,
       streaming: params.streaming,

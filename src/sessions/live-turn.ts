@@ -24,6 +24,8 @@ export class LiveTurn {
   readonly takesUp: ReadonlySet<string>;
   /** The stored revision the turn runs, when its request named one by references. */
   readonly revision: RanRevision | undefined;
+  /** Runs in another process and is relayed from there: its readers' streams start before its first event. */
+  readonly relayed: boolean;
   readonly controller = new AbortController();
   readonly done: Promise<FoldedTurn>;
   /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
@@ -34,7 +36,7 @@ export class LiveTurn {
   private finished = false;
   private resolveDone!: (turn: FoldedTurn) => void;
 
-  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string>; revision?: RanRevision | undefined }) {
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string>; revision?: RanRevision | undefined; relayed?: boolean }) {
     this.id = ids.id;
     this.projectId = ids.projectId;
     this.sessionId = ids.sessionId;
@@ -43,6 +45,7 @@ export class LiveTurn {
     this.continues = ids.continues;
     this.takesUp = ids.takesUp ?? new Set();
     this.revision = ids.revision;
+    this.relayed = ids.relayed ?? false;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
   }

@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { UIMessage } from 'ai';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
+import type { RanRevision } from '../contract/invoke.ts';
 import { AppError } from '../errors.ts';
 import type { LeasesRepo } from '../store/leases.ts';
+import type { TurnsRepo } from '../store/turns.ts';
 import type { Notifications } from '../store/notifications.ts';
 import { TurnFolder } from '../stream/fold.ts';
+import { endedTurn } from './ended-turn.ts';
 import { LiveTurn } from './live-turn.ts';
 
 /**
@@ -17,6 +20,8 @@ import { LiveTurn } from './live-turn.ts';
  */
 
 const FOLLOW = 'follow';
+/** How long a follower waits for the record of a turn whose lease it found. */
+const RECORD_WAIT_MS = 500;
 
 type FollowRequest = { turn_id: string; project_id: string; session_id: string; reply: string };
 type Failure = { type: ErrorType; status: number; message: string; headers?: Record<string, string> };
@@ -80,36 +85,54 @@ export interface FollowOptions {
   sessionId: string;
   turnId: string;
   leases: LeasesRepo;
+  turns: TurnsRepo;
   /** How long the running process has to answer, and how often the turn's lease is checked. */
   leaseTtlMs: number;
 }
 
 /**
- * Follows a turn that runs in another process. Resolves once that process answers, to a LiveTurn
- * fed by the relay; rejects (409) when nobody answers within the lease's lifetime. When the turn's
- * lease goes (its process died or finished) and the end never arrives, the turn ends with an error
- * rather than leave its reader waiting.
+ * Follows a turn that runs in another process: at once, from the turn's record (its ids, the
+ * message it continues, its revision), so the follower's stream starts before the running process
+ * has answered; the relay then feeds it. Undefined when the record says the turn is not running.
+ * When the process never answers, or the turn's lease goes without an end arriving (its process
+ * died), the turn ends with an error and `interrupted` on the follower's stream, as a turn that
+ * failed here would end; a turn that ended normally meanwhile is told from its record.
  */
-export async function followRemoteTurn(notifications: Notifications, options: FollowOptions): Promise<LiveTurn> {
-  const { projectId, sessionId, turnId, leases, leaseTtlMs } = options;
+export async function followRemoteTurn(notifications: Notifications, options: FollowOptions): Promise<LiveTurn | undefined> {
+  const { projectId, sessionId, turnId, leases, turns, leaseTtlMs } = options;
+  let record = await turns.get(projectId, turnId);
+  // A turn takes its lease a moment before it writes its record.
+  for (let wait = 0; !record && wait < RECORD_WAIT_MS; wait += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    record = await turns.get(projectId, turnId);
+  }
+  if (!record || record.session_id !== sessionId || record.status !== 'running') return undefined;
+  const turn = new LiveTurn({
+    id: turnId,
+    projectId,
+    sessionId,
+    traceId: record.trace_id,
+    spanId: record.span_id,
+    continues: record.request?.continues as UIMessage | undefined,
+    revision: record.request?.revision as RanRevision | undefined,
+    relayed: true,
+  });
   const reply = `reply_${randomUUID().replaceAll('-', '')}`;
   const folder = new TurnFolder();
-  let turn: LiveTurn | undefined;
-  let settle!: (outcome: LiveTurn | AppError) => void;
-  const answer = new Promise<LiveTurn | AppError>((resolve) => (settle = resolve));
-
+  let answered = false;
   let received = 0;
   const push = (event: AgentEvent) => {
     folder.push(event);
-    turn!.push(event);
+    turn.push(event);
   };
   const end = (failure: Failure | undefined) => {
-    if (!turn || turn.isFinished) return;
+    if (turn.isFinished) return;
     if (failure) turn.failure = new AppError(failure.type, failure.message, { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
     turn.finish(folder.result());
   };
   /** Ends the followed turn with an error frame, as a turn that failed here would end. */
   const lose = (why: string) => {
+    if (turn.isFinished) return;
     const message = `${why}; the session's turn history has what was recorded for turn "${turnId}"`;
     push({ type: 'error', data: { code: 503, type: 'unavailable', message } });
     push(doneEvent('interrupted'));
@@ -123,11 +146,10 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     } catch {
       return;
     }
-    if (turn?.isFinished) return;
+    if (turn.isFinished) return;
     if (message.t === 'hello') {
-      turn ??= new LiveTurn({ id: turnId, projectId, sessionId, traceId: message.trace_id, spanId: message.span_id, continues: message.continues });
-      settle(turn);
-    } else if (turn && message.t === 'events') {
+      answered = true;
+    } else if (message.t === 'events') {
       // A listening connection that dropped and came back missed what was sent meanwhile.
       if (message.from !== received) return lose('part of the relayed turn was lost on the way');
       for (const event of message.events) push(event);
@@ -138,6 +160,17 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     }
   });
 
+  /** The turn's lease is gone and no end came: it ended meanwhile (its record says how), or its process died. */
+  const gone = async () => {
+    const now = await turns.get(projectId, turnId).catch(() => undefined);
+    if (!answered && received === 0 && now && now.status !== 'running') {
+      const ended = endedTurn(now);
+      for await (const event of ended.follow()) push(event);
+      if (ended.failure) turn.failure = ended.failure;
+      return end(undefined);
+    }
+    lose('the agentd process running the turn stopped before the turn ended');
+  };
   // The lease says whether the turn still runs somewhere. The end is sent after the lease is
   // released, so a lease that is gone gets one more check before the turn counts as lost.
   const interval = Math.min(leaseTtlMs / 3, 1_000);
@@ -151,24 +184,19 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
       goneChecks = 0;
       return;
     }
-    if (++goneChecks < 2) return;
-    if (!turn) {
-      settle(new AppError('not-found', `session "${sessionId}" has no live turn to attach to; send data.inputs.messages to start one`));
-      return;
-    }
-    lose('the agentd process running the turn stopped before the turn ended');
+    if (++goneChecks === 2) await gone();
   };
   const watch = setInterval(() => void checkLease(), interval);
   watch.unref();
-  const silence = setTimeout(
-    () => settle(new AppError('session-busy', `session "${sessionId}" runs turn "${turnId}" in another agentd process, which did not answer; try again, or send input with force to take over`)),
-    leaseTtlMs,
-  );
+  const silence = setTimeout(() => {
+    if (!answered) lose(`the agentd process running the turn did not answer within ${leaseTtlMs} ms`);
+  }, leaseTtlMs);
   const stop = () => {
     clearInterval(watch);
     clearTimeout(silence);
     void stopListening();
   };
+  void turn.done.finally(stop);
 
   try {
     await notifications.send(FOLLOW, JSON.stringify({ turn_id: turnId, project_id: projectId, session_id: sessionId, reply } satisfies FollowRequest));
@@ -176,12 +204,5 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     stop();
     throw error;
   }
-  const outcome = await answer;
-  clearTimeout(silence);
-  if (outcome instanceof AppError) {
-    stop();
-    throw outcome;
-  }
-  void outcome.done.finally(stop);
-  return outcome;
+  return turn;
 }

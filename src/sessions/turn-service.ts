@@ -137,7 +137,7 @@ export class TurnService {
     const lease = await store.leases.get(projectId, sessionId);
     if (lease?.live) {
       if (store.notifications) {
-        return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, leaseTtlMs: config.leaseTtlMs });
+        return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, turns: store.turns, leaseTtlMs: config.leaseTtlMs });
       }
       throw new AppError('session-busy', `session "${sessionId}" runs turn "${lease.turn_id}" in another agentd process; attach to it there`);
     }

@@ -177,6 +177,27 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
     }
   });
 
+  it('starts the stream at once and ends it with an error and interrupted when the replica running the turn cannot answer', async () => {
+    const session = sid('frozen');
+    replies.set('frozen owner', [{ hang: true }]);
+    const owner = stream(a.url, turnOn(session, 'frozen owner'));
+    await modelCalledWith('frozen owner');
+    // A stopped process holds its lease until the lease runs out, and answers nobody meanwhile.
+    a.child.kill('SIGSTOP');
+    try {
+      const attached = await attach(b.url, session);
+      expect(attached.status).toBe(200);
+      expect(attached.headers.get('content-type')).toContain('text/event-stream');
+      const { frames } = await readFrames(attached);
+      expect(frames.map((f) => f.type)).toEqual(['error', 'done']);
+      expect(frames[0]).toMatchObject({ data: { code: 503, type: 'unavailable', message: expect.stringContaining('did not answer') } });
+      expect(frames[1]).toMatchObject({ data: { stop_reason: 'interrupted' } });
+    } finally {
+      a.child.kill('SIGCONT');
+    }
+    void owner.catch(() => undefined);
+  }, 20_000);
+
   it('ends with an error frame, not a hang, when the replica running the turn dies', async () => {
     const session = sid('orphan');
     // A first step, so the attached reply has begun (headers sent) before the second one hangs.

@@ -28,6 +28,8 @@ async function runningElsewhere(): Promise<{ sessionId: string; turnId: string; 
   const sessionId = `relay-${++seq}`;
   const turnId = `turn-${seq}-${Date.now()}`;
   await sender.leases.acquire({ projectId: project, sessionId, turnId, holder: 'elsewhere', ttlMs: 60_000 });
+  await sender.sessions.touch(project, sessionId);
+  await sender.turns.create({ id: turnId, project_id: project, session_id: sessionId, trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), request: {} });
   const reply = new Promise<(message: object) => Promise<void>>((resolve) => {
     void sender.notifications!.listen('follow', (raw) => {
       const request = JSON.parse(raw) as { turn_id: string; reply: string };
@@ -37,7 +39,11 @@ async function runningElsewhere(): Promise<{ sessionId: string; turnId: string; 
   return { sessionId, turnId, reply };
 }
 
-const follow = (sessionId: string, turnId: string) => followRemoteTurn(follower.notifications!, { projectId: project, sessionId, turnId, leases: follower.leases, leaseTtlMs: TTL_MS });
+async function follow(sessionId: string, turnId: string): Promise<LiveTurn> {
+  const turn = await followRemoteTurn(follower.notifications!, { projectId: project, sessionId, turnId, leases: follower.leases, turns: follower.turns, leaseTtlMs: TTL_MS });
+  if (!turn) throw new Error(`turn ${turnId} is not followable`);
+  return turn;
+}
 
 /** A follower that got its answer: the relayed turn, and the sender's side of the channel. */
 async function followed(): Promise<{ sessionId: string; turnId: string; send: (message: object) => Promise<void>; turn: LiveTurn }> {
@@ -114,15 +120,40 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
     expect((events[1]!.data as { message: string }).message).toContain('stopped before the turn ended');
   });
 
-  it('is a 409 when the process holding the lease never answers', async () => {
-    const { sessionId, turnId } = await runningElsewhere();
-    await expect(follow(sessionId, turnId)).rejects.toMatchObject({ type: 'session-busy', status: 409, message: expect.stringContaining('did not answer') });
+  it('starts at once from the turn’s record, before the running process answers', async () => {
+    const { sessionId, turnId, reply } = await runningElsewhere();
+    const turn = await follow(sessionId, turnId);
+    expect(turn).toMatchObject({ id: turnId, traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), isFinished: false });
+    const send = await reply;
+    await send({ t: 'hello', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
+    await send({ t: 'events', from: 0, events: [start(turnId, sessionId), delta('hi'), doneEvent('end_turn')] });
+    await send({ t: 'end', events: 3 });
+    expect((await collect(turn.follow())).map((e) => e.type)).toEqual(['turn_start', 'message_delta', 'done']);
   });
 
-  it('is a 404 when the lease goes before anyone answers: the turn ended meanwhile', async () => {
+  it('ends with an error and interrupted when the process holding the lease never answers', async () => {
     const { sessionId, turnId } = await runningElsewhere();
-    const following = follow(sessionId, turnId);
+    const events = await collect((await follow(sessionId, turnId)).follow());
+    expect(events.map((e) => e.type)).toEqual(['error', 'done']);
+    expect(events[0]!.data).toMatchObject({ code: 503, type: 'unavailable', message: expect.stringContaining('did not answer') });
+    expect(events[1]!.data).toMatchObject({ stop_reason: 'interrupted' });
+  });
+
+  it('tells a turn that ended before its process answered from its record', async () => {
+    const { sessionId, turnId } = await runningElsewhere();
+    const turn = await follow(sessionId, turnId);
+    await sender.turns.finish(turnId, { status: 'completed', stop_reason: 'end_turn', output: { messages: [{ role: 'assistant', content: 'finished elsewhere' }] } });
     await sender.leases.release(project, sessionId, turnId);
-    await expect(following).rejects.toMatchObject({ type: 'not-found', status: 404 });
+    const events = await collect(turn.follow());
+    expect(JSON.stringify(events)).toContain('finished elsewhere');
+    expect(events.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
+    expect(turn.failure).toBeUndefined();
+  });
+
+  it('is nothing to follow when the record says the turn has ended, or there is none', async () => {
+    const { sessionId, turnId } = await runningElsewhere();
+    await sender.turns.finish(turnId, { status: 'completed', stop_reason: 'end_turn' });
+    expect(await followRemoteTurn(follower.notifications!, { projectId: project, sessionId, turnId, leases: follower.leases, turns: follower.turns, leaseTtlMs: TTL_MS })).toBeUndefined();
+    expect(await followRemoteTurn(follower.notifications!, { projectId: project, sessionId, turnId: 'delete-x', leases: follower.leases, turns: follower.turns, leaseTtlMs: TTL_MS })).toBeUndefined();
   });
 });

@@ -23,11 +23,13 @@ export interface InvokeDeps {
 /**
  * Holds back a stream until the turn has produced something beyond its start, so a turn that
  * fails at once (bad provider key, rate limit) still answers with a JSON error carrying the real
- * status, as spec §4.2 asks.
+ * status, as spec §4.2 asks. A turn relayed from another replica is not held back: its follower's
+ * stream starts at once, and what becomes of the turn (its process dying included) is told on it.
  */
 async function firstEvents(turn: LiveTurn): Promise<{ head: AgentEvent[]; rest: AsyncIterator<AgentEvent> }> {
   const rest = turn.follow()[Symbol.asyncIterator]();
   const head: AgentEvent[] = [];
+  if (turn.relayed) return { head, rest };
   for (;;) {
     const next = await rest.next();
     if (next.done) break;
