@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 const shared = {
@@ -28,11 +30,41 @@ const engines = [
   ...(process.env.AGENTD_TEST_DATABASE_URL ? [{ name: 'postgres', env: { AGENTD_TEST_ENGINE: 'postgres', AGENTD_TURN_WORKERS_LOAD: '0' } }] : []),
 ];
 
+/** PgBouncer's binary (Debian puts it in /usr/sbin, often off a user's PATH). */
+function pgbouncer(): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin'];
+  return dirs.map((dir) => path.join(dir, 'pgbouncer')).find((file) => existsSync(file));
+}
+
+/**
+ * The replica tests run a third time with their pool behind PgBouncer in transaction mode and the
+ * LISTEN connection direct (docs/deployment.md), when PostgreSQL and PgBouncer are both there.
+ */
+const pooled = process.env.AGENTD_TEST_DATABASE_URL ? pgbouncer() : undefined;
+if (process.env.AGENTD_TEST_DATABASE_URL && !pooled) console.warn('pgbouncer not found: the replica tests do not run behind it (Debian: apt install pgbouncer)');
+
 export default defineConfig({
   test: {
     projects: engines.flatMap(({ name, env }) => [
       { test: { ...shared, name, env, include: ['test/**/*.test.ts'], exclude: [HARNESSES, CONSOLE], sequence: { groupOrder: 0 } } },
       { test: { ...shared, name: `${name}-harnesses`, env, include: [HARNESSES], fileParallelism: false, sequence: { groupOrder: 1 } } },
-    ]).concat({ test: { ...shared, testTimeout: 60_000, name: 'console', env: engines[0]!.env, include: [CONSOLE], fileParallelism: false, sequence: { groupOrder: 2 } } }),
+    ])
+      .concat(
+        pooled
+          ? [
+              {
+                test: {
+                  ...shared,
+                  name: 'pgbouncer',
+                  env: { AGENTD_TEST_ENGINE: 'postgres', AGENTD_TURN_WORKERS_LOAD: '0', AGENTD_TEST_PGBOUNCER: pooled },
+                  include: ['test/replicas/**/*.test.ts'],
+                  globalSetup: ['test/support/pgbouncer-setup.ts'],
+                  sequence: { groupOrder: 1 },
+                },
+              },
+            ]
+          : [],
+      )
+      .concat({ test: { ...shared, testTimeout: 60_000, name: 'console', env: engines[0]!.env, include: [CONSOLE], fileParallelism: false, sequence: { groupOrder: 2 } } }),
   },
 });

@@ -15,6 +15,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** PostgreSQL connections per process. */
   pgPoolSize: number;
+  /** PostgreSQL: where the LISTEN connection goes when DATABASE_URL is a pooler in transaction mode. */
+  databaseListenUrl: string | undefined;
   /** How often an idle evaluation driver (or, on PostgreSQL, the search for runs to share) looks again. */
   evalPollMs: number;
   /** AGENTD_SECRET_KEY, which seals stored provider keys; unset, the store keeps one in the data folder. */
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: env.DATABASE_URL || undefined,
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
+    databaseListenUrl: listenUrl(env),
     evalPollMs: Math.max(10, int(env, 'AGENTD_EVAL_POLL_MS', 1000)),
     secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
@@ -189,6 +192,16 @@ function corsOrigins(raw: string | undefined): string[] | '*' | undefined {
     }
   }
   return origins;
+}
+
+/** AGENTD_DATABASE_LISTEN_URL: a PostgreSQL URL, and only beside a PostgreSQL DATABASE_URL. */
+function listenUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const url = env.AGENTD_DATABASE_LISTEN_URL?.trim();
+  if (!url) return undefined;
+  const postgres = (value: string | undefined) => value !== undefined && /^postgres(ql)?:\/\//.test(value);
+  if (!postgres(url)) throw new Error('AGENTD_DATABASE_LISTEN_URL must be a postgres:// URL (a direct connection to the server DATABASE_URL reaches through a pooler)');
+  if (!postgres(env.DATABASE_URL)) throw new Error('AGENTD_DATABASE_LISTEN_URL is only read with a PostgreSQL DATABASE_URL; set DATABASE_URL=postgres://… or unset it');
+  return url;
 }
 
 /**

@@ -29,7 +29,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     return 2;
   }
 
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, secretKey: config.secretKey });
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
   // off when the previous process died. On PostgreSQL they may be another replica's.
   if (store.engine === 'sqlite') {

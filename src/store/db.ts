@@ -48,6 +48,11 @@ export interface StoreOptions {
   databaseUrl?: string | undefined;
   /** PostgreSQL: connections in the pool (AGENTD_PG_POOL_SIZE). */
   poolSize?: number | undefined;
+  /**
+   * PostgreSQL: the URL of the one connection that LISTENs (AGENTD_DATABASE_LISTEN_URL), when
+   * `databaseUrl` goes through a pooler in transaction mode, which cannot hold a LISTEN.
+   */
+  listenUrl?: string | undefined;
   apiKeys?: ApiKeysOptions;
   /** Seals stored provider keys (AGENTD_SECRET_KEY); unset, `<dataDir>/secret.key` is used, made on first open. */
   secretKey?: Buffer | undefined;
@@ -128,7 +133,7 @@ interface Engine {
   close(): Promise<void>;
 }
 
-function openPostgres(url: string, poolSize: number | undefined): Engine {
+function openPostgres(url: string, poolSize: number | undefined, listenUrl: string | undefined): Engine {
   const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
@@ -139,7 +144,7 @@ function openPostgres(url: string, poolSize: number | undefined): Engine {
     db,
     timer,
     schema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
-    notifications: (schema) => (notifications = createPgNotifications({ connectionString: url, pool, prefix: channelPrefix(schema ?? 'public') })),
+    notifications: (schema) => (notifications = createPgNotifications({ connectionString: listenUrl ?? url, pool, prefix: channelPrefix(schema ?? 'public') })),
     close: async () => {
       await notifications?.close();
       await db.destroy();
@@ -174,7 +179,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const url = options.databaseUrl;
   const postgres = isPostgresUrl(url);
   const kind = postgres ? 'postgres' : 'sqlite';
-  const engine = postgres ? openPostgres(url, options.poolSize) : openSqlite(location);
+  const engine = postgres ? openPostgres(url, options.poolSize, options.listenUrl) : openSqlite(location);
   const db = engine.db;
   let schema: string | undefined;
   try {

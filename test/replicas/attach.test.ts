@@ -90,6 +90,7 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-attach-'));
     const env = {
       DATABASE_URL: database.url!,
+      ...(database.listenUrl ? { AGENTD_DATABASE_LISTEN_URL: database.listenUrl } : {}),
       AGENTD_DATA_DIR: dataDir,
       AGENTD_LOG_LEVEL: 'info',
       AGENTD_LEASE_TTL_MS: '1500',

@@ -31,6 +31,7 @@ describe.runIf(TEST_POSTGRES_URL).each([30_000, -30_000])('a replica whose clock
     b = await startServe(
       {
         DATABASE_URL: a.databaseUrl,
+        ...(a.listenUrl ? { AGENTD_DATABASE_LISTEN_URL: a.listenUrl } : {}),
         AGENTD_DATA_DIR: a.dataDir,
         OPENAI_API_KEY: 'sk-test-openai-key',
         OPENAI_BASE_URL: a.model.url,

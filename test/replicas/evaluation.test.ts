@@ -39,6 +39,7 @@ describe.runIf(TEST_POSTGRES_URL)('replicas sharing an evaluation run', () => {
   it('runs every case exactly once under one batch_size across replicas, even when one is killed', async () => {
     const env = {
       DATABASE_URL: database.url!,
+      ...(database.listenUrl ? { AGENTD_DATABASE_LISTEN_URL: database.listenUrl } : {}),
       AGENTD_DATA_DIR: dataDir,
       AGENTD_LOG_LEVEL: 'info',
       AGENTD_LEASE_TTL_MS: '1500',

@@ -13,7 +13,7 @@ import { waitFor } from '../sessions-api/client.ts';
 describe('an interaction answered on another replica', () => {
   it('is continued by the replica that got the answer', async () => {
     const a = await startHarness();
-    const b = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl });
+    const b = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl, listenUrl: a.listenUrl });
     try {
       const session = sid('cross');
       a.model.script({ toolCalls: [{ name: 'write', input: { path: 'cross.txt', content: 'approved elsewhere' } }] });
@@ -42,7 +42,7 @@ describe('an interaction answered on another replica', () => {
   it('is refused, and stays pending, where the turn could not go on: the model key came with the paused request', async () => {
     const a = await startHarness();
     // A replica with no key of its own for OpenAI's API: the paused request had brought it.
-    const keyless = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl, env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    const keyless = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl, listenUrl: a.listenUrl, env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
     try {
       const session = sid('keyless');
       a.model.script([{ toolCalls: [{ name: 'write', input: { path: 'k.txt', content: 'kept' } }] }, { text: 'written' }]);

@@ -11,7 +11,7 @@ import { TEST_POSTGRES_URL } from '../support/database.ts';
 describe.runIf(TEST_POSTGRES_URL)('a revoked key, across replicas', () => {
   it('is refused by the other replica within a second, though that replica had it cached', async () => {
     const a = await startHarness();
-    const b = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl });
+    const b = await startHarness({ dataDir: a.dataDir, databaseUrl: a.databaseUrl, listenUrl: a.listenUrl });
     try {
       const admin = (await a.store.apiKeys.create(a.projectId, 'admin')).key;
       const doomed = await a.store.apiKeys.create(a.projectId, 'viewer');

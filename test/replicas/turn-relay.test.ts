@@ -67,8 +67,8 @@ describe.runIf(TEST_POSTGRES_URL)('following a turn relayed from another process
   beforeAll(async () => {
     database = await freshDatabase();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-relay-'));
-    follower = await openStore({ dataDir, databaseUrl: database.url });
-    sender = await openStore({ dataDir, databaseUrl: database.url });
+    follower = await openStore({ dataDir, databaseUrl: database.url, listenUrl: database.listenUrl });
+    sender = await openStore({ dataDir, databaseUrl: database.url, listenUrl: database.listenUrl });
     project = (await follower.projects.ensure('relay')).id;
   });
   afterAll(async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
+import { inject } from 'vitest';
 
 /**
  * The database a test's store opens. SQLite (the default) needs nothing; with
@@ -11,14 +12,20 @@ import pg from 'pg';
 export interface TestDatabase {
   /** undefined: the SQLite file in the data folder. */
   url: string | undefined;
+  /** Behind PgBouncer: the direct URL the LISTEN connection takes (AGENTD_DATABASE_LISTEN_URL). */
+  listenUrl?: string | undefined;
   drop(): Promise<void>;
 }
 
 /** Set in the `postgres` project of vitest.config.ts only, so the same file runs on both engines. */
 export const TEST_POSTGRES_URL = process.env.AGENTD_TEST_ENGINE === 'postgres' ? process.env.AGENTD_TEST_DATABASE_URL || undefined : undefined;
 
+/** Set in the `pgbouncer` project: the pooler in transaction mode its global setup started. */
+const PGBOUNCER_URL = process.env.AGENTD_TEST_PGBOUNCER ? inject('pgbouncerUrl') : undefined;
+
 export async function freshDatabase(): Promise<TestDatabase> {
   if (!TEST_POSTGRES_URL) return { url: undefined, drop: async () => {} };
+  if (PGBOUNCER_URL) return freshPooledDatabase(TEST_POSTGRES_URL, PGBOUNCER_URL);
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
   await admin.connect();
@@ -61,4 +68,29 @@ export async function storedContent(where: { dataDir: string; databaseUrl: strin
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Behind PgBouncer a connection cannot pick its schema (PgBouncer does not pass `options` on),
+ * so each test file gets a database of its own, reached through the pooler, with the LISTEN
+ * connection going to the server directly.
+ */
+async function freshPooledDatabase(serverUrl: string, poolerUrl: string): Promise<TestDatabase> {
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const at = (base: string) => {
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  return { url: at(poolerUrl), listenUrl: at(serverUrl), drop: () => admin(`DROP DATABASE ${name} WITH (FORCE)`) };
 }

@@ -19,6 +19,8 @@ export interface Harness {
   dataDir: string;
   /** The PostgreSQL database (a schema of its own) when tests run on PostgreSQL; undefined on SQLite. */
   databaseUrl: string | undefined;
+  /** Behind PgBouncer: the direct URL of the LISTEN connection. */
+  listenUrl: string | undefined;
   projectId: string;
   apiKey: string;
   /** Every log line the server wrote, when started with `logs: true`. */
@@ -48,6 +50,8 @@ export interface HarnessOptions {
   dataDir?: string;
   /** With dataDir: the other harness's database (`h.databaseUrl`), when it is PostgreSQL. */
   databaseUrl?: string | undefined;
+  /** With databaseUrl: the other harness's `listenUrl` (behind PgBouncer). */
+  listenUrl?: string | undefined;
 }
 
 /** A real agentd on a loopback port, a real fake-model server, a fresh data dir and an editor key. */
@@ -66,8 +70,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(process.env.AGENTD_TURN_WORKERS_LOAD ? { AGENTD_TURN_WORKERS_LOAD: process.env.AGENTD_TURN_WORKERS_LOAD } : {}),
     ...(typeof options.env === 'function' ? options.env(model.url) : options.env),
   });
-  const database = options.dataDir ? { url: options.databaseUrl, drop: async () => {} } : await freshDatabase();
-  const store = await openStore({ dataDir, databaseUrl: database.url, secretKey: config.secretKey });
+  const database = options.dataDir ? { url: options.databaseUrl, listenUrl: options.listenUrl, drop: async () => {} } : await freshDatabase();
+  const store = await openStore({ dataDir, databaseUrl: database.url, listenUrl: database.listenUrl, secretKey: config.secretKey });
   const project = await store.projects.ensure('test');
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];
@@ -84,6 +88,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     dataDir,
     databaseUrl: database.url,
+    listenUrl: database.listenUrl,
     projectId: project.id,
     apiKey: key.key,
     logs,
