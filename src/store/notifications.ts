@@ -11,6 +11,8 @@ export interface Notifications {
   listen(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
   /** Sends `message` (any length) on `channel`; messages one caller sends in turn arrive in that order. */
   send(channel: string, message: string): Promise<void>;
+  /** NOTIFY statements sent and notifications received since start (a message is one or more of each), for the metrics. */
+  counts(): { sent: number; received: number };
   close(): Promise<void>;
 }
 
@@ -48,10 +50,12 @@ export function channelPrefix(schema: string): string {
 export function createPgNotifications(options: { connectionString: string; pool: pg.Pool; prefix: string }): Notifications {
   const handlers = new Map<string, Set<(message: string) => void>>();
   const partial = new Map<string, string[]>();
+  const counts = { sent: 0, received: 0 };
   let listener: Promise<pg.Client> | undefined;
   let closed = false;
 
   const deliver = (channel: string, payload: string) => {
+    counts.received++;
     const [id, index, count] = payload.split(' ', 3) as [string, string, string];
     const text = payload.slice(id.length + index.length + count.length + 3);
     let message = text;
@@ -134,8 +138,10 @@ export function createPgNotifications(options: { connectionString: string; pool:
       const parts = splitMessage(message);
       for (const [index, part] of parts.entries()) {
         await options.pool.query('select pg_notify($1, $2)', [name, `${id} ${index} ${parts.length} ${part}`]);
+        counts.sent++;
       }
     },
+    counts: () => ({ ...counts }),
     async close() {
       closed = true;
       clearTimeout(retry);

@@ -21,6 +21,8 @@ export interface MetricSources {
   /** Interactions waiting for an answer, and the sessions they are in (every project's). */
   waiting(): Promise<{ interactions: number; sessions: number }>;
   casesInFlight(): number;
+  /** On PostgreSQL: NOTIFY statements this process sent and notifications it received (relayed turns, key revocations). */
+  notifications?: (() => { sent: number; received: number }) | undefined;
 }
 
 export class ServiceMetrics {
@@ -59,6 +61,20 @@ export class ServiceMetrics {
     });
     this.queries = new Histogram({ name: 'agentd_store_query_duration_seconds', help: 'Database statements, as the query layer timed them', labelNames: ['engine'], buckets: QUERY_BUCKETS, registers: [registry] });
     this.queries.zero({ engine });
+    const notifications = sources.notifications;
+    if (notifications) {
+      for (const [name, help, read] of [
+        ['agentd_notifications_sent_total', 'NOTIFY statements sent (a relayed turn sends about one per batch of events, per follower)', () => notifications().sent],
+        ['agentd_notifications_received_total', 'Notifications received on the listening connection', () => notifications().received],
+      ] as const) {
+        let counted = 0;
+        new Counter({ name, help, registers: [registry], collect() {
+          const now = read();
+          this.inc(now - counted);
+          counted = now;
+        } });
+      }
+    }
     new Gauge({ name: 'agentd_live_turns', help: 'Turns running in this process now', registers: [registry], collect() {
       this.set(sources.liveTurns());
     } });

@@ -42,6 +42,14 @@ const stream = (url: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
+/** A counter's value on one replica's /metrics. */
+async function counter(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  if (!line) throw new Error(`${name} is not on ${url}/metrics`);
+  return Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
 /** An SSE reply read as it comes: `then` runs once `marker` has arrived, and the whole reply's frames are returned. */
 async function readAcross(res: Response, marker: string, then: () => Promise<void>): Promise<Frame[]> {
   const reader = res.body!.getReader();
@@ -94,6 +102,7 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
       AGENTD_DATA_DIR: dataDir,
       AGENTD_LOG_LEVEL: 'info',
       AGENTD_LEASE_TTL_MS: '1500',
+      AGENTD_METRICS: 'open',
       OPENAI_API_KEY: 'sk-test',
       OPENAI_BASE_URL: model.url,
       AGENTD_DEFAULT_PROVIDER: 'openai',
@@ -117,11 +126,19 @@ describe.runIf(TEST_POSTGRES_URL)('attach to a turn running on another replica',
       { toolCalls: [{ name: 'write', input: { path: 'big.txt', content: BIG } }], latencyMs: 200 },
       { text: 'the slow part of the answer', chunkDelayMs: 60 },
     ]);
+    const [sentBefore, receivedBefore] = [await counter(a.url, 'agentd_notifications_sent_total'), await counter(b.url, 'agentd_notifications_received_total')];
     const owner = stream(a.url, turnOn(session, 'relay me'));
     await modelCalledWith('relay me');
     const attached = await attach(b.url, session);
     expect(attached.status).toBe(200);
     const [mine, relayed] = await Promise.all([owner.then(readFrames), readFrames(attached)]);
+    // At most one NOTIFY per relayed event, plus the hello and the end (the events that piled up
+    // while one was sent go out together), plus one per 2,600 characters of a long one; every one
+    // of them reaches B.
+    const sent = (await counter(a.url, 'agentd_notifications_sent_total')) - sentBefore;
+    expect(sent).toBeGreaterThan(2);
+    expect(sent).toBeLessThanOrEqual(relayed.frames.length + 2 + Math.ceil(JSON.stringify(relayed.frames).length / 2600));
+    expect((await counter(b.url, 'agentd_notifications_received_total')) - receivedBefore).toBeGreaterThanOrEqual(sent);
 
     expect(relayed.frames).toEqual(mine.frames);
     expect(relayed.frames[0]).toMatchObject({ type: 'turn_start', data: { session_id: session } });
