@@ -106,11 +106,15 @@ describe('live turns across processes sharing one database', () => {
       await expectError(await old, 409, 'turn-cancelled');
       const turns = await a.store.turns.listForSession(a.projectId, session, { limit: 5 });
       expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
-      // Attaching to a turn that runs elsewhere says where it runs instead of pretending it is absent.
+      // Attaching to a turn that runs elsewhere says so instead of pretending it is absent: on
+      // SQLite, where it runs; on PostgreSQL, that its process did not answer (these in-process
+      // servers do not answer followers: only `agentd serve` does).
       b.model.script([{ hang: true }, { text: 'last word' }]);
       const hanging = b.invoke(hello(session));
       await waitFor(async () => b.model.requests.length >= 2);
-      await expectError(await a.invoke({ session_id: session }, { headers: FORCE }), 409, 'session-busy', /another agentd process/);
+      const attached = await a.invoke({ session_id: session }, { headers: FORCE });
+      if (a.databaseUrl) await expectError(attached, 503, 'unavailable', /agentd process running the turn did not answer/);
+      else await expectError(attached, 409, 'session-busy', /another agentd process/);
       expect((await readJson(await b.invoke(hello(session), { headers: FORCE }))).data.outputs.messages.at(-1).content).toBe('last word');
       await expectError(await hanging, 409, 'turn-cancelled');
     } finally {
