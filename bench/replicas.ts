@@ -32,11 +32,14 @@ const LIVE_TURNS = Number(process.env.BENCH_REPLICAS_LIVE ?? 100);
 
 const model = await startModelProcess(LATENCY_MS);
 
-async function admin(query: string): Promise<void> {
+async function admin<Row = unknown>(query: string): Promise<Row[]> {
   const client = new pg.Client({ connectionString: BASE_URL });
   await client.connect();
-  await client.query(query);
-  await client.end();
+  try {
+    return (await client.query(query)).rows as Row[];
+  } finally {
+    await client.end();
+  }
 }
 
 /** CPU seconds a process has used so far (Linux /proc), to say where a run's time went. */
@@ -59,16 +62,15 @@ async function postgresCpuSeconds(): Promise<number> {
   return total;
 }
 
-/** A fresh schema and data folder for one part, and the way to remove both. */
-async function freshPlace(): Promise<{ url: string; dataDir: string; remove(): Promise<void> }> {
+/** A fresh schema and data folder for one part, the settings its replicas share, and the way to remove both. */
+async function freshPlace(): Promise<{ env: Record<string, string>; remove(): Promise<void> }> {
   const schema = `bench_${randomBytes(4).toString('hex')}`;
   await admin(`CREATE SCHEMA ${schema}`);
   const url = new URL(BASE_URL!);
   url.searchParams.set('options', `-c search_path=${schema}`);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-bench-replicas-'));
   return {
-    url: url.toString(),
-    dataDir,
+    env: { DATABASE_URL: url.toString(), AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: model.url },
     remove: async () => {
       await admin(`DROP SCHEMA ${schema} CASCADE`);
       await rm(dataDir, { recursive: true, force: true });
@@ -78,14 +80,7 @@ async function freshPlace(): Promise<{ url: string; dataDir: string; remove(): P
 
 async function measure(replicas: number): Promise<{ rate: number; agentdMsPerCase: number; postgresMsPerCase: number }> {
   const place = await freshPlace();
-  const env = {
-    DATABASE_URL: place.url,
-    AGENTD_DATA_DIR: place.dataDir,
-    AGENTD_LOG_LEVEL: 'warn',
-    AGENTD_EVAL_POLL_MS: '100',
-    OPENAI_API_KEY: 'sk-bench',
-    OPENAI_BASE_URL: model.url,
-  };
+  const env = { ...place.env, AGENTD_LOG_LEVEL: 'warn', AGENTD_EVAL_POLL_MS: '100' };
   // The first start prints the key; its `info` line also says where it listens.
   const first = await startServe({ ...env, AGENTD_LOG_LEVEL: 'info' });
   const servers = [first, ...(await Promise.all(Array.from({ length: replicas - 1 }, () => startServe({ ...env, AGENTD_LOG_LEVEL: 'info' }))))];
@@ -157,24 +152,13 @@ async function scraped(url: string, name: string): Promise<number> {
 
 /** Connections to the bench's database that PostgreSQL holds now (the bench's own query excluded). */
 async function connections(): Promise<number> {
-  const client = new pg.Client({ connectionString: BASE_URL });
-  await client.connect();
-  const { rows } = await client.query('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-  await client.end();
-  return rows[0].n;
+  const [row] = await admin<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  return row!.n;
 }
 
 async function inputs(): Promise<void> {
   const place = await freshPlace();
-  const env = {
-    DATABASE_URL: place.url,
-    AGENTD_DATA_DIR: place.dataDir,
-    AGENTD_LOG_LEVEL: 'info',
-    AGENTD_METRICS: 'open',
-    AGENTD_LEASE_TTL_MS: '3000',
-    OPENAI_API_KEY: 'sk-bench',
-    OPENAI_BASE_URL: model.url,
-  };
+  const env = { ...place.env, AGENTD_LOG_LEVEL: 'info', AGENTD_METRICS: 'open', AGENTD_LEASE_TTL_MS: '3000' };
   const before = await connections();
   const a = await startServe(env);
   const b = await startServe(env);
