@@ -251,7 +251,10 @@ export function createEvaluationsRepo(db: Kysely<Database>, engine: Engine) {
       .where('id', '=', id);
     if (from) query = query.where('status', '=', from);
     const result = await query.executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+    const updated = Number(result.numUpdatedRows) > 0;
+    // An ended run's slots hold nothing; a rerun's first claim makes them again.
+    if (updated && change.ended_at) await db.deleteFrom('evaluation_slots').where('run_id', '=', id).execute();
+    return updated;
   }
 
   async function progress(runId: string): Promise<Progress> {

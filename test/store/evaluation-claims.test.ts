@@ -78,28 +78,39 @@ describe('claiming evaluation cases', () => {
 });
 
 describe.runIf(TEST_POSTGRES_URL !== undefined)('claiming on PostgreSQL', () => {
+  const clients: pg.Client[] = [];
+  const pgClient = async () => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+  afterAll(async () => {
+    for (const client of clients) await client.end();
+  });
+
   it('never waits on another claim in progress: cases and slots it has locked are skipped', async () => {
     const { runId, ids } = await run(4);
     // Make the run's slots, then hold what an unfinished claim holds: a case and a slot, and the run's row.
     expect(await claimIds(runId, 'a', 1, 3)).toEqual([ids[0]]);
-    const other = new pg.Client({ connectionString: database.url });
-    await other.connect();
-    try {
-      await other.query('begin');
-      await other.query('select id from evaluation_runs where id = $1 for update', [runId]);
-      await other.query('select id from evaluation_results where id = $1 for update', [ids[1]]);
-      const { rows } = await other.query("select slot from evaluation_slots where run_id = $1 and result_id is null order by slot limit 1 for update", [runId]);
-      expect(rows).toHaveLength(1);
-      // One slot left of three: taken with the next case the other claim has not locked.
-      const claimed = await Promise.race([claimIds(runId, 'b', 5, 3), sleep(5_000).then(() => 'waited')]);
-      expect(claimed).toEqual([ids[2]]);
-      await other.query('rollback');
-    } finally {
-      await other.end();
-    }
+    const other = await pgClient();
+    await other.query('begin');
+    await other.query('select id from evaluation_runs where id = $1 for update', [runId]);
+    await other.query('select id from evaluation_results where id = $1 for update', [ids[1]]);
+    const { rows } = await other.query('select slot from evaluation_slots where run_id = $1 and result_id is null order by slot limit 1 for update', [runId]);
+    expect(rows).toHaveLength(1);
+    // One slot left of three: taken with the next case the other claim has not locked.
+    const claimed = await Promise.race([claimIds(runId, 'b', 5, 3), sleep(5_000).then(() => 'waited')]);
+    expect(claimed).toEqual([ids[2]]);
+    await other.query('rollback');
     // The other claim gave its slot and case back: they are free again, and then the cap is reached.
     expect(await claimIds(runId, 'c', 5, 3)).toEqual([ids[1]]);
     expect(await claimIds(runId, 'c', 5, 3)).toEqual([]);
+    // A run that ended keeps no slots.
+    const slots = async () => (await other.query('select count(*)::int as n from evaluation_slots where run_id = $1', [runId])).rows[0].n;
+    expect(await slots()).toBe(3);
+    expect(await store.evaluations.updateRun(runId, { status: 'success', ended_at: new Date().toISOString() })).toBe(true);
+    expect(await slots()).toBe(0);
   });
 
   it('holds the cap across many claimers racing on separate connections', async () => {
