@@ -363,7 +363,7 @@ class RunDriver {
       metrics?.caseAttempt('success');
       const testcase = prepared.testcases.get(result.testcase_id) ?? {};
       const scores: EvaluatorScore[] = [];
-      for (const { name, spec: evaluator } of spec.evaluators) scores.push(await evaluate(evaluator, name, { messages: folded.messages, testcase }, this.deps.complete));
+      for (const { name, spec: evaluator } of spec.evaluators) scores.push(await evaluate(evaluator, name, { messages: folded.messages, testcase, trace: turn && { traceId: turn.traceId, spanId: turn.spanId } }, this.deps.complete));
       await this.write(result.id, {
         status: 'success',
         attempts,

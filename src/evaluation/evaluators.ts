@@ -1,6 +1,7 @@
 import type { EvaluatorScore, EvaluatorSpec } from '../contract/evaluations.ts';
 import type { Message } from '../contract/messages.ts';
 import { AppError } from '../errors.ts';
+import type { SpanIds } from '../telemetry/tracing.ts';
 
 /**
  * The built-in evaluators of an evaluation run (spec §2.8): each scores one turn's output against
@@ -14,10 +15,12 @@ export interface EvaluationContext {
   messages: readonly Message[];
   /** The whole test case row (every column, not only `messages`). */
   testcase: Record<string, unknown>;
+  /** The case's turn span: a judge's model call is traced as its child. */
+  trace?: SpanIds | undefined;
 }
 
 /** Asks a model one question; wired by the engine to the configured provider (AI SDK generateText). */
-export type Complete = (prompt: { system: string; prompt: string; provider?: string; model?: string }) => Promise<string>;
+export type Complete = (prompt: { system: string; prompt: string; provider?: string; model?: string; trace?: SpanIds | undefined }) => Promise<string>;
 
 const WHERE = 'data.evaluators';
 
@@ -97,7 +100,7 @@ export async function evaluate(spec: EvaluatorSpec, name: string, context: Evalu
       const prompt = judgePrompt(spec.rubric, conversationInput(context.testcase.messages), output, reference?.value);
       let reply: string;
       try {
-        reply = await complete({ system: JUDGE_SYSTEM, prompt, ...(spec.llm?.provider ? { provider: spec.llm.provider } : {}), ...(spec.llm?.model ? { model: spec.llm.model } : {}) });
+        reply = await complete({ system: JUDGE_SYSTEM, prompt, trace: context.trace, ...(spec.llm?.provider ? { provider: spec.llm.provider } : {}), ...(spec.llm?.model ? { model: spec.llm.model } : {}) });
       } catch (error) {
         return failed(`the judge model failed: ${messageOf(error)}`);
       }

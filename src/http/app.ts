@@ -174,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     claimTtlMs: config.leaseTtlMs,
     pollMs: config.evalPollMs,
     prepare: (run) => runs.prepare(run),
-    complete: judgeModel(config),
+    complete: judgeModel(config, spans),
     log: app.log,
     metrics,
   });

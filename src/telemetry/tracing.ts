@@ -1,4 +1,6 @@
-import { diag, DiagLogLevel, type DiagLogger, ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Context, type Tracer } from '@opentelemetry/api';
+import { OpenTelemetry } from '@ai-sdk/otel';
+import { context, diag, DiagLogLevel, type DiagLogger, ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Context, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { ExportResultCode, setGlobalErrorHandler, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -44,6 +46,11 @@ export interface SpanIds {
 
 export class Tracing {
   readonly tracer: Tracer;
+  /**
+   * The AI SDK's own OpenTelemetry integration on this tracer, for the calls agentd makes through
+   * `generateText` (the `llm_judge` evaluator): their spans join the trace they run under.
+   */
+  readonly aiSdk: OpenTelemetry;
   private readonly provider: TracerProvider;
   private readonly ids = new TurnIds();
 
@@ -68,6 +75,15 @@ export class Tracing {
       ],
     });
     this.tracer = this.provider.getTracer('agentd', VERSION);
+    this.aiSdk = new OpenTelemetry({ tracer: this.tracer });
+    // The AI SDK finds its parent span in the active context, which only a context manager carries
+    // across awaits; the OpenTelemetry API takes one per process.
+    contextManaged ||= context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
+
+  /** Runs `work` with the span `parent` names as the active one, so spans made inside are its children. */
+  within<T>(parent: SpanIds, work: () => T): T {
+    return context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId: parent.traceId, spanId: parent.spanId, traceFlags: TraceFlags.SAMPLED }), work);
   }
 
   /** A span with ids chosen beforehand, under its parent's trace when it has one. */
@@ -109,6 +125,8 @@ class TurnIds implements IdGenerator {
     return this.wanted?.spanId ?? this.random.generateSpanId();
   }
 }
+
+let contextManaged = false;
 
 /** Export failures already in the log, which the SDK's global error handler is then handed again. */
 const reported = new WeakSet<object>();

@@ -186,16 +186,32 @@ describe('OpenTelemetry export', () => {
     expect(spans().some((s) => s.span.spanId === unsampled.span_id)).toBe(false);
   });
 
-  it("exports an evaluation case as an internal span that names its run and result", async () => {
-    h.model.script({ text: 'case answer' });
+  it("exports an evaluation case as an internal span that names its run and result, with the AI SDK's own spans of its judge under it", async () => {
+    const rubric = 'Is it a fine case answer?';
+    h.model.script([{ text: 'case answer' }, { text: '{"score": 0.9, "reason": "fine"}' }]);
     const appRevision = (await createWorkflow(h, 'otel-target', { agent: template() })).revision.id;
     const revision = (await createTestset(h, { name: 'otel-cases', data: { testcases: [{ data: { messages: [{ role: 'user', content: 'one case' }] } }] } })).revision_id;
-    const created = await startRun(h, revision, appRevision, { concurrency: { batch_size: 1 } });
+    const created = await startRun(h, revision, appRevision, { concurrency: { batch_size: 1 }, evaluators: [{ kind: 'llm_judge', name: 'judge', rubric }] });
     expect((await runEnded(h, created.id)).data.status).toBe('success');
     const [result] = await runResults(h, created.id);
+    expect(result.scores).toEqual([expect.objectContaining({ name: 'judge', score: 0.9 })]);
     const { span } = await spanWhere((s) => s.traceId === result.trace_id && s.name === 'invoke_agent', "the case's span");
     expect(span).toMatchObject({ name: 'invoke_agent', kind: 1 });
     expect(attrs(span.attributes)).toMatchObject({ 'agentd.evaluation.run_id': created.id, 'agentd.evaluation.result_id': result.id, 'gen_ai.conversation.id': result.session_id });
+    // The judge's call went through the AI SDK's generateText; the AI SDK's OpenTelemetry
+    // integration made its spans, in the case's trace, under the case's span.
+    const { span: judge } = await spanWhere((s) => s.traceId === result.trace_id && s.parentSpanId === span.spanId && s.name !== 'chat fake-model', "the judge's AI SDK span");
+    expect(judge).toMatchObject({ name: 'invoke_agent fake-model', kind: 1 });
+    expect(attrs(judge.attributes)).toMatchObject({ 'gen_ai.agent.name': 'llm_judge', 'gen_ai.request.model': 'fake-model' });
+    // Its step, and in the step the model call, a client span with the call's own usage and finish reason.
+    const [step] = childrenOf(judge.spanId);
+    const [call] = childrenOf(step.spanId);
+    expect(call).toMatchObject({ name: 'chat fake-model', kind: 3 });
+    expect(attrs(call.attributes)).toMatchObject({ 'gen_ai.usage.input_tokens': expect.any(Number), 'gen_ai.response.finish_reasons': expect.anything() });
+    // As agentd's own spans, they hold no prompt and no answer.
+    const request = collector.received.find((r) => JSON.stringify(r.body).includes(judge.spanId))!;
+    expect(request.raw.toString('latin1')).not.toContain(rubric);
+    expect(request.raw.toString('latin1')).not.toContain('fine');
   });
 
   it('a collector that cannot be reached costs the turns nothing and is reported in the log, without the credentials its URL carries', async () => {
