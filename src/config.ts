@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
+import { isPostgresUrl } from './store/database-url.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
 
@@ -198,9 +199,8 @@ function corsOrigins(raw: string | undefined): string[] | '*' | undefined {
 function listenUrl(env: NodeJS.ProcessEnv): string | undefined {
   const url = env.AGENTD_DATABASE_LISTEN_URL?.trim();
   if (!url) return undefined;
-  const postgres = (value: string | undefined) => value !== undefined && /^postgres(ql)?:\/\//.test(value);
-  if (!postgres(url)) throw new Error('AGENTD_DATABASE_LISTEN_URL must be a postgres:// URL (a direct connection to the server DATABASE_URL reaches through a pooler)');
-  if (!postgres(env.DATABASE_URL)) throw new Error('AGENTD_DATABASE_LISTEN_URL is only read with a PostgreSQL DATABASE_URL; set DATABASE_URL=postgres://… or unset it');
+  if (!isPostgresUrl(url)) throw new Error('AGENTD_DATABASE_LISTEN_URL must be a postgres:// URL (a direct connection to the server DATABASE_URL reaches through a pooler)');
+  if (!isPostgresUrl(env.DATABASE_URL)) throw new Error('AGENTD_DATABASE_LISTEN_URL is only read with a PostgreSQL DATABASE_URL; set DATABASE_URL=postgres://… or unset it');
   return url;
 }
 
@@ -226,11 +226,12 @@ function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
   return {
     url,
     protocol,
-    headers: otlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || '', 'OTEL_EXPORTER_OTLP_HEADERS'),
+    // Header names are case-insensitive; attribute keys are not.
+    headers: Object.fromEntries(Object.entries(keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || '', 'OTEL_EXPORTER_OTLP_HEADERS')).map(([name, value]) => [name.toLowerCase(), value])),
     compression,
     timeoutMs: Math.max(1, int(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', int(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000))),
     serviceName: env.OTEL_SERVICE_NAME?.trim() || 'agentd',
-    resource: otlpHeaders(env.OTEL_RESOURCE_ATTRIBUTES || '', 'OTEL_RESOURCE_ATTRIBUTES'),
+    resource: keyValues(env.OTEL_RESOURCE_ATTRIBUTES || '', 'OTEL_RESOURCE_ATTRIBUTES'),
     batch: {
       scheduleDelayMs: Math.max(10, int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
       maxQueueSize,
@@ -241,18 +242,18 @@ function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
 }
 
 /** `key=value,key2=value2`, values percent-encoded (the OpenTelemetry convention). The values are never echoed: they are usually keys. */
-function otlpHeaders(raw: string, variable: string): Record<string, string> {
-  const headers: Record<string, string> = {};
+function keyValues(raw: string, variable: string): Record<string, string> {
+  const pairs: Record<string, string> = {};
   for (const pair of raw.split(',')) {
     if (!pair.trim()) continue;
     const at = pair.indexOf('=');
     const name = at > 0 ? pair.slice(0, at).trim() : '';
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error(`${variable} must be key=value pairs separated by commas`);
     try {
-      headers[name.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim());
+      pairs[name] = decodeURIComponent(pair.slice(at + 1).trim());
     } catch {
       throw new Error(`${variable}: the value of "${name}" is not valid percent-encoding`);
     }
   }
-  return headers;
+  return pairs;
 }

@@ -7,6 +7,7 @@ import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
+import { isPostgresUrl } from './database-url.ts';
 import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
@@ -76,7 +77,6 @@ const MEMORY = ':memory:';
 /** How long a readiness probe waits for the database. */
 const READINESS_TIMEOUT_MS = 2_000;
 
-export const isPostgresUrl = (url: string | undefined): url is string => url !== undefined && /^postgres(ql)?:/i.test(url);
 
 function sqlitePathFromUrl(url: string): string {
   if (url.startsWith('file://')) return fileURLToPath(url);

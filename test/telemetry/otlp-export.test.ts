@@ -257,7 +257,8 @@ describe('OpenTelemetry settings', () => {
         OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
         OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip',
         OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '2500',
-        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,k8s.pod.name=agentd-7',
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,k8s.pod.name=agentd-7,Team.Name=Agents',
+        OTEL_EXPORTER_OTLP_HEADERS: 'X-Backend-Key=k',
         OTEL_BSP_MAX_QUEUE_SIZE: '100',
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '500',
         OTEL_BSP_EXPORT_TIMEOUT: '1000',
@@ -266,7 +267,9 @@ describe('OpenTelemetry settings', () => {
       protocol: 'http/json',
       compression: 'gzip',
       timeoutMs: 2500,
-      resource: { 'deployment.environment': 'prod', 'k8s.pod.name': 'agentd-7' },
+      // Attribute keys keep their case; header names, case-insensitive, are lower-cased.
+      resource: { 'deployment.environment': 'prod', 'k8s.pod.name': 'agentd-7', 'Team.Name': 'Agents' },
+      headers: { 'x-backend-key': 'k' },
       // A batch is never larger than the queue.
       batch: { maxQueueSize: 100, maxExportBatchSize: 100, exportTimeoutMs: 1000 },
     });
