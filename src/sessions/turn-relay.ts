@@ -55,6 +55,8 @@ export function answerFollowers(
 /** Sends the turn to one follower; events that pile up while a send is under way go out together. */
 async function relay(notifications: Notifications, turn: LiveTurn, channel: string): Promise<void> {
   const send = (message: RelayMessage) => notifications.send(channel, JSON.stringify(message));
+  // A follower builds the turn from its record and only needs to know it was heard; the ids and the
+  // continued message stay in the hello for followers of the version before, during an upgrade.
   await send({ t: 'hello', trace_id: turn.traceId, span_id: turn.spanId, ...(turn.continues ? { continues: turn.continues } : {}) });
   const queued: AgentEvent[] = [];
   let sent = 0;
