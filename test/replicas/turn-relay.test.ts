@@ -30,11 +30,12 @@ async function runningElsewhere(): Promise<{ sessionId: string; turnId: string; 
   await sender.leases.acquire({ projectId: project, sessionId, turnId, holder: 'elsewhere', ttlMs: 60_000 });
   await sender.sessions.touch(project, sessionId);
   await sender.turns.create({ id: turnId, project_id: project, session_id: sessionId, trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), request: {} });
-  const reply = new Promise<(message: object) => Promise<void>>((resolve) => {
-    void sender.notifications!.listen('follow', (raw) => {
-      const request = JSON.parse(raw) as { turn_id: string; reply: string };
-      if (request.turn_id === turnId) resolve((message) => sender.notifications!.send(request.reply, JSON.stringify(message)));
-    });
+  let answer!: (send: (message: object) => Promise<void>) => void;
+  const reply = new Promise<(message: object) => Promise<void>>((resolve) => (answer = resolve));
+  // Listening before the follower can ask: a follow request sent before the LISTEN is lost.
+  await sender.notifications!.listen('follow', (raw) => {
+    const request = JSON.parse(raw) as { turn_id: string; reply: string };
+    if (request.turn_id === turnId) answer((message) => sender.notifications!.send(request.reply, JSON.stringify(message)));
   });
   return { sessionId, turnId, reply };
 }
