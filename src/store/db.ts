@@ -156,7 +156,8 @@ function openSqlite(location: string): Engine {
   if (location !== MEMORY) mkdirSync(path.dirname(location), { recursive: true });
   const sqlite = openSqliteDatabase(location);
   const timer = queryTimer();
-  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(sqlite), log: timer.log });
+  const { dialect, plugin } = createNodeSqliteDialect(sqlite, location);
+  const db = new Kysely<Database>({ dialect, plugins: [plugin], log: timer.log });
   const stopCheckpoints = checkpointInBackground(sqlite, location);
   return {
     db,

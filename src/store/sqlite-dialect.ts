@@ -1,11 +1,12 @@
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, type Dialect, type KyselyPlugin } from 'kysely';
+import { nodeSqliteDriver } from './sqlite-driver.ts';
 
 /**
- * Kysely's `SqliteDialect` over Node's built-in `node:sqlite`, so the embedded default needs no
- * native addon. Kysely serialises access to the single connection itself (the SQLite adapter
- * declares no support for multiple connections), so one `DatabaseSync` is shared safely.
+ * SQLite through Node's built-in `node:sqlite`, so the embedded default needs no native addon.
+ * Kysely serialises access to the single connection itself (the SQLite adapter declares no
+ * support for multiple connections), so one `DatabaseSync` is shared safely.
  */
 
 /** Opens (creating if needed) a database file, or `:memory:`, with the settings the service relies on. */
@@ -49,52 +50,14 @@ export function checkpointInBackground(db: DatabaseSync, location: string, inter
   };
 }
 
-function bindable(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
-  return parameters.map((value, index) => {
-    // node:sqlite refuses booleans with an error that names no column; fail with one that says
-    // where the fix belongs, since PostgreSQL would take them and the bug would hide there.
-    if (typeof value === 'boolean') {
-      throw new TypeError(`SQL parameter ${index + 1} is a boolean: repositories store booleans as 0/1`);
-    }
-    return value as SQLInputValue;
-  });
-}
-
-function adaptStatement(statement: StatementSync): SqliteStatement {
-  return {
-    // Anything that yields columns (SELECT, INSERT … RETURNING, most PRAGMAs) must be read with `all`.
-    reader: statement.columns().length > 0,
-    all: (parameters) => statement.all(...bindable(parameters)),
-    run: (parameters) => statement.run(...bindable(parameters)),
-    iterate: (parameters) => statement.iterate(...bindable(parameters)),
+/** Kysely's SQLite dialect on `node:sqlite` through agentd's own driver, and that driver's plugin, for one `Kysely`. */
+export function createNodeSqliteDialect(db: DatabaseSync, location: string): { dialect: Dialect; plugin: KyselyPlugin } {
+  const { driver, plugin } = nodeSqliteDriver(db, location);
+  const dialect: Dialect = {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => driver,
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+    createIntrospector: (kysely) => new SqliteIntrospector(kysely),
   };
-}
-
-/** Bounds the statement cache; the repositories use a few dozen SQL texts, `IN` lists of varying length add more. */
-const STATEMENT_CACHE_SIZE = 256;
-
-/** The subset of better-sqlite3's `Database` that Kysely's SQLite driver calls, backed by `DatabaseSync`. */
-export function adaptDatabaseSync(db: DatabaseSync): SqliteDatabase {
-  // Kysely asks for a new statement on every query, and compiling the SQL cost as much CPU as
-  // running it on a turn's path (see BENCHMARKS.md), so statements are kept per SQL text. Reuse is
-  // safe: every call resets the statement, and Kysely runs one query at a time on this connection.
-  const statements = new Map<string, SqliteStatement>();
-  return {
-    prepare: (sql) => {
-      let statement = statements.get(sql);
-      if (!statement) {
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
-        statement = adaptStatement(db.prepare(sql));
-        statements.set(sql, statement);
-      }
-      return statement;
-    },
-    close: () => {
-      if (db.isOpen) db.close();
-    },
-  };
-}
-
-export function createNodeSqliteDialect(db: DatabaseSync): SqliteDialect {
-  return new SqliteDialect({ database: adaptDatabaseSync(db) });
+  return { dialect, plugin };
 }

@@ -1,0 +1,242 @@
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type KyselyPlugin,
+  type QueryId,
+  type QueryResult,
+  type RootOperationNode,
+} from 'kysely';
+
+/**
+ * Kysely's driver for Node's built-in `node:sqlite`, with group commit.
+ *
+ * Every write outside a caller's own transaction used to be a transaction of its own, and its
+ * commit (writing the changed pages to the WAL, taking and dropping the file's locks) cost more CPU
+ * than the statement: five statements a turn, about 60 µs each of commit alone (BENCHMARKS.md).
+ * Here the writes of one event-loop iteration share one transaction: the first opens it, the
+ * iteration's check phase commits it, and each statement's caller is answered only after that
+ * commit, so a write the caller was told of is as durable as before. Under load many turns' writes
+ * share a commit and the pages they touch in common (the leases, the end of the turns table) are
+ * written once; at rest a write waits one iteration longer.
+ *
+ * A statement that fails is undone by SQLite alone, and the others of its group stand; an error
+ * that ends the whole transaction (a full disk, an I/O error) fails every statement of the group.
+ * Reads outside a group run at once; a read while a group is open sees its writes, so it is
+ * answered with them. A caller's own transaction first commits the open group.
+ */
+
+/** Statements that change rows, and so may share a group. Anything else not a SELECT (DDL, PRAGMA, raw SQL) runs alone. */
+const WRITES = new Set<RootOperationNode['kind']>(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);
+
+/** Bounds the statement cache; the repositories use a few dozen SQL texts, `IN` lists of varying length add more. */
+const STATEMENT_CACHE_SIZE = 256;
+
+/** One group of writes and the commit every one of them waits for. */
+class Group {
+  readonly committed: Promise<void>;
+  resolve!: () => void;
+  reject!: (error: Error) => void;
+
+  constructor() {
+    this.committed = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    // Every statement of the group awaits this; a group whose callers are gone must not crash the process.
+    this.committed.catch(() => undefined);
+  }
+}
+
+/** Connections by database file, so one that is about to write can first commit another's group on the same file (tests open two). */
+const onFile = new Map<string, Set<NodeSqliteConnection>>();
+
+class NodeSqliteConnection implements DatabaseConnection {
+  readonly #db: DatabaseSync;
+  readonly #location: string;
+  // Kysely asks for a new statement on every query, and compiling the SQL cost as much CPU as
+  // running it on a turn's path (BENCHMARKS.md), so statements are kept per SQL text. Reuse is
+  // safe: every call resets the statement, and Kysely runs one query at a time on this connection.
+  readonly #statements = new Map<string, { statement: StatementSync; reader: boolean }>();
+  /** Queries whose answer waits for their group's commit, read by `GroupCommit.plugin`. */
+  readonly waiting = new WeakMap<QueryId, Group>();
+  #group: Group | undefined;
+  /** This iteration has written already: a second write opens a group. */
+  #wrote = false;
+  readonly #begin: StatementSync;
+  readonly #commit: StatementSync;
+  /** A caller's own transaction is open: its statements run as it orders them. */
+  inTransaction = false;
+
+  constructor(db: DatabaseSync, location: string) {
+    this.#db = db;
+    this.#location = location;
+    this.#begin = db.prepare('BEGIN IMMEDIATE');
+    this.#commit = db.prepare('COMMIT');
+  }
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.inTransaction) return this.#run(compiled);
+    const kind = compiled.query.kind;
+    if (kind === 'SelectQueryNode') {
+      if (!this.#group) return this.#run(compiled);
+    } else if (!WRITES.has(kind)) {
+      this.commitGroup();
+      this.commitOthers();
+      return this.#run(compiled);
+    }
+    if (!this.#group && !this.#wrote) {
+      this.#wrote = true;
+      setImmediate(() => (this.#wrote = false));
+      this.commitOthers();
+      return this.#run(compiled);
+    }
+    const group = this.#group ?? this.#open();
+    let result: QueryResult<R>;
+    try {
+      result = this.#run(compiled);
+    } catch (error) {
+      // SQLite undoes a failed statement alone, unless the error ended the whole transaction.
+      if (!this.#db.isTransaction) this.#lose(group, error as Error);
+      throw error;
+    }
+    this.waiting.set(compiled.queryId, group);
+    return result;
+  }
+
+  async *streamQuery<R>(compiled: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    this.commitGroup();
+    for (const row of this.#prepared(compiled.sql).statement.iterate(...bindable(compiled.parameters))) yield { rows: [row as R] };
+  }
+
+  /** Commits the open group now; its statements' callers are answered. */
+  commitGroup(): void {
+    const group = this.#group;
+    if (!group) return;
+    this.#group = undefined;
+    try {
+      this.#commit.run();
+      group.resolve();
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      group.reject(new Error(`the writes grouped with this one could not be committed: ${(error as Error).message}`, { cause: error }));
+    }
+  }
+
+  /** Before this connection writes: another connection's open group on the same file holds the write lock. */
+  commitOthers(): void {
+    for (const other of onFile.get(this.#location) ?? []) if (other !== this) other.commitGroup();
+  }
+
+  attach(): void {
+    if (this.#location === ':memory:') return;
+    const set = onFile.get(this.#location) ?? new Set();
+    set.add(this);
+    onFile.set(this.#location, set);
+  }
+
+  detach(): void {
+    this.commitGroup();
+    const set = onFile.get(this.#location);
+    set?.delete(this);
+    if (set?.size === 0) onFile.delete(this.#location);
+  }
+
+  #open(): Group {
+    this.commitOthers();
+    this.#begin.run();
+    const group = new Group();
+    this.#group = group;
+    setImmediate(() => this.#group === group && this.commitGroup());
+    return group;
+  }
+
+  #lose(group: Group, error: Error): void {
+    this.#group = undefined;
+    group.reject(new Error(`the writes grouped with this one were rolled back: ${error.message}`, { cause: error }));
+  }
+
+  #prepared(sql: string): { statement: StatementSync; reader: boolean } {
+    let entry = this.#statements.get(sql);
+    if (!entry) {
+      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
+      const statement = this.#db.prepare(sql);
+      // Anything that yields columns (SELECT, INSERT … RETURNING, most PRAGMAs) must be read with `all`.
+      entry = { statement, reader: statement.columns().length > 0 };
+      this.#statements.set(sql, entry);
+    }
+    return entry;
+  }
+
+  #run<R>(compiled: CompiledQuery): QueryResult<R> {
+    const { statement, reader } = this.#prepared(compiled.sql);
+    const parameters = bindable(compiled.parameters);
+    if (reader) return { rows: statement.all(...parameters) as R[] };
+    const { changes, lastInsertRowid } = statement.run(...parameters);
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+}
+
+function bindable(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
+  const values = new Array<SQLInputValue>(parameters.length);
+  for (let index = 0; index < parameters.length; index++) {
+    const value = parameters[index];
+    // node:sqlite refuses booleans with an error that names no column; fail with one that says
+    // where the fix belongs, since PostgreSQL would take them and the bug would hide there.
+    if (typeof value === 'boolean') throw new TypeError(`SQL parameter ${index + 1} is a boolean: repositories store booleans as 0/1`);
+    values[index] = value as SQLInputValue;
+  }
+  return values;
+}
+
+/**
+ * The driver and the plugin that holds each grouped statement's answer until its group commits
+ * (a plugin's result hook runs after Kysely has released the connection, so the next statement
+ * can join the group meanwhile). Both go to the same `Kysely`.
+ */
+export function nodeSqliteDriver(db: DatabaseSync, location: string): { driver: Driver; plugin: KyselyPlugin } {
+  const connection = new NodeSqliteConnection(db, location);
+  const run = (sql: string) => connection.executeQuery(CompiledQuery.raw(sql));
+  const driver: Driver = {
+    init: async () => connection.attach(),
+    acquireConnection: async () => connection,
+    beginTransaction: async () => {
+      connection.commitGroup();
+      connection.commitOthers();
+      await run('begin');
+      connection.inTransaction = true;
+    },
+    commitTransaction: async () => {
+      try {
+        await run('commit');
+      } finally {
+        connection.inTransaction = db.isTransaction;
+      }
+    },
+    rollbackTransaction: async () => {
+      try {
+        await run('rollback');
+      } finally {
+        connection.inTransaction = false;
+      }
+    },
+    releaseConnection: async () => {},
+    destroy: async () => {
+      connection.detach();
+      if (db.isOpen) db.close();
+    },
+  };
+  const plugin: KyselyPlugin = {
+    transformQuery: ({ node }) => node,
+    transformResult: async ({ queryId, result }) => {
+      const group = connection.waiting.get(queryId);
+      if (group) {
+        connection.waiting.delete(queryId);
+        await group.committed;
+      }
+      return result;
+    },
+  };
+  return { driver, plugin };
+}

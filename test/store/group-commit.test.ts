@@ -1,0 +1,110 @@
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/db.ts';
+import { tempDir } from './helpers.ts';
+
+const dir = await tempDir('group-commit');
+let files = 0;
+
+/** A store on a file of its own, and a second connection to that file that sees only what is committed. */
+async function storeAndWatcher(): Promise<{ store: Store; committed: (id: string) => boolean; file: string }> {
+  const dataDir = path.join(dir, `db-${++files}`);
+  const store = await openStore({ dataDir });
+  const file = path.join(dataDir, 'agentd.db');
+  const watcher = new DatabaseSync(file);
+  const find = watcher.prepare('select id from sessions where id = ?');
+  await nextIteration();
+  return { store, file, committed: (id) => find.all(id).length > 0 };
+}
+
+/** Resolves in a later iteration of the event loop than the writes before it, whose group has then committed. */
+const nextIteration = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+const session = (store: Store, id: string) =>
+  store.db.insertInto('sessions').values({ project_id: 'p', id, created_at: 'x', updated_at: 'x' }).execute();
+
+/**
+ * SQLite's writes of one event-loop iteration share one commit (src/store/sqlite-driver.ts); each
+ * caller is answered once its write is committed.
+ */
+describe('sqlite group commit', () => {
+  it('commits the writes of one iteration together, and answers each only once it is committed', async () => {
+    const { store, committed } = await storeAndWatcher();
+    const ids = ['a', 'b', 'c', 'd'];
+    const seenWhenAnswered = new Map<string, boolean>();
+    // Queued before the group's commit, so it runs after the writes and before that commit.
+    const beforeCommit = new Promise<boolean[]>((resolve) => setImmediate(() => resolve(ids.map(committed))));
+    const writes = ids.map((id) => session(store, id).then(() => seenWhenAnswered.set(id, committed(id))));
+    // The first write of the iteration commits alone, at once; the rest wait for the group's commit.
+    expect(await beforeCommit).toEqual([true, false, false, false]);
+    await Promise.all(writes);
+    expect(ids.map(committed)).toEqual([true, true, true, true]);
+    expect([...seenWhenAnswered.values()]).toEqual([true, true, true, true]);
+    await store.close();
+  });
+
+  it('keeps the other writes of a group when one of them fails', async () => {
+    const { store, committed } = await storeAndWatcher();
+    await session(store, 'taken');
+    await nextIteration();
+    const results = await Promise.allSettled([session(store, 'first'), session(store, 'second'), session(store, 'taken'), session(store, 'third')]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    expect(['first', 'second', 'third'].map(committed)).toEqual([true, true, true]);
+    await store.close();
+  });
+
+  it('fails every write of a group whose transaction a statement rolled back, and writes again after', async () => {
+    const { store, committed } = await storeAndWatcher();
+    await session(store, 'taken');
+    await nextIteration();
+    const alone = session(store, 'alone');
+    const grouped = session(store, 'grouped');
+    const rollback = store.db.insertInto('sessions').orRollback().values({ project_id: 'p', id: 'taken', created_at: 'x', updated_at: 'x' }).execute();
+    const results = await Promise.allSettled([alone, grouped, rollback]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/rolled back.*UNIQUE/);
+    expect(committed('alone')).toBe(true);
+    expect(committed('grouped')).toBe(false);
+    await Promise.all([session(store, 'later'), session(store, 'later too')]);
+    expect(['later', 'later too'].map(committed)).toEqual([true, true]);
+    await store.close();
+  });
+
+  it('answers a read made while a group is open with the group, after it commits', async () => {
+    const { store, committed } = await storeAndWatcher();
+    const writes = [session(store, 'one'), session(store, 'two')];
+    const read = store.sessions.get('p', 'two').then((row) => ({ row, committed: committed('two') }));
+    await Promise.all(writes);
+    expect(await read).toMatchObject({ row: { id: 'two' }, committed: true });
+    await store.close();
+  });
+
+  it("commits the open group before a caller's own transaction, which rolls back only itself", async () => {
+    const { store, committed } = await storeAndWatcher();
+    const writes = [session(store, 'before'), session(store, 'grouped')];
+    const trx = store.db.transaction().execute(async (t) => {
+      await t.insertInto('sessions').values({ project_id: 'p', id: 'inside', created_at: 'x', updated_at: 'x' }).execute();
+      throw new Error('rolled back');
+    });
+    await expect(trx).rejects.toThrow('rolled back');
+    await Promise.all(writes);
+    expect(['before', 'grouped', 'inside'].map(committed)).toEqual([true, true, false]);
+    await store.close();
+  });
+
+  it('lets another store of this process write to the same file while a group is open', async () => {
+    const { store, file, committed } = await storeAndWatcher();
+    const other = await openStore({ dataDir: path.dirname(file) });
+    // Queued before the group's commit: the other store writes while the group is open. Had the
+    // group kept the file's write lock, that write would wait out the busy timeout and fail.
+    const otherWrite = new Promise((resolve, reject) => setImmediate(() => session(other, 'from the other').then(resolve, reject)));
+    const writes = [session(store, 'one'), session(store, 'two')];
+    await otherWrite;
+    await Promise.all(writes);
+    expect(['one', 'two', 'from the other'].map(committed)).toEqual([true, true, true]);
+    await other.close();
+    await store.close();
+  });
+});
