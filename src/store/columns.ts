@@ -13,10 +13,19 @@ export type Engine = 'sqlite' | 'postgres';
  * clocks disagree by any amount still agree on who holds a session or a case.
  */
 export function dbTime(engine: Engine, plusMs = 0): RawBuilder<string> {
+  return dbTimePlus(engine, dbOffset(engine, plusMs));
+}
+
+/** `dbTime` with its offset as the value `dbOffset` makes, so a prepared statement can bind it. */
+export function dbTimePlus(engine: Engine, offset: number | string): RawBuilder<string> {
   if (engine === 'postgres') {
-    return sql<string>`to_char((clock_timestamp() + make_interval(secs => ${plusMs / 1000}::float8)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+    return sql<string>`to_char((clock_timestamp() + make_interval(secs => ${offset}::float8)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
   }
-  return sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`${plusMs >= 0 ? '+' : ''}${plusMs / 1000} seconds`})`;
+  return sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${offset})`;
+}
+
+export function dbOffset(engine: Engine, ms: number): number | string {
+  return engine === 'postgres' ? ms / 1000 : `${ms >= 0 ? '+' : ''}${ms / 1000} seconds`;
 }
 
 export function nowIso(): string {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { dbTime, type Engine } from './columns.ts';
+import { dbOffset, dbTime, dbTimePlus, type Engine } from './columns.ts';
+import { prepare } from './prepared.ts';
 import type { Database, SessionLeasesTable } from './schema.ts';
 
 /** The one-live-turn-per-session lease (design.md §5): a row with an expiry its holder renews. */
@@ -34,6 +35,20 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
   const live = () => sql<number | boolean>`expires_at > ${now()}`.as('live');
   const leases = () => db.selectFrom('session_leases').selectAll().select(live());
 
+  type Keys = { project_id: string; session_id: string; turn_id: string };
+  // Every turn takes a lease and gives it back: both prepared once (prepared.ts).
+  const takeFree = prepare(db, ['project_id', 'session_id', 'turn_id', 'holder', 'expires_in'], ({ expires_in, ...keys }: Keys & { holder: string; expires_in: number | string }) =>
+    db
+      .insertInto('session_leases')
+      .values({ ...keys, expires_at: dbTimePlus(engine, expires_in), cancel_requested: 0, started_at: now() })
+      .onConflict((oc) => oc.columns(['project_id', 'session_id']).doNothing())
+      .returningAll()
+      .returning(sql<boolean>`true`.as('live')),
+  );
+  const giveBack = prepare(db, ['project_id', 'session_id', 'turn_id'], (keys: Keys) =>
+    db.deleteFrom('session_leases').where('project_id', '=', keys.project_id).where('session_id', '=', keys.session_id).where('turn_id', '=', keys.turn_id),
+  );
+
   async function get(projectId: string, sessionId: string): Promise<Lease | undefined> {
     const row = await leases().where('project_id', '=', projectId).where('session_id', '=', sessionId).executeTakeFirst();
     return row && toLease(row);
@@ -52,16 +67,12 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
    * expired holder is returned as `expired`, so its turn can be recorded as interrupted.
    */
   async function acquire(input: { projectId: string; sessionId: string; turnId: string; holder: string; ttlMs: number }): Promise<Acquired> {
-    const lease = { turn_id: input.turnId, holder: input.holder, expires_at: inMs(input.ttlMs), cancel_requested: 0, started_at: now() };
     // The common case, a free session, costs one statement.
-    const fresh = await db
-      .insertInto('session_leases')
-      .values({ project_id: input.projectId, session_id: input.sessionId, ...lease })
-      .onConflict((oc) => oc.columns(['project_id', 'session_id']).doNothing())
-      .returningAll()
-      .returning(sql<boolean>`true`.as('live'))
-      .executeTakeFirst();
+    const [fresh] = (
+      await takeFree({ project_id: input.projectId, session_id: input.sessionId, turn_id: input.turnId, holder: input.holder, expires_in: dbOffset(engine, input.ttlMs) })
+    ).rows;
     if (fresh) return { acquired: true, lease: toLease(fresh) };
+    const lease = { turn_id: input.turnId, holder: input.holder, expires_at: inMs(input.ttlMs), cancel_requested: 0, started_at: now() };
     const current = await get(input.projectId, input.sessionId);
     if (!current) return acquire(input);
     if (current.live) return { acquired: false, current };
@@ -99,7 +110,7 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
   }
 
   async function release(projectId: string, sessionId: string, turnId: string): Promise<void> {
-    await db.deleteFrom('session_leases').where('project_id', '=', projectId).where('session_id', '=', sessionId).where('turn_id', '=', turnId).execute();
+    await giveBack({ project_id: projectId, session_id: sessionId, turn_id: turnId });
   }
 
   /** Asks the holder of a turn to stop it; the holder sees the flag at its next renewal. */

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
 import { dbTime, nowIso, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
+import { prepare } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 export interface SessionRecord {
@@ -23,15 +24,19 @@ export interface SessionFilter {
 }
 
 export function createSessionsRepo(db: Kysely<Database>, engine: Engine) {
+  // On every turn's path: prepared once (prepared.ts).
+  const upsert = prepare(db, ['project_id', 'id', 'at'], ({ project_id, id, at }: { project_id: string; id: string; at: string }) =>
+    db
+      .insertInto('sessions')
+      .values({ project_id, id, created_at: at, updated_at: at })
+      .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: at }))
+      .returningAll(),
+  );
+
   /** Creates the session on first use, otherwise marks it as used at `at` (now); one statement, so no race. */
   async function touch(projectId: string, sessionId: string, at = nowIso()): Promise<SessionRecord> {
-    const row = await db
-      .insertInto('sessions')
-      .values({ project_id: projectId, id: sessionId, created_at: at, updated_at: at })
-      .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: at }))
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return toSession(row);
+    const [row] = (await upsert({ project_id: projectId, id: sessionId, at })).rows;
+    return toSession(row!);
   }
 
   async function get(projectId: string, sessionId: string): Promise<SessionRecord | undefined> {

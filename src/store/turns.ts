@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { StopReason, Usage } from '../contract/events.ts';
 import { fromJson, nowIso, toJson } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
+import { prepare } from './prepared.ts';
 import type { Database, TurnStatus, TurnsTable } from './schema.ts';
 
 export type { TurnStatus };
@@ -50,7 +51,28 @@ export interface TurnEnd {
   error?: JsonObject | null;
 }
 
-function toTurn(row: Selectable<TurnsTable>): TurnRecord {
+type TurnRow = Selectable<TurnsTable>;
+type Ending = Pick<TurnRow, 'id' | 'status' | 'stop_reason' | 'output_json' | 'usage_json' | 'error_json' | 'ended_at'>;
+
+/** Every column of a turn's row: its prepared insert binds each of them. */
+const COLUMNS = [
+  'id',
+  'project_id',
+  'session_id',
+  'status',
+  'stop_reason',
+  'trace_id',
+  'span_id',
+  'parent_span_id',
+  'request_json',
+  'output_json',
+  'usage_json',
+  'error_json',
+  'started_at',
+  'ended_at',
+] as const satisfies readonly (keyof TurnRow)[];
+
+function toTurn(row: TurnRow): TurnRecord {
   return {
     id: row.id,
     project_id: row.project_id,
@@ -70,6 +92,12 @@ function toTurn(row: Selectable<TurnsTable>): TurnRecord {
 }
 
 export function createTurnsRepo(db: Kysely<Database>) {
+  // Every turn inserts its row and most finish it: both prepared once (prepared.ts).
+  const insert = prepare(db, COLUMNS, (row: TurnRow) => db.insertInto('turns').values(row));
+  const ended = prepare(db, ['id', 'status', 'stop_reason', 'output_json', 'usage_json', 'error_json', 'ended_at'], ({ id, ...ending }: Ending) =>
+    db.updateTable('turns').set(ending).where('id', '=', id).where('status', '=', 'running'),
+  );
+
   /** Records a turn as running, or, given how it ended, as the whole turn at once. */
   async function create(turn: NewTurn, end?: TurnEnd): Promise<TurnRecord> {
     const row = {
@@ -88,7 +116,7 @@ export function createTurnsRepo(db: Kysely<Database>) {
       started_at: turn.started_at ?? nowIso(),
       ended_at: end ? nowIso() : null,
     };
-    await db.insertInto('turns').values(row).execute();
+    await insert(row);
     return toTurn(row);
   }
 
@@ -99,20 +127,16 @@ export function createTurnsRepo(db: Kysely<Database>) {
    * ends here, and its caller already holds what it wrote.
    */
   async function finish(id: string, end: TurnEnd): Promise<boolean> {
-    const result = await db
-      .updateTable('turns')
-      .set({
-        status: end.status,
-        stop_reason: end.stop_reason ?? null,
-        output_json: toJson(end.output),
-        usage_json: toJson(end.usage),
-        error_json: toJson(end.error),
-        ended_at: nowIso(),
-      })
-      .where('id', '=', id)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+    const result = await ended({
+      id,
+      status: end.status,
+      stop_reason: end.stop_reason ?? null,
+      output_json: toJson(end.output),
+      usage_json: toJson(end.usage),
+      error_json: toJson(end.error),
+      ended_at: nowIso(),
+    });
+    return Number(result.numAffectedRows ?? 0) > 0;
   }
 
   async function get(projectId: string, id: string): Promise<TurnRecord | undefined> {
