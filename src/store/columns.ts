@@ -24,6 +24,7 @@ export function dbTimePlus(engine: Engine, offset: number | string): RawBuilder<
   return sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${offset})`;
 }
 
+/** What `dbTimePlus` binds for `ms` from now: seconds for PostgreSQL, a modifier such as `+30 seconds` for SQLite. */
 export function dbOffset(engine: Engine, ms: number): number | string {
   return engine === 'postgres' ? ms / 1000 : `${ms >= 0 ? '+' : ''}${ms / 1000} seconds`;
 }

@@ -14,12 +14,13 @@ import {
  *
  * Every write outside a caller's own transaction used to be a transaction of its own, and its
  * commit (writing the changed pages to the WAL, taking and dropping the file's locks) cost more CPU
- * than the statement: five statements a turn, about 60 µs each of commit alone (BENCHMARKS.md).
- * Here the writes of one event-loop iteration share one transaction: the first opens it, the
- * iteration's check phase commits it, and each statement's caller is answered only after that
- * commit, so a write the caller was told of is as durable as before. Under load many turns' writes
- * share a commit and the pages they touch in common (the leases, the end of the turns table) are
- * written once; at rest a write waits one iteration longer.
+ * than the statement: a turn's five statements took about 300 µs as five commits and 100–140 µs
+ * with fifty turns' statements to a commit (raw `node:sqlite`, BENCHMARKS.md). So a write alone in
+ * its event-loop iteration commits at once, as before, and the writes that follow it in the same
+ * iteration share one transaction, which the iteration's check phase commits. Each statement's
+ * caller is answered only after its commit, so a write the caller was told of is as durable as
+ * before. Under load many turns' writes share a commit, and the pages they touch in common (the
+ * leases, the end of the turns table) are written once.
  *
  * A statement that fails is undone by SQLite alone, and the others of its group stand; an error
  * that ends the whole transaction (a full disk, an I/O error) fails every statement of the group.
@@ -28,7 +29,7 @@ import {
  */
 
 /** Statements that change rows, and so may share a group. Anything else not a SELECT (DDL, PRAGMA, raw SQL) runs alone. */
-const WRITES = new Set<RootOperationNode['kind']>(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);
+const WRITES = new Set<RootOperationNode['kind']>(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
 
 /** Bounds the statement cache; the repositories use a few dozen SQL texts, `IN` lists of varying length add more. */
 const STATEMENT_CACHE_SIZE = 256;
@@ -59,7 +60,7 @@ class NodeSqliteConnection implements DatabaseConnection {
   // running it on a turn's path (BENCHMARKS.md), so statements are kept per SQL text. Reuse is
   // safe: every call resets the statement, and Kysely runs one query at a time on this connection.
   readonly #statements = new Map<string, { statement: StatementSync; reader: boolean }>();
-  /** Queries whose answer waits for their group's commit, read by `GroupCommit.plugin`. */
+  /** Queries whose answer waits for their group's commit, read by the plugin `nodeSqliteDriver` makes. */
   readonly waiting = new WeakMap<QueryId, Group>();
   #group: Group | undefined;
   /** This iteration has written already: a second write opens a group. */
@@ -119,7 +120,11 @@ class NodeSqliteConnection implements DatabaseConnection {
       this.#commit.run();
       group.resolve();
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      try {
+        if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      } catch {
+        // The failed commit is what the callers are told of; this runs from the event loop, where a throw would end the process.
+      }
       group.reject(new Error(`the writes grouped with this one could not be committed: ${(error as Error).message}`, { cause: error }));
     }
   }
@@ -201,9 +206,8 @@ export function nodeSqliteDriver(db: DatabaseSync, location: string): { driver: 
   const driver: Driver = {
     init: async () => connection.attach(),
     acquireConnection: async () => connection,
+    // `begin` is raw SQL, which commits the open group first (executeQuery).
     beginTransaction: async () => {
-      connection.commitGroup();
-      connection.commitOthers();
       await run('begin');
       connection.inTransaction = true;
     },
