@@ -18,8 +18,12 @@ async function storeAndWatcher(): Promise<{ store: Store; committed: (id: string
   return { store, file, committed: (id) => find.all(id).length > 0 };
 }
 
-/** Resolves in a later iteration of the event loop than the writes before it, whose group has then committed. */
-const nextIteration = () => new Promise((resolve) => setTimeout(resolve, 0));
+/**
+ * Resolves after the check phase callbacks the writes before it queued (their group's commit, the
+ * end of "this iteration has written"): setImmediate runs callbacks in the order they were queued.
+ * A zero timer is not enough: queued from a check phase it can fire before the next one.
+ */
+const nextIteration = () => new Promise((resolve) => setImmediate(resolve));
 
 const session = (store: Store, id: string) =>
   store.db.insertInto('sessions').values({ project_id: 'p', id, created_at: 'x', updated_at: 'x' }).execute();
