@@ -12,13 +12,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { newId } from '../src/ids.ts';
 import { openStore, type Store } from '../src/store/db.ts';
 
 const TURNS = Number(process.env.BENCH_STORE_TURNS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 async function turn(store: Store, projectId: string): Promise<void> {
-  const sessionId = randomUUID();
-  const turnId = randomUUID();
+  // Ids as the server mints them: time-ordered (src/ids.ts).
+  const sessionId = newId().replaceAll('-', '');
+  const turnId = newId();
   await store.leases.acquire({ projectId, sessionId, turnId, holder: 'bench', ttlMs: 30_000 });
   await store.sessions.touch(projectId, sessionId);
   await store.turns.create({

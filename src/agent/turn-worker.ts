@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import module from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
+import { newId } from '../ids.ts';
 import { applyFact, onLearned } from './model-facts.ts';
 import { toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
 
@@ -57,7 +57,7 @@ async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<v
   try {
     const { secrets, connection, ...turn } = input;
     const model = resolveModel(turn.template.llm, settings, secrets, connection);
-    for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: randomUUID })) {
+    for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: newId })) {
       post({ type: 'event', id, event }, input.streaming);
     }
     post({ type: 'end', id }, input.streaming);

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { parseTemplate } from '../agent/template.ts';
 import type { Config } from '../config.ts';
 import {
@@ -14,6 +13,7 @@ import { resolveReferences } from '../configs/references.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { allOf, optional } from '../objects.ts';
 import { inboundMessages } from '../sessions/inbound.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
@@ -173,7 +173,7 @@ export class RunService {
       repeats: data.repeats,
       concurrency: data.concurrency,
     };
-    const id = randomUUID();
+    const id = newId();
     // Ids number the cases, repeat by repeat, so cases run (and list) in test set order.
     const cases = Array.from({ length: data.repeats }, (_, repeat) => rows.testcases.map((testcase) => ({ testcase_id: testcase.id, repeat_idx: repeat }))).flat();
     await store.evaluations.createRun(

@@ -1,7 +1,8 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Testcase, TestsetQuery, TestsetView } from '../contract/evaluations.ts';
 import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { optional, own } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 
@@ -36,7 +37,7 @@ const VARIANT = 'default';
 function withIds(rows: TestsetInput['data']['testcases']): Testcase[] {
   const seen = new Set<string>();
   return rows.map((row, i) => {
-    const id = row.id ?? randomUUID();
+    const id = row.id ?? newId();
     if (seen.has(id)) throw new AppError('invalid-request', `testset.data.testcases[${i}].id "${id}" is used by an earlier row; row ids are unique in a test set`);
     seen.add(id);
     return { id, data: row.data, ...(row.tags ? { tags: row.tags } : {}), ...(row.meta ? { meta: row.meta } : {}), ...(row.flags ? { flags: row.flags } : {}) };

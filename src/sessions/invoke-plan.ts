@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { UIMessage } from 'ai';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSIONS, type InvokeRequest } from '../contract/invoke.ts';
 import type { Message, MessagesFormat } from '../contract/messages.ts';
 import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
 import { continuedMessage, inboundMessages } from './inbound.ts';
 import { resolveRunConfig } from '../configs/run-config.ts';
@@ -85,7 +85,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
 
   const messages = inboundMessages(request, params.format);
   const continues = continuedMessage(request, params.format);
-  const sessionId = params.sessionId ?? randomUUID().replaceAll('-', '');
+  const sessionId = params.sessionId ?? newId().replaceAll('-', '');
   if (!messages?.length) {
     if (!params.force) {
       const fromTestcase = request.data?.inputs == null && request.data?.testcase != null;

@@ -10,6 +10,7 @@ import { runTurn } from '../agent/turn.ts';
 import { ServerLoad } from '../agent/server-load.ts';
 import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { earlierAnswers, readInBandAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import type { Lease } from '../store/leases.ts';
@@ -174,7 +175,7 @@ export class TurnService {
 
   /** Runs a planned turn once the session is ours: the one-live-turn rule is the store's lease. */
   async run(plan: TurnPlan): Promise<LiveTurn> {
-    const turnId = randomUUID();
+    const turnId = newId();
     if (plan.privateSession) return this.begin(plan, turnId);
     const starting = this.takeAndBegin(plan, turnId);
     // Known here from before the lease is asked for: a reader that finds the lease meanwhile must
@@ -333,7 +334,7 @@ export class TurnService {
     // MCP tools hold their connections here, so a turn that has them runs on this thread.
     const pool = !mcp && !harness && this.load?.busy ? this.pool : undefined;
     this.placement[pool ? 'threads' : 'server']++;
-    const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: () => randomUUID() };
+    const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: newId };
     const events = harness
       ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
