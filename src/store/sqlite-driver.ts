@@ -15,9 +15,11 @@ import {
  * Every write outside a caller's own transaction used to be a transaction of its own, and its
  * commit (writing the changed pages to the WAL, taking and dropping the file's locks) cost more CPU
  * than the statement: a turn's five statements took about 300 µs as five commits and 100–140 µs
- * with fifty turns' statements to a commit (raw `node:sqlite`, BENCHMARKS.md). So a write alone in
- * its event-loop iteration commits at once, as before, and the writes that follow it in the same
- * iteration share one transaction, which the iteration's check phase commits. Each statement's
+ * with fifty turns' statements to a commit (raw `node:sqlite`, BENCHMARKS.md). So the writes of one
+ * event-loop iteration share one transaction, which the iteration's check phase commits. A write
+ * alone in its iteration is a group of one: committing it at once instead, as this driver first
+ * did, cost a commit per iteration more under load for nothing one at a time (`bench:store`, 50
+ * at a time 79–99 → 50–73 µs per turn; 1 at a time unchanged). Each statement's
  * caller is answered only after its commit, so a write the caller was told of is as durable as
  * before. Under load many turns' writes share a commit, and the pages they touch in common (the
  * leases, the end of the turns table) are written once.
@@ -63,8 +65,6 @@ class NodeSqliteConnection implements DatabaseConnection {
   /** Queries whose answer waits for their group's commit, read by the plugin `nodeSqliteDriver` makes. */
   readonly waiting = new WeakMap<QueryId, Group>();
   #group: Group | undefined;
-  /** This iteration has written already: a second write opens a group. */
-  #wrote = false;
   readonly #begin: StatementSync;
   readonly #commit: StatementSync;
   /** A caller's own transaction is open: its statements run as it orders them. */
@@ -84,12 +84,6 @@ class NodeSqliteConnection implements DatabaseConnection {
       if (!this.#group) return this.#run(compiled);
     } else if (!WRITES.has(kind)) {
       this.commitGroup();
-      this.commitOthers();
-      return this.#run(compiled);
-    }
-    if (!this.#group && !this.#wrote) {
-      this.#wrote = true;
-      setImmediate(() => (this.#wrote = false));
       this.commitOthers();
       return this.#run(compiled);
     }
