@@ -31,30 +31,73 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
   });
-  res.flushHeaders();
   let closed = false;
   res.on('close', () => (closed = true));
-  const keepalive =
-    target.wire === 'sse'
-      ? setInterval(() => {
-          if (!closed) res.write(': keepalive\n\n');
-        }, KEEPALIVE_MS)
-      : undefined;
+  const out = new TickWriter(res);
+  const keepalive = target.wire === 'sse' ? setInterval(() => out.send(': keepalive\n\n'), KEEPALIVE_MS) : undefined;
   const encode = (chunk: unknown) => (target.wire === 'sse' ? vercelSseFrame(chunk as never) : `${JSON.stringify(chunk)}\n`);
   try {
     for await (const event of events) {
       if (closed) break;
       if (projector) {
-        let out = '';
-        for (const chunk of projector.push(event)) out += encode(chunk);
-        if (out) res.write(out);
+        for (const chunk of projector.push(event)) out.send(encode(chunk));
       } else {
-        res.write(target.wire === 'sse' ? sseFrame(event) : ndjsonLine(event));
+        out.send(target.wire === 'sse' ? sseFrame(event) : ndjsonLine(event));
       }
     }
-    if (!closed && projector && target.wire === 'sse') res.write(VERCEL_DONE);
+    if (!closed && projector && target.wire === 'sse') out.send(VERCEL_DONE);
   } finally {
     clearInterval(keepalive);
-    if (!closed) res.end();
+    out.end();
+  }
+}
+
+/**
+ * The frames written in one tick go to the socket as one write, the headers with the first. A
+ * turn's events come in batches (the turn thread posts one per pass of its loop), and a write per
+ * frame cost the SSE echo 12% of the server thread's CPU (BENCHMARKS.md, "Stream writes").
+ * Nothing waits longer than the tick that produced it.
+ */
+class TickWriter {
+  readonly #res: ServerResponse;
+  #pending = '';
+  #scheduled = false;
+  #flushed = false;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
+    // The headers leave in this tick even when no frame does (a turn relayed from another replica).
+    this.#schedule();
+  }
+
+  send(text: string): void {
+    this.#pending += text;
+    this.#schedule();
+  }
+
+  end(): void {
+    const text = this.#take();
+    if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end(text);
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    process.nextTick(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const text = this.#take();
+    if (this.#res.writableEnded || this.#res.destroyed) return;
+    if (text) this.#res.write(text);
+    else if (!this.#flushed) this.#res.flushHeaders();
+    this.#flushed = true;
+  }
+
+  #take(): string {
+    const text = this.#pending;
+    this.#pending = '';
+    return text;
   }
 }
