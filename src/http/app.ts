@@ -10,6 +10,7 @@ import { Tracing } from '../telemetry/tracing.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
+import { AccessLog } from './access-log.ts';
 import { clientErrorHandler, discardUnreadBody } from './client-errors.ts';
 import { errorEnvelope } from './envelope.ts';
 import { invokeRoutes } from './routes/invoke.ts';
@@ -103,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...logDestination(config, deps.logStream) },
+    logController: new AccessLog(),
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
     // a valid id with a bare 414. Values up to this limit reach the routes, which check them.
