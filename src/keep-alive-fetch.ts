@@ -63,6 +63,8 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>): He
   return headers;
 }
 
+const isJson = (type: string | string[] | undefined) => typeof type === 'string' && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type);
+
 /** A rejection as `fetch` gives it: the signal's reason on abort, else a TypeError with the cause. */
 function failure(error: unknown, signal: AbortSignal | null | undefined): unknown {
   if (signal?.aborted) return signal.reason;
@@ -100,6 +102,17 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
     const onAbort = () => source.destroy(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     source.once('close', () => signal.removeEventListener('abort', onAbort));
+  }
+  // A JSON answer is read whole before anything parses it; a Response over its bytes spares the web
+  // stream that reading it through one costs (BENCHMARKS.md, "JSON answers read whole").
+  if (!empty && isJson(res.headers['content-type'])) {
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of source) chunks.push(chunk as Buffer);
+    } catch (error) {
+      throw failure(error, signal);
+    }
+    return new Response(Buffer.concat(chunks), { status, headers: responseHeaders(res.headers) });
   }
   return new Response(empty ? null : (Readable.toWeb(source) as ReadableStream<Uint8Array>), { status, headers: responseHeaders(res.headers) });
 };

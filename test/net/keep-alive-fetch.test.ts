@@ -57,6 +57,23 @@ beforeAll(async () => {
         res.write('data: first\n\n');
         hanging.add(res);
         break;
+      case '/json-hang':
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.write('{"partial":');
+        hanging.add(res);
+        break;
+      case '/json-cut':
+        res.setHeader('content-type', 'application/json');
+        res.setHeader('content-length', '100');
+        res.write('{"cut":');
+        setTimeout(() => res.destroy(), 10);
+        break;
+      case '/json-split':
+        // "é" split across two writes: the text is whole once decoded.
+        res.setHeader('content-type', 'application/vnd.api+json');
+        res.write(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3]));
+        setTimeout(() => res.end(Buffer.from([0xa9, 0x22, 0x7d])), 10);
+        break;
       default:
         res.statusCode = 429;
         res.setHeader('retry-after', '3');
@@ -151,6 +168,20 @@ describe('keepAliveFetch', () => {
     await reader.read();
     controller.abort(new DOMException('stopped', 'AbortError'));
     await expect(reader.read()).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('reads a JSON answer whole, and fails, as fetch would, when its body is cut or aborted', async () => {
+    const split = await keepAliveFetch(`${base}/json-split`);
+    expect(split.headers.get('content-type')).toBe('application/vnd.api+json');
+    expect(await split.json()).toEqual({ a: 'é' });
+
+    const cut = await keepAliveFetch(`${base}/json-cut`).then((res) => res.text()).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(TypeError);
+
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('model took too long')), 20);
+    const aborted = keepAliveFetch(`${base}/json-hang`, { signal: controller.signal }).then((res) => res.text());
+    await expect(aborted).rejects.toThrow('model took too long');
   });
 
   it('leaves everything to the global fetch when the operator routes traffic through a proxy', async () => {
