@@ -106,13 +106,14 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
   // A JSON answer is read whole before anything parses it; a Response over its bytes spares the web
   // stream that reading it through one costs (BENCHMARKS.md, "JSON answers read whole").
   if (!empty && isJson(res.headers['content-type'])) {
-    const chunks: Buffer[] = [];
+    let bytes: Uint8Array<ArrayBuffer>;
     try {
-      for await (const chunk of source) chunks.push(chunk as Buffer);
+      // undici reads its own body whole without a stream; a decoder's output is gathered.
+      bytes = decoder ? Buffer.concat(await source.toArray()) : ((await res.body.bytes()) as Uint8Array<ArrayBuffer>);
     } catch (error) {
       throw failure(error, signal);
     }
-    return new Response(Buffer.concat(chunks), { status, headers: responseHeaders(res.headers) });
+    return new Response(bytes, { status, headers: responseHeaders(res.headers) });
   }
   return new Response(empty ? null : (Readable.toWeb(source) as ReadableStream<Uint8Array>), { status, headers: responseHeaders(res.headers) });
 };

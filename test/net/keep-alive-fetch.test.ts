@@ -68,6 +68,11 @@ beforeAll(async () => {
         res.write('{"cut":');
         setTimeout(() => res.destroy(), 10);
         break;
+      case '/json-gzip':
+        res.setHeader('content-type', 'application/json');
+        res.setHeader('content-encoding', 'gzip');
+        res.end(zlib.gzipSync('{"packed":true}'));
+        break;
       case '/json-split':
         // "é" split across two writes: the text is whole once decoded.
         res.setHeader('content-type', 'application/vnd.api+json');
@@ -174,6 +179,7 @@ describe('keepAliveFetch', () => {
     const split = await keepAliveFetch(`${base}/json-split`);
     expect(split.headers.get('content-type')).toBe('application/vnd.api+json');
     expect(await split.json()).toEqual({ a: 'é' });
+    expect(await (await keepAliveFetch(`${base}/json-gzip`)).json()).toEqual({ packed: true });
 
     const cut = await keepAliveFetch(`${base}/json-cut`).then((res) => res.text()).catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(TypeError);
