@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.ts';
 import { invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** The ids the server makes for sessions and turns are UUIDv7, ordered by time (src/ids.ts). */
@@ -32,5 +33,16 @@ describe('ids the server makes', () => {
       expect([...ids].sort()).toEqual(ids);
     }
     expect(replies[0].session_id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('sort in the order they were made, thousands to a millisecond, each a valid UUIDv7 of its own', () => {
+    const before = Date.now();
+    const ids = Array.from({ length: 20_000 }, newId);
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of [ids[0]!, ids.at(-1)!]) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(v7(id).ms).toBeGreaterThanOrEqual(before);
+    }
   });
 });
