@@ -33,7 +33,7 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
   });
   let closed = false;
   res.on('close', () => (closed = true));
-  const out = new TickWriter(res);
+  const out = new IterationWriter(res);
   const keepalive = target.wire === 'sse' ? setInterval(() => out.send(': keepalive\n\n'), KEEPALIVE_MS) : undefined;
   const encode = (chunk: unknown) => (target.wire === 'sse' ? vercelSseFrame(chunk as never) : `${JSON.stringify(chunk)}\n`);
   try {
@@ -53,12 +53,13 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
 }
 
 /**
- * The frames written in one tick go to the socket as one write, the headers with the first. A
- * turn's events come in batches (the turn thread posts one per pass of its loop), and a write per
- * frame cost the SSE echo 12% of the server thread's CPU (BENCHMARKS.md, "Stream writes").
- * Nothing waits longer than the tick that produced it.
+ * The frames written in one iteration of the event loop go to the socket as one write, in its
+ * check phase, the headers with the first. Under load a turn's events arrive one message from its
+ * thread at a time, and a write per frame (or per tick: the same, each message is a tick of its
+ * own) cost the SSE echo 12% of the server thread's CPU (BENCHMARKS.md, "Stream writes"). Nothing
+ * waits longer than the rest of the iteration that produced it.
  */
-class TickWriter {
+class IterationWriter {
   readonly #res: ServerResponse;
   #pending = '';
   #scheduled = false;
@@ -66,7 +67,7 @@ class TickWriter {
 
   constructor(res: ServerResponse) {
     this.#res = res;
-    // The headers leave in this tick even when no frame does (a turn relayed from another replica).
+    // The headers leave in this iteration even when no frame does (a turn relayed from another replica).
     this.#schedule();
   }
 
@@ -83,7 +84,7 @@ class TickWriter {
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
-    process.nextTick(() => this.#flush());
+    setImmediate(() => this.#flush());
   }
 
   #flush(): void {

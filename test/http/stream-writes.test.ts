@@ -40,7 +40,7 @@ function get(url: string): Promise<{ status: number; body: Promise<string> }> {
 }
 
 describe('stream writes', () => {
-  it('sends the frames of one tick in one write, in order', async () => {
+  it('sends the frames of one iteration of the event loop in one write, in order', async () => {
     const { url, writes } = await serve(async function* () {
       for (let i = 0; i < 5; i++) yield delta(i);
       await new Promise((resolve) => setTimeout(resolve, 20));
