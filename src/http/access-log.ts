@@ -3,7 +3,7 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 /**
  * One log line per request, written when it is answered and naming the request, as an access log
  * has. Fastify's default writes a second line when the request arrives: at `info` that doubled the
- * logging's share of a turn's CPU (BENCHMARKS.md, "One log line per request"). The arrival line
+ * logging's share of a turn's CPU (BENCHMARKS.md, "One request log line"). The arrival line
  * stays at `debug`, where it finds a request that never ended.
  */
 export class AccessLog extends LogController {

@@ -56,8 +56,8 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
  * The frames written in one iteration of the event loop go to the socket as one write, in its
  * check phase, the headers with the first. Under load a turn's events arrive one message from its
  * thread at a time, and a write per frame (or per tick: the same, each message is a tick of its
- * own) cost the SSE echo 12% of the server thread's CPU (BENCHMARKS.md, "Stream writes"). Nothing
- * waits longer than the rest of the iteration that produced it.
+ * own) cost the SSE echo 12% of the server thread's CPU (BENCHMARKS.md, "One socket write per
+ * event-loop iteration"). Nothing waits longer than the rest of the iteration that produced it.
  */
 class IterationWriter {
   readonly #res: ServerResponse;
