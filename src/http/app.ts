@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import pino from 'pino';
 import pinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
@@ -70,10 +71,15 @@ const MAX_PARAM_LENGTH = 1024;
  * Where log lines go: the test's capture, else stdout, as JSON lines, or, for a person at a
  * terminal (AGENTD_LOG_FORMAT=pretty, the default when stdout is one), as pino-pretty's readable
  * lines, written in the same thread and in order. Redaction happens before either.
+ *
+ * JSON lines are written without waiting for each write: the lines logged while one write is under
+ * way go out together in the next (BENCHMARKS.md, "Log lines written together"). pino writes what is
+ * left when the process exits, a crash included; only a process killed outright (SIGKILL, out of
+ * memory) can lose its last lines.
  */
 function logDestination(config: Config, capture: AppDeps['logStream']): { stream?: { write(line: string): void } } {
   if (capture) return { stream: capture };
-  if (config.logFormat !== 'pretty') return {};
+  if (config.logFormat !== 'pretty') return { stream: pino.destination({ dest: 1, sync: false }) };
   return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
 }
 

@@ -116,6 +116,28 @@ describe('agentd serve', () => {
     }
   });
 
+  it('has written every request\'s log line when it exits, though it does not wait on each write', async () => {
+    await freshEnv();
+    const server = await startServe(env);
+    const { projectId, key } = firstStartCredentials(server.output());
+    const requests = 300;
+    const statuses = await Promise.all(
+      Array.from({ length: requests }, (_, i) =>
+        fetch(`${server.url}/api/sessions?project_id=${projectId}&id_prefix=n${i}`, { headers: { authorization: `ApiKey ${key}`, 'x-request-id': `logged-${i}` } }).then((res) => res.status),
+      ),
+    );
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    const completed = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.msg === 'request completed' && String(line.reqId).startsWith('logged-'));
+    expect(new Set(completed.map((line) => line.reqId)).size).toBe(requests);
+  });
+
   it('never writes API keys or request secrets to its logs', async () => {
     await freshEnv({ AGENTD_LOG_LEVEL: 'trace' });
     const server = await startServe(env);
