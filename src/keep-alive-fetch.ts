@@ -1,6 +1,7 @@
 import { Readable, type Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { Agent, request } from 'undici';
+import { isJsonType } from './media-types.ts';
 
 /**
  * `fetch` for the common case, over undici's `request` with kept-alive connections: a request with
@@ -63,8 +64,6 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>): He
   return headers;
 }
 
-const isJson = (type: string | string[] | undefined) => typeof type === 'string' && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type);
-
 /** A rejection as `fetch` gives it: the signal's reason on abort, else a TypeError with the cause. */
 function failure(error: unknown, signal: AbortSignal | null | undefined): unknown {
   if (signal?.aborted) return signal.reason;
@@ -105,7 +104,7 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
   }
   // A JSON answer is read whole before anything parses it; a Response over its bytes spares the web
   // stream that reading it through one costs (BENCHMARKS.md, "JSON answers read whole").
-  if (!empty && isJson(res.headers['content-type'])) {
+  if (!empty && typeof res.headers['content-type'] === 'string' && isJsonType(res.headers['content-type'])) {
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       // undici reads its own body whole without a stream; a decoder's output is gathered.

@@ -1,6 +1,7 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
 import { APICallError, RetryError } from 'ai';
+import { isJsonType } from '../media-types.ts';
 import { learn, neverStreams, streamOnly } from './model-facts.ts';
 import { watched } from './model-timeout.ts';
 import { endpointOf } from './model.ts';
@@ -25,10 +26,6 @@ function isUnreadableReply(error: unknown): boolean {
 
 function isRefusedCall(error: unknown): boolean {
   return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
-}
-
-function isJson(headers: Record<string, string | undefined> | undefined): boolean {
-  return /^application\/(?:[\w.+-]+\+)?json\b/i.test(headers?.['content-type'] ?? '');
 }
 
 /**
@@ -60,7 +57,7 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     }
   }
   const { value: result, watch } = await attempt((abortSignal) => model.doStream({ ...options, abortSignal }));
-  if (isJson(result.response?.headers)) {
+  if (isJsonType(result.response?.headers?.['content-type'])) {
     watch.stop();
     // The SDK would read that body as an empty stream: drop it unread and ask again without streaming.
     await result.stream.cancel();
