@@ -22,28 +22,25 @@ const port = parentPort!;
 for (const fact of facts) applyFact(fact);
 const running = new Map<number, AbortController>();
 /**
- * Messages go over in batches, since every postMessage costs both threads a copy and a wake-up. A
- * turn nobody streams (a JSON reply, an evaluation case) has its step's events batched up to the
- * end of the event loop's pass: it yields them all at once, and nobody reads them one by one. A
- * streamed turn's go at once (with whatever waits), or a reader would see its first text only
- * after the model's whole answer was parsed.
+ * Messages go over in batches, since every postMessage costs both threads a copy and a wake-up:
+ * what one pass of the event loop produced leaves at its end, together. A model's answer arrives
+ * over many passes, one per read from its socket, so a streamed turn's reader still sees each
+ * piece as soon as it was read and parsed; only the parts parsed from one read travel together.
  */
 let outbox: ToPool[] = [];
-function post(message: ToPool, now: boolean): void {
+function post(message: ToPool): void {
   outbox.push(message);
-  if (now) flush();
-  else if (outbox.length === 1) setImmediate(flush);
+  if (outbox.length === 1) setImmediate(flush);
 }
 function flush(): void {
-  if (outbox.length === 0) return;
   const batch = outbox;
   outbox = [];
   port.postMessage(batch);
 }
 
-// What a turn here finds out about a model server goes to the server's thread at once, which
+// What a turn here finds out about a model server goes to the server's thread with the pass's other messages, which
 // tells the other threads; what they found out arrives as `fact` messages.
-onLearned((fact) => post({ type: 'fact', fact }, true));
+onLearned((fact) => post({ type: 'fact', fact }));
 
 port.on('message', (message: FromPool) => {
   if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
@@ -58,11 +55,11 @@ async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<v
     const { secrets, connection, ...turn } = input;
     const model = resolveModel(turn.template.llm, settings, secrets, connection);
     for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: newId })) {
-      post({ type: 'event', id, event }, input.streaming);
+      post({ type: 'event', id, event });
     }
-    post({ type: 'end', id }, input.streaming);
+    post({ type: 'end', id });
   } catch (error) {
-    post({ type: 'error', id, error: toWire(error) }, input.streaming);
+    post({ type: 'error', id, error: toWire(error) });
   } finally {
     running.delete(id);
   }

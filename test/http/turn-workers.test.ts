@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ServerLoad, utilizationSampler } from '../../src/agent/server-load.ts';
 import { loadConfig } from '../../src/config.ts';
 import { TurnPool } from '../../src/agent/turn-pool.ts';
@@ -65,6 +66,46 @@ describe('turns on worker threads', () => {
     }
     expect(streams[1]).toEqual(streams[0]);
     expect(streams[0]!.filter((f) => f.type === 'message_delta').length).toBeGreaterThan(1);
+  });
+
+  it("stream each piece of the answer when it comes, not at the answer's end", async () => {
+    for (const h of both()) {
+      // A frame every 100 ms: the answer takes over a second to send.
+      h.model.script({ text: 'one two three', chunkDelayMs: 100 });
+      const res = await h.invoke(invokeBody([{ role: 'user', content: 'go' }], template({ mode: 'allow' })), { headers: { accept: 'text/event-stream' } });
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let seen = '';
+      while (!seen.includes('message_delta')) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      expect(seen).toContain('"delta":"one');
+      // The first words reached the client while the model was still sending the rest.
+      expect(h.model.inFlight).toBe(1);
+      while (!(await reader.read()).done);
+    }
+  });
+
+  it("send a streamed turn's events from one pass of the thread's event loop together", async () => {
+    const batches: number[] = [];
+    const original = Worker.prototype.emit;
+    const emit = vi.spyOn(Worker.prototype, 'emit').mockImplementation(function (this: Worker, name: string | symbol, ...args: unknown[]) {
+      if (name === 'message' && Array.isArray(args[0])) batches.push(args[0].filter((message: { type: string }) => message.type === 'event').length);
+      return original.call(this, name, ...args);
+    });
+    try {
+      pooled.model.script({ text: 'one two three four five six' });
+      const res = await pooled.invoke(invokeBody([{ role: 'user', content: 'go' }], template({ mode: 'allow' })), { headers: { accept: 'text/event-stream' } });
+      const { frames } = await readFrames(res);
+      expect(frames.filter((f) => f.type === 'message_delta').length).toBeGreaterThan(1);
+    } finally {
+      emit.mockRestore();
+    }
+    const events = batches.reduce((sum, n) => sum + n, 0);
+    expect(events).toBeGreaterThan(5);
+    // One message per event would cost both threads a copy and a wake-up each.
+    expect(batches.length).toBeLessThan(events / 2);
   });
 
   it('pause for approval, and the continuation runs the approved tool', async () => {
