@@ -67,19 +67,24 @@ export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'r
 
 const MAX_PARAM_LENGTH = 1024;
 
+/** How many bytes of JSON log lines, or how long, wait to be written together (logDestination). */
+const LOG_BATCH_BYTES = 4096;
+const LOG_BATCH_MS = 250;
+
 /**
  * Where log lines go: the test's capture, else stdout, as JSON lines, or, for a person at a
  * terminal (AGENTD_LOG_FORMAT=pretty, the default when stdout is one), as pino-pretty's readable
  * lines, written in the same thread and in order. Redaction happens before either.
  *
- * JSON lines are written without waiting for each write: the lines logged while one write is under
- * way go out together in the next (BENCHMARKS.md, "Log lines written together"). pino writes what is
- * left when the process exits, a crash included; only a process killed outright (SIGKILL, out of
- * memory) can lose its last lines.
+ * JSON lines are written without waiting for each write, and gathered: they go out together once
+ * 4 KB are waiting or a quarter of a second has passed, so a busy server makes one write for a few
+ * dozen requests instead of one each (BENCHMARKS.md, "Log lines written together"). pino writes
+ * what is left when the process exits, a crash included; only a process killed outright (SIGKILL,
+ * out of memory) can lose its last quarter second of lines.
  */
 function logDestination(config: Config, capture: AppDeps['logStream']): { stream?: { write(line: string): void } } {
   if (capture) return { stream: capture };
-  if (config.logFormat !== 'pretty') return { stream: pino.destination({ dest: 1, sync: false }) };
+  if (config.logFormat !== 'pretty') return { stream: pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_BATCH_MS }) };
   return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
 }
 

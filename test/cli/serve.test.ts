@@ -138,6 +138,20 @@ describe('agentd serve', () => {
     expect(new Set(completed.map((line) => line.reqId)).size).toBe(requests);
   });
 
+  it('writes a quiet server\'s log line soon, though lines wait to be written together', async () => {
+    await freshEnv();
+    const server = await startServe(env);
+    const { projectId, key } = firstStartCredentials(server.output());
+    const res = await fetch(`${server.url}/api/sessions?project_id=${projectId}`, { headers: { authorization: `ApiKey ${key}`, 'x-request-id': 'the-only-one' } });
+    expect(res.status).toBe(200);
+    // Far less than the 4 KB that is written at once: only the timer can send it.
+    for (let i = 0; i < 200 && !server.output().includes('"reqId":"the-only-one"'); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(server.output()).toContain('"reqId":"the-only-one"');
+    expect(server.child.exitCode).toBeNull();
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
   it('never writes API keys or request secrets to its logs', async () => {
     await freshEnv({ AGENTD_LOG_LEVEL: 'trace' });
     const server = await startServe(env);
