@@ -6,7 +6,6 @@
  *
  * Point it at a model with OPENAI_BASE_URL; the template's provider is "openai".
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +13,7 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { bootstrapFirstRun } from '../src/store/bootstrap.ts';
 import { openStore } from '../src/store/db.ts';
-import { serveLoopStats, type Ready } from './shared.ts';
+import { memoryReadings, serveLoopStats, type Ready } from './shared.ts';
 
 // Without it the turns would go to the real OpenAI API.
 if (!process.env.OPENAI_BASE_URL) throw new Error('set OPENAI_BASE_URL to the fake model, e.g. http://127.0.0.1:PORT/v1');
@@ -48,21 +47,9 @@ async function stop(): Promise<void> {
 }
 process.on('message', (msg: { type?: string }) => {
   if (msg.type === 'stop') void stop();
-  else if (msg.type === 'memory') process.send?.({ type: 'memory', ...memoryAfterGc() });
+  else if (msg.type === 'memory') process.send?.({ type: 'memory', ...memoryReadings() });
 });
 
-/**
- * This process's memory after two forced collections, when it runs with --expose-gc
- * (bench/memory.ts). `rssAnon` leaves out the file pages RSS also counts: SQLite reads its file
- * through a memory map, so every page of the database it touched would count as held.
- */
-function memoryAfterGc(): NodeJS.MemoryUsage & { rssAnon: number } {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  const anonKb = Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? Number.NaN);
-  return { ...process.memoryUsage(), rssAnon: anonKb * 1024 };
-}
 process.once('SIGTERM', () => void stop());
 // The parent (bench/run.ts) went away without saying stop.
 process.once('disconnect', () => void stop());

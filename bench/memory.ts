@@ -1,37 +1,36 @@
 /**
  * `npm run bench:memory` (issue 21): what agentd holds in memory idle, per paused session and per
  * live stream. agentd runs as `agentd serve` does (bench/agentd-server.ts) in a child of its own
- * with --expose-gc, so the figures are the server's alone: every reading comes after two forced
- * collections, as RSS (what the machine gives the process) and as the V8 heap in use.
+ * with --expose-gc, so the figures are the server's alone. Each reading is taken twice: after two
+ * ordinary forced collections (V8 keeps the pages they freed for what it allocates next) and after
+ * the compacting one V8 makes before it gives up on an allocation (the pages go back to the
+ * system), each as RSS (what the machine gives the process) and as the V8 heap in use.
  *
  * 1. idle: right after the start, and again after a warm-up of sequential turns;
  * 2. paused sessions: BENCH_MEMORY_PAUSED (2,000) turns that each end paused on an approval;
  * 3. live streams: BENCH_MEMORY_STREAMS (500) SSE turns held open at once, each read to its first
  *    frames while the model streams its answer a frame every 3 s.
- * Each per-item figure is the difference over the step divided by the items.
+ * Each per-item figure is the difference over the step divided by the items. The live streams'
+ * floor is the AI SDK's provider alone holding as many streams from the same model
+ * (bench/held-streams.ts).
  */
+import { fork } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { Agent, request } from 'undici';
 import { startAgentdProcess, startModelProcess } from './local.ts';
+import type { Memory, MemoryReadings } from './shared.ts';
 
 const PAUSED = Number(process.env.BENCH_MEMORY_PAUSED ?? 2000);
 const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 500);
 const WARMUP = Number(process.env.BENCH_MEMORY_WARMUP ?? 500);
 const PACE_MS = 3000;
 
-interface Memory {
-  rss: number;
-  rssAnon: number;
-  heapUsed: number;
-  heapTotal: number;
-  external: number;
-}
-
 const model = await startModelProcess(0);
 // Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
 // here would reach it. A turn thread costs 54 MB of its own once started (BENCHMARKS.md).
 const server = await startAgentdProcess(model.url, { AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' }, ['--expose-gc']);
-const memory = () => server.ask<Memory>({ type: 'memory' });
+const memory = () => server.ask<MemoryReadings>({ type: 'memory' });
 
 // Enough connections for every stream held open at once, each on its own.
 const dispatcher = new Agent({ connections: STREAMS + 10, pipelining: 0 });
@@ -88,22 +87,39 @@ const streaming = await memory();
 process.stderr.write('done\n');
 for (const res of open) res.body.destroy();
 
+progress(`${STREAMS} streams held by the AI SDK's provider alone`);
+const floor = await new Promise<{ before: MemoryReadings; after: MemoryReadings }>((resolve, reject) => {
+  const child = fork(path.join(import.meta.dirname, 'held-streams.ts'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, MODEL_URL: model.url, STREAMS: String(STREAMS) },
+    execArgv: ['--expose-gc'],
+  });
+  child.once('message', resolve);
+  child.once('exit', (code) => reject(new Error(`bench/held-streams.ts exited with ${code} before answering`)));
+});
+process.stderr.write('done\n');
+
 const row = (what: string, before: Memory, after: Memory, items: number) =>
   `| ${what} | ${kb((after.rssAnon - before.rssAnon) / items)} | ${kb((after.rss - before.rss) / items)} | ${kb((after.heapUsed - before.heapUsed) / items)} | ${kb((after.heapTotal - before.heapTotal) / items)} | ${kb((after.external - before.external) / items)} |`;
+const whole = (what: string, m: Memory) => `| ${what} | ${mb(m.rssAnon)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.heapTotal)} | ${mb(m.external)} |`;
+const columns = '| RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |\n|---|---|---|---|---|---|';
+const tables = (reading: keyof MemoryReadings, title: string) => [
+  `| agentd, ${title} ${columns}`,
+  whole('idle, just started', idle[reading]),
+  whole(`idle, after ${WARMUP} turns`, warm[reading]),
+  '',
+  `| each one held, ${title} ${columns}`,
+  row(`paused session (${PAUSED})`, warm[reading], paused[reading], PAUSED),
+  row(`live SSE stream, its model answering (${STREAMS})`, paused[reading], streaming[reading], STREAMS),
+  row(`floor: the provider's stream alone (${STREAMS})`, floor.before[reading], floor.after[reading], STREAMS),
+  '',
+];
 process.stdout.write(
   [
     `machine: ${os.cpus().length} cores, Node ${process.version}`,
     '',
-    '| agentd, after forced GC | RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |',
-    '|---|---|---|---|---|---|',
-    `| idle, just started | ${mb(idle.rssAnon)} | ${mb(idle.rss)} | ${mb(idle.heapUsed)} | ${mb(idle.heapTotal)} | ${mb(idle.external)} |`,
-    `| idle, after ${WARMUP} turns | ${mb(warm.rssAnon)} | ${mb(warm.rss)} | ${mb(warm.heapUsed)} | ${mb(warm.heapTotal)} | ${mb(warm.external)} |`,
-    '',
-    '| each one held | RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |',
-    '|---|---|---|---|---|---|',
-    row(`paused session (${PAUSED})`, warm, paused, PAUSED),
-    row(`live SSE stream, its model answering (${STREAMS})`, paused, streaming, STREAMS),
-    '',
+    ...tables('collected', 'after two forced collections'),
+    ...tables('compacted', 'after a compacting collection'),
   ].join('\n'),
 );
 

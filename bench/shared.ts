@@ -101,3 +101,45 @@ export async function settled(pid: number): Promise<void> {
     last = now;
   }
 }
+
+/** A process's memory at one moment (bench/memory.ts). */
+export interface Memory {
+  rss: number;
+  rssAnon: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+/** Two readings of this process's memory, when it runs with --expose-gc (bench/memory.ts). */
+export interface MemoryReadings {
+  /**
+   * After two ordinary forced collections: V8 keeps the pages they freed for the next
+   * allocations, so this is what the process holds between collections.
+   */
+  collected: Memory;
+  /**
+   * After the collection V8 makes before giving up on an allocation, which compacts the heap and
+   * gives freed pages back to the system: what the process needs to hold.
+   */
+  compacted: Memory;
+}
+
+export function memoryReadings(): MemoryReadings {
+  const gc = (globalThis as { gc?: (options?: object) => void }).gc;
+  gc?.();
+  gc?.();
+  const collected = memoryNow();
+  gc?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return { collected, compacted: memoryNow() };
+}
+
+/**
+ * `rssAnon` leaves out the file pages RSS also counts: SQLite reads its file through a memory
+ * map, so every page of the database it touched would count as held.
+ */
+function memoryNow(): Memory {
+  const anonKb = Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? Number.NaN);
+  const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
+  return { rss, rssAnon: anonKb * 1024, heapUsed, heapTotal, external };
+}
