@@ -4,7 +4,9 @@
  * characters each), BENCH_HISTORY_TURNS turns at each length, 10 at a time. agentd runs as
  * `agentd serve` does (bench/agentd-server.ts), the fake model in another child; CPU per turn of
  * agentd's process (every thread) comes from /proc. Growth per added message is what it costs
- * agentd to read, check, store and send on one more message of history.
+ * agentd to read, check, store and send on one more message of history. Beside it, the same
+ * requests to a floor that only reads them, sends their messages to the model and answers
+ * (bench/history-floor.ts): what any server must spend on one more message.
  *
  * Then the history replayed from the store: BENCH_HISTORY_PAUSES turns at each length end paused
  * on an approval (the `write` tool under `ask`), and each is answered through
@@ -12,7 +14,9 @@
  * from the store, not from a request. CPU per answer and continuation, to the end of the
  * continuations.
  */
+import { fork } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { Agent, request } from 'undici';
 import { startAgentdProcess, startModelProcess } from './local.ts';
 import { procCpuMs, settled } from './shared.ts';
@@ -24,6 +28,8 @@ const CONCURRENCY = 10;
 
 const model = await startModelProcess(0);
 const server = await startAgentdProcess(model.url);
+const floor = fork(path.join(import.meta.dirname, 'history-floor.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], env: { ...process.env, MODEL_URL: model.url } });
+const floorUrl = `${(await new Promise<{ url: string }>((resolve) => floor.once('message', resolve))).url}/floor/history`;
 const dispatcher = new Agent({ connections: CONCURRENCY });
 const url = `${server.url}/services/agent/v0/invoke?project_id=${server.projectId}`;
 const headers = { 'content-type': 'application/json', authorization: `ApiKey ${server.apiKey}` };
@@ -57,23 +63,33 @@ async function each(count: number, call: (i: number) => Promise<unknown>): Promi
   );
 }
 
-const turns = (payload: string, count: number) => each(count, () => post(url, payload));
+const turns = (to: string, payload: string, count: number) => each(count, () => post(to, payload));
+
+/** CPU ms per request of `pid` over `count` requests of `payload` to `to`, after `warmUp` more. */
+async function cpuPerRequest(pid: number, to: string, payload: string, warmUp: number, count: number): Promise<{ ms: number; wall: number }> {
+  await turns(to, payload, warmUp);
+  await settled(pid);
+  const before = procCpuMs(pid)!;
+  const started = performance.now();
+  await turns(to, payload, count);
+  return { ms: (procCpuMs(pid)! - before) / count, wall: (performance.now() - started) / count };
+}
 
 const rows: string[] = [];
-let first: number | undefined;
+let first: { agentd: number; floor: number } | undefined;
+const perAdded = (ms: number, at1: number, prior: number) => (prior > 1 ? (((ms - at1) * 1000) / (prior - 1)).toFixed(1) : '–');
 for (const prior of LENGTHS) {
   const payload = body(prior);
   process.stderr.write(`${prior} prior messages (${(Buffer.byteLength(payload) / 1024).toFixed(0)} KB a request) … `);
-  // The first length also warms the process up (its JIT, its pools), so it gets a longer warm-up.
-  await turns(payload, prior === LENGTHS[0] ? 1000 : 100);
-  const before = procCpuMs(server.child.pid!)!;
-  const started = performance.now();
-  await turns(payload, TURNS);
-  const ms = (procCpuMs(server.child.pid!)! - before) / TURNS;
-  const wall = (performance.now() - started) / TURNS;
-  first ??= ms;
+  // The first length also warms the processes up (their JIT, their pools), so it gets a longer warm-up.
+  const warmUp = prior === LENGTHS[0] ? 1000 : 100;
+  const atFloor = await cpuPerRequest(floor.pid!, floorUrl, payload, warmUp, TURNS);
+  const { ms, wall } = await cpuPerRequest(server.child.pid!, url, payload, warmUp, TURNS);
+  first ??= { agentd: ms, floor: atFloor.ms };
   process.stderr.write('done\n');
-  rows.push(`| ${prior} | ${(Buffer.byteLength(payload) / 1024).toFixed(1)} KB | ${ms.toFixed(2)} | ${(ms / first).toFixed(2)}× | ${prior > 1 ? (((ms - first) * 1000) / (prior - 1)).toFixed(1) : '–'} | ${wall.toFixed(2)} |`);
+  rows.push(
+    `| ${prior} | ${(Buffer.byteLength(payload) / 1024).toFixed(1)} KB | ${atFloor.ms.toFixed(2)} | ${ms.toFixed(2)} | ${(ms / atFloor.ms).toFixed(2)} | ${(ms / first.agentd).toFixed(2)}× | ${perAdded(atFloor.ms, first.floor, prior)} | ${perAdded(ms, first.agentd, prior)} | ${wall.toFixed(2)} |`,
+  );
 }
 
 // The history replayed from the store: pauses, then their answers through the API.
@@ -107,8 +123,8 @@ process.stdout.write(
   [
     `machine: ${os.cpus().length} cores, Node ${process.version}; ${TURNS} JSON echo turns at each length, ${CONCURRENCY} at a time`,
     '',
-    '| prior messages | request | agentd CPU ms/turn | × 1 message | µs per added message | wall ms/turn |',
-    '|---|---|---|---|---|---|',
+    '| prior messages | request | floor CPU ms/request | agentd CPU ms/turn | × floor | agentd × 1 message | floor µs per added message | agentd µs per added message | agentd wall ms/turn |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     `the history replayed from the store: ${PAUSES} paused turns at each length, each answered through /respond and continued`,
@@ -120,5 +136,6 @@ process.stdout.write(
   ].join('\n'),
 );
 await server.stop();
+floor.disconnect();
 model.stop();
 await dispatcher.close();
