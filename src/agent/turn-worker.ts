@@ -38,8 +38,8 @@ function flush(): void {
   port.postMessage(batch);
 }
 
-// What a turn here finds out about a model server goes to the server's thread with the pass's other messages, which
-// tells the other threads; what they found out arrives as `fact` messages.
+// What a turn here finds out about a model server goes to the server's thread with the pass's
+// other messages, and it tells the other threads; what they found out arrives as `fact` messages.
 onLearned((fact) => post({ type: 'fact', fact }));
 
 port.on('message', (message: FromPool) => {
