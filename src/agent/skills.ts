@@ -34,7 +34,7 @@ export async function installSkills(workdir: string, skills: readonly Skill[], d
 
 async function installSkill(workdir: string, skill: Skill, skillsDir: string): Promise<void> {
   const dir = `${skillsDir}/${skill.name}`;
-  await rm(await resolveInside(workdir, dir), { recursive: true, force: true });
+  await rm(resolveInside(workdir, dir), { recursive: true, force: true });
   await writeInside(workdir, `${dir}/SKILL.md`, skillMarkdown(skill));
   for (const file of skill.files ?? []) {
     const { real } = await writeInside(workdir, `${dir}/${file.path}`, file.content);

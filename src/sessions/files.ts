@@ -24,7 +24,7 @@ function missingPath(userPath: string): AppError {
  * Runs `work` on `userPath`, answering the tools' refusals as the caller's to fix (a 400 with the
  * same explanation) and a path that is not there as a 404.
  */
-async function confined<T>(userPath: string, work: () => Promise<T>): Promise<T> {
+async function confined<T>(userPath: string, work: () => T | Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -65,9 +65,11 @@ export async function listFolder(folder: string, dir: { real: string; path: stri
   for (const dirent of dirents) {
     let target = path.join(dir.real, dirent.name);
     if (dirent.isSymbolicLink()) {
-      const inside = await resolveInside(folder, target, { mustExist: true }).catch(() => undefined);
-      if (inside === undefined) continue;
-      target = inside;
+      try {
+        target = resolveInside(folder, target, { mustExist: true });
+      } catch {
+        continue;
+      }
     }
     const stat = await fs.stat(target).catch(() => undefined);
     if (stat?.isDirectory()) entries.push({ name: dirent.name, type: 'directory' });

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { editTool } from '../../src/agent/tools/edit.ts';
+import { writeRegularFile } from '../../src/agent/tools/files.ts';
 import { lsTool } from '../../src/agent/tools/ls.ts';
 import { READ_MAX_OUTPUT_BYTES, readTool } from '../../src/agent/tools/read.ts';
 import { writeTool } from '../../src/agent/tools/write.ts';
@@ -97,6 +98,20 @@ describe('write', () => {
     expect(await exists('/etc/agentd-escape')).toBe(false);
     expect(await fs.readdir(outside)).toEqual(['target.txt']);
     expect(await fs.readFile(path.join(outside, 'target.txt'), 'utf8')).toBe('original');
+  });
+
+  it('writes a large file whole, and neither way of writing follows a symbolic link at the last step', async () => {
+    const root = await tempFolder();
+    const outside = await tempFolder('agentd-outside-');
+    const large = 'line of text\n'.repeat(200_000);
+    expect(await run(writeTool(root), { path: 'big.txt', content: large })).toBe(`wrote ${large.length} bytes to big.txt`);
+    expect(await fs.readFile(path.join(root, 'big.txt'), 'utf8')).toBe(large);
+    // Both ways of writing open the final name with O_NOFOLLOW: a link there is refused, not followed.
+    await fs.symlink(path.join(outside, 'victim.txt'), path.join(root, 'swapped'));
+    for (const content of ['small', large]) {
+      await expect(writeRegularFile(path.join(root, 'swapped'), 'swapped', content)).rejects.toThrow(/symbolic link/);
+    }
+    expect(await fs.readdir(outside)).toEqual([]);
   });
 });
 

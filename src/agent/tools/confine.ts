@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import path from 'node:path';
 import { ToolError } from './tool-error.ts';
 
@@ -29,9 +29,9 @@ function errnoCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
-async function realpathOrMissing(userPath: string, p: string): Promise<string | undefined> {
+function realpathOrMissing(userPath: string, p: string): string | undefined {
   try {
-    return await fs.realpath(p);
+    return fs.realpathSync.native(p);
   } catch (error) {
     const code = errnoCode(error);
     if (code === 'ENOENT') return undefined;
@@ -48,9 +48,13 @@ async function realpathOrMissing(userPath: string, p: string): Promise<string | 
  * reaching outside. A path that does not exist yet is checked through its nearest existing
  * ancestor so that `write` can create it; a dangling symlink on the way is followed by the same
  * rules, because creating the file would follow it too.
+ *
+ * The checks call the file system synchronously: each is a lookup of a few microseconds in the
+ * session folder, where the same call through the thread pool costs 30–55 µs of CPU (a thrown
+ * ENOENT included), and a `write` made four of them (BENCHMARKS.md, "Tools' path checks").
  */
-export async function resolveInside(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Promise<string> {
-  return (await confine(root, userPath, opts)).path;
+export function resolveInside(root: string, userPath: string, opts: { mustExist?: boolean } = {}): string {
+  return confine(root, userPath, opts).path;
 }
 
 /** Where `userPath` is, as resolveInside finds it, with the folder's own real path and what a writer needs to know. */
@@ -62,37 +66,32 @@ export interface Confined {
   missingFolders: boolean;
 }
 
-export async function confine(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Promise<Confined> {
+export function confine(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Confined {
   if (userPath.includes('\0')) throw new ToolError(`path "${userPath}" contains a NUL byte`);
-  const realRoot = await fs.realpath(root);
-  const resolved = await resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0);
+  const realRoot = fs.realpathSync.native(root);
+  const resolved = resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0);
   if (opts.mustExist && !resolved.exists) throw new ToolError(`path "${userPath}" does not exist`);
   return { ...resolved, realRoot };
 }
 
-async function resolveFrom(
-  realRoot: string,
-  userPath: string,
-  candidate: string,
-  hops: number,
-): Promise<Omit<Confined, 'realRoot'>> {
+function resolveFrom(realRoot: string, userPath: string, candidate: string, hops: number): Omit<Confined, 'realRoot'> {
   const missing: string[] = [];
   let current = candidate;
   for (;;) {
-    const real = await realpathOrMissing(userPath, current);
+    const real = realpathOrMissing(userPath, current);
     if (real !== undefined) {
       if (!isInside(realRoot, real)) throw isInside(realRoot, current) ? throughLink(userPath) : outside(userPath);
       if (missing.length === 0) return { path: real, exists: true, missingFolders: false };
-      if (!(await fs.stat(real)).isDirectory()) {
+      if (!fs.statSync(real).isDirectory()) {
         throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
       }
       return { path: path.join(real, ...missing), exists: false, missingFolders: missing.length > 1 };
     }
 
-    const link = await fs.readlink(current).catch(() => undefined);
+    const link = readlinkOrNone(current);
     if (link !== undefined) {
       if (hops >= MAX_LINK_HOPS) throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
-      const parent = await realpathOrMissing(userPath, path.dirname(current));
+      const parent = realpathOrMissing(userPath, path.dirname(current));
       if (parent === undefined || !isInside(realRoot, parent)) throw outside(userPath);
       const target = path.resolve(parent, link);
       if (!isInside(realRoot, target)) throw throughLink(userPath);
@@ -103,6 +102,15 @@ async function resolveFrom(
     if (up === current) throw outside(userPath);
     missing.unshift(path.basename(current));
     current = up;
+  }
+}
+
+/** What the symbolic link `p` points to; undefined when `p` is missing or not a link. */
+function readlinkOrNone(p: string): string | undefined {
+  try {
+    return fs.readlinkSync(p);
+  } catch {
+    return undefined;
   }
 }
 

@@ -23,7 +23,7 @@ export function editTool(root: string) {
     execute: async ({ path: userPath, old_string: oldString, new_string: newString, replace_all: replaceAll }) => {
       if (oldString === '') throw new ToolError('old_string is empty; to create or overwrite a file use write');
       if (oldString === newString) throw new ToolError('old_string and new_string are identical; nothing to change');
-      const { path: real, realRoot } = await confine(root, userPath, { mustExist: true });
+      const { path: real, realRoot } = confine(root, userPath, { mustExist: true });
       const text = await readText(real, userPath);
 
       const count = countOccurrences(text, oldString);

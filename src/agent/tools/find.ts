@@ -23,7 +23,7 @@ export function findTool(root: string) {
     inputSchema: input,
     execute: async ({ pattern, path: userPath = '.' }, { abortSignal }) => {
       const matches = globMatcher(pattern);
-      const { path: start, realRoot } = await confine(root, userPath, { mustExist: true });
+      const { path: start, realRoot } = confine(root, userPath, { mustExist: true });
       if (!(await fs.stat(start)).isDirectory()) throw new ToolError(`"${userPath}" is a file, not a folder`);
 
       const found: string[] = [];

@@ -30,7 +30,7 @@ export function grepTool(root: string, timeoutMs: number = GREP_TIMEOUT_MS) {
         throw new ToolError(`pattern is not a valid JavaScript regular expression: ${(error as Error).message}`);
       }
       if (glob !== undefined) globMatcher(glob);
-      const { path: start, realRoot } = await confine(root, userPath, { mustExist: true });
+      const { path: start, realRoot } = confine(root, userPath, { mustExist: true });
       const request: GrepRequest = {
         realRoot,
         start,

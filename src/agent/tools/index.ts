@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
 import type { Tool } from 'ai';
 import type { BuiltinToolName } from '../../contract/template.ts';
 import { type BashContext, bashTool } from './bash.ts';
@@ -30,17 +30,21 @@ export function builtinTools(ctx: BuiltinToolContext): Record<BuiltinToolName, T
 /**
  * The session folder is made when the turn's first tool runs, not for every turn: most turns run
  * none, and under load a `mkdir` per turn was the longest wait of an evaluation case
- * (BENCHMARKS.md).
+ * (BENCHMARKS.md). It is made synchronously, like the path checks (confine.ts): through the
+ * thread pool it cost 56 µs of CPU, where it exists already nearly every time.
  */
 function inFolder(root: string, tools: Record<BuiltinToolName, Tool>): Record<BuiltinToolName, Tool> {
-  let made: Promise<unknown> | undefined;
+  let made = false;
   const wrapped = {} as Record<BuiltinToolName, Tool>;
   for (const [name, tool] of Object.entries(tools) as [BuiltinToolName, Tool][]) {
     const execute = tool.execute!;
     wrapped[name] = {
       ...tool,
       execute: async (input: unknown, options: never) => {
-        await (made ??= mkdir(root, { recursive: true }));
+        if (!made) {
+          mkdirSync(root, { recursive: true });
+          made = true;
+        }
         return execute(input, options);
       },
     } as Tool;

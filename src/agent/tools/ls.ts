@@ -18,7 +18,7 @@ export function lsTool(root: string) {
       `Sorted by name, at most ${LS_MAX_ENTRIES} entries. Use find for recursive listings.`,
     inputSchema: input,
     execute: async ({ path: userPath = '.' }) => {
-      const real = await resolveInside(root, userPath, { mustExist: true });
+      const real = resolveInside(root, userPath, { mustExist: true });
       const stat = await fs.stat(real);
       if (!stat.isDirectory()) throw new ToolError(`"${userPath}" is a file, not a folder; use read to see its content`);
       const dirents = await fs.readdir(real, { withFileTypes: true }).catch((error: unknown) => {

@@ -30,7 +30,7 @@ export function readTool(root: string) {
  * the first NUL byte because a binary file is noise to the model.
  */
 export async function readLines(root: string, userPath: string, offset: number, limit: number | undefined): Promise<string> {
-  const real = await resolveInside(root, userPath, { mustExist: true });
+  const real = resolveInside(root, userPath, { mustExist: true });
   const handle = await openRegularFile(real, userPath);
   const decoder = new StringDecoder('utf8');
   const buffer = Buffer.alloc(CHUNK_BYTES);
