@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -35,6 +36,14 @@ describe('read', () => {
     expect(out.startsWith(line.repeat(256))).toBe(true);
   });
 
+  it('reads a file of over 1 MiB, a chunk at a time, to its last lines', async () => {
+    const root = await tempFolder();
+    const text = Array.from({ length: 100_000 }, (_, i) => `line ${i + 1} é\n`).join('');
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1024 * 1024);
+    await fs.writeFile(path.join(root, 'log.txt'), text);
+    expect(await run(readTool(root), { path: 'log.txt', offset: 99_999 })).toBe('line 99999 é\nline 100000 é\n');
+  });
+
   it('refuses binary files, folders and missing files', async () => {
     const root = await tempFolder();
     await fs.writeFile(path.join(root, 'bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2]));
@@ -43,6 +52,12 @@ describe('read', () => {
     await expect(run(read, { path: 'bin' })).rejects.toThrow('"bin" is a binary file');
     await expect(run(read, { path: 'dir' })).rejects.toThrow('"dir" is a directory; use ls to list it');
     await expect(run(read, { path: 'nope' })).rejects.toThrow('path "nope" does not exist');
+  });
+
+  it('refuses a named pipe at once instead of waiting for a writer', async () => {
+    const root = await tempFolder();
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    await expect(run(readTool(root), { path: 'pipe' })).rejects.toThrow('"pipe" is not a regular file');
   });
 
   it('refuses names too long for the file system, as write does, without showing the folder’s host path', async () => {

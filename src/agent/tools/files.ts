@@ -11,6 +11,13 @@ export function looksBinary(bytes: Uint8Array): boolean {
   return bytes.subarray(0, SNIFF_BYTES).includes(0);
 }
 
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+function notRegular(stat: fsSync.Stats, userPath: string): ToolError | undefined {
+  if (stat.isFile()) return undefined;
+  return new ToolError(stat.isDirectory() ? `"${userPath}" is a directory; use ls to list it` : `"${userPath}" is not a regular file`);
+}
+
 /**
  * Opens an already-confined path for reading. O_NOFOLLOW catches a symlink swapped in after the
  * check; O_NONBLOCK keeps a FIFO from hanging the open; only regular files are accepted.
@@ -18,18 +25,43 @@ export function looksBinary(bytes: Uint8Array): boolean {
 export async function openRegularFile(realPath: string, userPath: string): Promise<fs.FileHandle> {
   let handle: fs.FileHandle;
   try {
-    handle = await fs.open(realPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    handle = await fs.open(realPath, READ_FLAGS);
   } catch (error) {
     throw fileError(error, userPath);
   }
-  const stat = await handle.stat();
-  if (!stat.isFile()) {
+  const refusal = notRegular(await handle.stat(), userPath);
+  if (refusal) {
     await handle.close();
-    throw new ToolError(
-      stat.isDirectory() ? `"${userPath}" is a directory; use ls to list it` : `"${userPath}" is not a regular file`,
-    );
+    throw refusal;
   }
   return handle;
+}
+
+/**
+ * `openRegularFile` with synchronous calls (an open and a stat: a few microseconds each, 30–55 µs
+ * of CPU through the thread pool), for a reader that picks how to read by the size it returns.
+ * The caller closes the descriptor.
+ */
+export function openRegularFileSync(realPath: string, userPath: string): { fd: number; size: number } {
+  let fd: number;
+  try {
+    fd = fsSync.openSync(realPath, READ_FLAGS);
+  } catch (error) {
+    throw fileError(error, userPath);
+  }
+  let stat: fsSync.Stats;
+  try {
+    stat = fsSync.fstatSync(fd);
+  } catch (error) {
+    fsSync.closeSync(fd);
+    throw error;
+  }
+  const refusal = notRegular(stat, userPath);
+  if (refusal) {
+    fsSync.closeSync(fd);
+    throw refusal;
+  }
+  return { fd, size: stat.size };
 }
 
 /** Content up to this size is written synchronously: under a millisecond of the thread's time. */

@@ -1,12 +1,21 @@
 import { tool } from 'ai';
+import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
+import { promisify } from 'node:util';
 import { z } from 'zod';
 import { resolveInside } from './confine.ts';
-import { looksBinary, openRegularFile } from './files.ts';
+import { looksBinary, openRegularFileSync } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
 export const READ_MAX_OUTPUT_BYTES = 256 * 1024;
 const CHUNK_BYTES = 64 * 1024;
+/**
+ * A file up to this size is read synchronously: under a millisecond of the thread's time, where
+ * each read through the thread pool costs 30–55 µs of CPU (BENCHMARKS.md, "Tools' path checks").
+ * A larger one is read through the pool, a chunk at a time.
+ */
+const SYNC_READ_MAX_BYTES = 1024 * 1024;
+const readInPool = promisify(fs.read);
 
 const input = z.object({
   path: z.string().describe('File to read, relative to the session folder'),
@@ -31,9 +40,13 @@ export function readTool(root: string) {
  */
 export async function readLines(root: string, userPath: string, offset: number, limit: number | undefined): Promise<string> {
   const real = resolveInside(root, userPath, { mustExist: true });
-  const handle = await openRegularFile(real, userPath);
+  const { fd, size } = openRegularFileSync(real, userPath);
   const decoder = new StringDecoder('utf8');
   const buffer = Buffer.alloc(CHUNK_BYTES);
+  const readChunk =
+    size <= SYNC_READ_MAX_BYTES
+      ? () => fs.readSync(fd, buffer, 0, CHUNK_BYTES, null)
+      : async () => (await readInPool(fd, buffer, 0, CHUNK_BYTES, null)).bytesRead;
   const out: string[] = [];
   let outBytes = 0;
   let pending = '';
@@ -65,7 +78,7 @@ export async function readLines(root: string, userPath: string, offset: number, 
 
   try {
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+      const bytesRead = await readChunk();
       if (bytesRead === 0) break;
       const bytes = buffer.subarray(0, bytesRead);
       if (firstChunk ? looksBinary(bytes) : bytes.includes(0)) {
@@ -85,7 +98,7 @@ export async function readLines(root: string, userPath: string, offset: number, 
       if (pending !== '') take(pending);
     }
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 
   const last = offset + out.length - 1;
