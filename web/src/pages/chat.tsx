@@ -130,9 +130,13 @@ function Chat({ sessionId }: { sessionId: string }) {
     }
     await Promise.all([pending.mutate(), caught ? undefined : kept.mutate()]);
   }
-  // A turn followed live here (its message is `msg-<turn id>`) is shown live, not twice.
+  // A turn followed live here (its message is `msg-<turn id>`) is shown live, not twice, and so is
+  // every later one: a continuation answered here goes on building the paused turn's message, and
+  // the kept list, read again once it ended, would show it a second time as a turn of its own.
   const shownLive = new Set(messages.map((m) => m.id));
-  const keptTurns = [...(kept.data?.turns ?? [])].reverse().filter((turn) => !shownLive.has(`msg-${turn.id}`));
+  const keptOldestFirst = [...(kept.data?.turns ?? [])].reverse();
+  const firstLive = keptOldestFirst.findIndex((turn) => shownLive.has(`msg-${turn.id}`));
+  const keptTurns = firstLive === -1 ? keptOldestFirst : keptOldestFirst.slice(0, firstLive);
 
   const [draft, setDraft] = useState('');
   function send(event?: FormEvent) {
