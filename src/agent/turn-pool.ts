@@ -29,6 +29,12 @@ class PoolThread {
   readonly channels = new Map<number, Channel>();
   private readonly settings: WorkerSettings;
   private readonly entry: URL;
+  /**
+   * What this pass of the event loop has for the thread, posted together at the pass's end, as
+   * the thread sends its own (turn-worker.ts): under load many turns start in one pass, and each
+   * message would cost both threads a copy and a wake-up.
+   */
+  private outbox: FromPool[] = [];
 
   constructor(settings: WorkerSettings, entry: URL) {
     this.settings = settings;
@@ -73,7 +79,7 @@ class PoolThread {
     const worker = this.started();
     const channel = new Channel();
     this.channels.set(id, channel);
-    const post = (message: FromPool) => worker.postMessage(message);
+    const post = (message: FromPool) => this.send(worker, message);
     const abort = () => post({ type: 'abort', id, reason: signal.reason instanceof Error ? signal.reason.message : 'the turn was stopped' });
     signal.addEventListener('abort', abort, { once: true });
     // An idle pool must not keep the process alive; a turn in flight must.
@@ -104,9 +110,20 @@ class PoolThread {
     if (this.channels.size === 0) this.started().unref();
   }
 
+  private send(worker: Worker, message: FromPool): void {
+    this.outbox.push(message);
+    if (this.outbox.length > 1) return;
+    setImmediate(() => {
+      const batch = this.outbox;
+      this.outbox = [];
+      // A thread that died meanwhile is gone with its turns, which have been told.
+      if (this.worker === worker) worker.postMessage(batch);
+    });
+  }
+
   /** Tells a running thread what another learnt; one that starts later is told at its start. */
   tell(fact: ModelFact): void {
-    this.worker?.postMessage({ type: 'fact', fact } satisfies FromPool);
+    if (this.worker) this.send(this.worker, { type: 'fact', fact });
   }
 
   /** No more turns; the thread ends now if idle, else when its last turn does. */

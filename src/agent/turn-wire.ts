@@ -24,6 +24,7 @@ export type PooledTurnInput = Omit<TurnInput, 'model' | 'mcp' | 'config' | 'pric
   connection: ProjectConnection | undefined;
 };
 
+/** The server's thread posts these in batches (`FromPool[]`), one per pass of its event loop. */
 export type FromPool = { type: 'run'; id: number; input: PooledTurnInput } | { type: 'abort'; id: number; reason: string } | { type: 'fact'; fact: ModelFact };
 
 /** A thread posts these in batches (`ToPool[]`), one per pass of its event loop. */

@@ -42,10 +42,12 @@ function flush(): void {
 // other messages, and it tells the other threads; what they found out arrives as `fact` messages.
 onLearned((fact) => post({ type: 'fact', fact }));
 
-port.on('message', (message: FromPool) => {
-  if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
-  else if (message.type === 'fact') applyFact(message.fact);
-  else void run(message);
+port.on('message', (batch: FromPool[]) => {
+  for (const message of batch) {
+    if (message.type === 'abort') running.get(message.id)?.abort(new Error(message.reason));
+    else if (message.type === 'fact') applyFact(message.fact);
+    else void run(message);
+  }
 });
 
 async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<void> {

@@ -261,6 +261,27 @@ describe('the pool', () => {
     pool.close();
   });
 
+  it('sends the turns started in one pass of the event loop to the thread in one message', async () => {
+    const pool = new TurnPool(1, settings, new URL('../support/crashing-turn-worker.ts', import.meta.url));
+    const posted: unknown[] = [];
+    const original = Worker.prototype.postMessage;
+    const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message: unknown) {
+      posted.push(message);
+      return original.call(this, message);
+    });
+    try {
+      const turns = ['a', 'b', 'c', 'd'].map((turnId) => pool.run(input(turnId), new AbortController().signal));
+      const firsts = await Promise.all(turns.map((turn) => turn.next()));
+      // Each turn reached the thread: its first event came back.
+      expect(firsts.map((first) => (first.value as AgentEvent).data)).toEqual(['a', 'b', 'c', 'd'].map((turnId) => expect.objectContaining({ turn_id: turnId })));
+      await Promise.all(turns.map((turn) => turn.next().catch(() => undefined)));
+    } finally {
+      post.mockRestore();
+      pool.close();
+    }
+    expect(posted).toEqual([['a', 'b', 'c', 'd'].map((turnId) => expect.objectContaining({ type: 'run', input: expect.objectContaining({ turnId }) }))]);
+  });
+
   it('takes no turns once closed', async () => {
     const pool = new TurnPool(1, settings);
     pool.close();
