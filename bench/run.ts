@@ -59,6 +59,12 @@ const settings = {
   chat: !['0', 'false', 'no'].includes(process.env.BENCH_CHAT ?? ''),
   /** One more agentd, on this PostgreSQL server (a fresh schema), beside the SQLite ones. */
   postgresUrl: process.env.BENCH_DATABASE_URL || undefined,
+  /**
+   * One more agentd from each of these other checkouts of the repository (e.g. `git worktree add`
+   * of the commit before), loaded in the same interleaved rounds, so the machine's drift hits
+   * both sides of an A/B alike.
+   */
+  checkouts: (process.env.BENCH_CHECKOUTS ?? '').split(',').filter(Boolean),
 };
 
 const TARGETS = { p50: 5, p99: 20, ratio: 0.7, firstByte: 5 };
@@ -396,10 +402,10 @@ function table(rows: string[][]): string {
 }
 
 /** Which code was measured: the commit, and whether the tree had changes on top of it. */
-function gitState(): string {
+function gitState(dir = here): string {
   try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', '../src'], { cwd: here, encoding: 'utf8' }).trim() !== '';
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: path.resolve(dir, '..'), encoding: 'utf8' }).trim() !== '';
     return dirty ? `${head} + uncommitted changes in src/` : head;
   } catch {
     return 'unknown (not a git checkout)';
@@ -429,6 +435,12 @@ async function main(): Promise<void> {
   if (settings.chat) {
     const c = await start('agentd-chat', 'agentd-server.ts', childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: settings.logLevels[0] ?? 'info' }), profileArgs('agentd-chat'));
     agentds.push({ ...c, name: `agentd over Chat Completions (log ${settings.logLevels[0] ?? 'info'})`, ...agentdRequests(c, 'chat') });
+  }
+  for (const checkout of settings.checkouts) {
+    const level = settings.logLevels[0] ?? 'info';
+    const name = `agentd-${path.basename(checkout)}`;
+    const c = await start(name, path.resolve(checkout, 'bench', 'agentd-server.ts'), childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: level }), profileArgs(name));
+    agentds.push({ ...c, name: `agentd at ${gitState(path.resolve(checkout, 'bench'))} (log ${level})`, ...agentdRequests(c) });
   }
   if (settings.postgresUrl) {
     const env = childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
