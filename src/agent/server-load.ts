@@ -2,8 +2,13 @@ import { performance } from 'node:perf_hooks';
 
 /** How often the server thread's load is read. */
 const WINDOW_MS = 100;
-/** Turns come back to the server's thread once its load falls under this share of `above`. */
-const RETURN_FACTOR = 0.55;
+/** The turn threads start once the load first passes this share of `above`, ready before a turn needs them. */
+const WARM_FACTOR = 0.55;
+/**
+ * The share of turns sent away shrinks while the load is under this share of `above`: a band
+ * wider than what one step of the share moves the load, so the share settles instead of swinging.
+ */
+const SHRINK_FACTOR = 0.8;
 
 /** The server thread's event-loop utilization (0–1) since the previous call. */
 export function utilizationSampler(): () => number {
@@ -16,48 +21,68 @@ export function utilizationSampler(): () => number {
   };
 }
 
+/** The share of turns sent to threads is counted in tenths (0–10), and moves a tenth at each reading. */
+const WHOLE = 10;
+
 /**
- * Whether the server's thread is busy enough that a turn is better off on a turn thread. There a
- * turn costs a hop each way: about 0.3 ms of CPU, and the wake-up of another thread that must find
- * a free core. That pays when the server's thread is the bottleneck (turns that keep it working,
- * many at once), and is a loss when it is not (turns that mostly wait for their model), so on a
- * machine of few cores neither "always" nor "never" is right (BENCHMARKS.md, "Turns where the
- * server's thread has room"). Read every 100 ms, with hysteresis: turns go to threads once the
- * load passes `above`, and come back only when it falls well under it, since sending turns away
- * is what lowers it.
+ * Which turns go to a turn thread, from how busy the server's thread is. There a turn costs a hop
+ * each way: messages both ways and the wake-up of another thread that must find a free core. That
+ * pays when the server's thread is the bottleneck (turns that keep it working, many at once), and
+ * is a loss when it is not (turns that mostly wait for their model), so on a machine of few cores
+ * neither "always" nor "never" is right (BENCHMARKS.md, "Turns where the server's thread has
+ * room"). And once the server's thread is full, only what it cannot take needs to go: sending
+ * every turn away left it half idle while each turn paid the hop (BENCHMARKS.md, "The turns the
+ * server's thread cannot take"). So a share of the turns goes, read every 100 ms: it grows by a
+ * tenth while the load is over `above`, shrinks by a tenth once it is under (`SHRINK_FACTOR`), and
+ * holds between, so it settles at about the least that keeps the thread under the line.
  */
 export class ServerLoad {
   readonly #above: number;
   readonly #sample: () => number;
   readonly #timer: NodeJS.Timeout | undefined;
-  #busy: boolean;
+  /** In tenths, so the sums below are exact. */
+  #share: number;
+  /** Turns owed to the threads at the current share, in tenths; one goes each time it reaches a whole turn. */
+  #credit = 0;
   #rising: (() => void) | undefined;
 
   /**
    * `above` 0 sends every turn to a thread; `sample` is the load reader, the event loop's unless a
-   * test gives one. `rising` is called once, the first time the load passes the line turns come
-   * back under: the turn threads start then, ready before they are needed, and a server that
+   * test gives one. `rising` is called once, the first time the load passes about half the line
+   * (`WARM_FACTOR`): the turn threads start then, ready before they are needed, and a server that
    * never gets busy never pays for them (BENCHMARKS.md, idle memory).
    */
   constructor(above: number, options: { sample?: () => number; start?: boolean; rising?: () => void } = {}) {
     this.#above = above;
     this.#sample = options.sample ?? utilizationSampler();
-    this.#busy = above === 0;
+    this.#share = above === 0 ? WHOLE : 0;
     this.#rising = options.rising;
-    if (this.#busy) this.#risen();
+    if (above === 0) this.#risen();
     this.#timer = above > 0 && options.start !== false ? setInterval(() => this.update(), WINDOW_MS).unref() : undefined;
   }
 
-  get busy(): boolean {
-    return this.#busy;
+  /** The share of turns (0–1) now sent to threads. */
+  get share(): number {
+    return this.#share / WHOLE;
+  }
+
+  /** Whether the turn about to start goes to a thread: the share of them, spread evenly. */
+  sendsTurn(): boolean {
+    if (this.#share === 0) return false;
+    this.#credit += this.#share;
+    if (this.#credit < WHOLE) return false;
+    this.#credit -= WHOLE;
+    return true;
   }
 
   /** Reads the load of the window that just ended. */
   update(): void {
     if (this.#above === 0) return;
     const load = this.#sample();
-    if (load > this.#above * RETURN_FACTOR) this.#risen();
-    this.#busy = this.#busy ? load > this.#above * RETURN_FACTOR : load > this.#above;
+    if (load > this.#above * WARM_FACTOR) this.#risen();
+    if (load > this.#above) this.#share = Math.min(WHOLE, this.#share + 1);
+    else if (load < this.#above * SHRINK_FACTOR) this.#share = Math.max(0, this.#share - 1);
+    if (this.#share === 0) this.#credit = 0;
   }
 
   #risen(): void {

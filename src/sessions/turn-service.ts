@@ -61,7 +61,7 @@ export class TurnService {
   /** The server's own provider keys: an upstream error or a model may echo them too. */
   private readonly serverSecrets: Array<string | undefined>;
   private readonly pool: TurnPool | undefined;
-  /** Whether the server's thread is busy enough to hand turns to the pool. */
+  /** Which turns go to the pool, from how busy the server's thread is. */
   private readonly load: ServerLoad | undefined;
   /** Where this process's turns ran: on the server's thread, or on a turn thread. */
   readonly placement = { server: 0, threads: 0 };
@@ -332,7 +332,7 @@ export class TurnService {
       streaming: plan.streaming,
     };
     // MCP tools hold their connections here, so a turn that has them runs on this thread.
-    const pool = !mcp && !harness && this.load?.busy ? this.pool : undefined;
+    const pool = !mcp && !harness && this.load?.sendsTurn() ? this.pool : undefined;
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: newId };
     const events = harness

@@ -201,29 +201,42 @@ describe('where a turn runs', () => {
     }
   });
 
-  it('the load gauge: busy above the line, back only well under it; 0 means always', () => {
+  it('the load gauge: a share of the turns goes, growing above the line, shrinking well under it; 0 means all', () => {
     const readings: number[] = [];
     let rose = 0;
     const load = new ServerLoad(0.9, { sample: () => readings.shift()!, start: false, rising: () => rose++ });
-    const after = (value: number) => {
-      readings.push(value);
-      load.update();
-      return load.busy;
+    const after = (...values: number[]) => {
+      for (const value of values) {
+        readings.push(value);
+        load.update();
+      }
+      return load.share;
     };
-    expect(load.busy).toBe(false);
-    expect(after(0.4)).toBe(false);
+    /** How many of the next `n` turns go to a thread. */
+    const sent = (n: number) => Array.from({ length: n }, () => load.sendsTurn()).filter(Boolean).length;
+    expect(load.share).toBe(0);
+    expect(after(0.4)).toBe(0);
+    expect(sent(10)).toBe(0);
     expect(rose).toBe(0);
-    // Past the line turns come back under, the turn threads are started (once), ahead of need.
-    expect(after(0.6)).toBe(false);
+    // Past about half the line the turn threads are started (once), ahead of need; no turn goes yet.
+    expect(after(0.6)).toBe(0);
     expect(rose).toBe(1);
-    expect(after(0.95)).toBe(true);
-    // Sending turns away lowers the load; they stay away until it is well under the line.
-    expect(after(0.7)).toBe(true);
-    expect(after(0.55)).toBe(true);
-    expect(after(0.4)).toBe(false);
-    expect(after(0.85)).toBe(false);
+    // Over the line the share grows a tenth a reading, and that share of the turns goes, spread evenly.
+    expect(after(0.95, 0.97, 0.99)).toBe(0.3);
+    expect(sent(10)).toBe(3);
+    expect(Array.from({ length: 10 }, () => load.sendsTurn())).toEqual([false, false, false, true, false, false, true, false, false, true]);
+    // Under the line and not far under, it holds; further under, it shrinks.
+    expect(after(0.85, 0.75)).toBe(0.3);
+    expect(after(0.6)).toBe(0.2);
+    expect(after(...Array(12).fill(1))).toBe(1);
+    expect(sent(10)).toBe(10);
+    expect(after(...Array(12).fill(0.1))).toBe(0);
+    expect(sent(10)).toBe(0);
     expect(rose).toBe(1);
-    expect(new ServerLoad(0, { sample: () => 0, start: false }).busy).toBe(true);
+    const always = new ServerLoad(0, { sample: () => 0, start: false });
+    always.update();
+    expect(always.share).toBe(1);
+    expect(Array.from({ length: 5 }, () => always.sendsTurn())).toEqual([true, true, true, true, true]);
   });
 
   it('AGENTD_TURN_WORKERS_LOAD is a share from 0 to 1, 0.9 unless set; anything else stops the start, saying so', () => {
