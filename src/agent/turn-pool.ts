@@ -34,7 +34,7 @@ class PoolThread {
    * the thread sends its own (turn-worker.ts): under load many turns start in one pass, and each
    * message would cost both threads a copy and a wake-up.
    */
-  private outbox: FromPool[] = [];
+  private outbox: { worker: Worker; messages: FromPool[] } | undefined;
 
   constructor(settings: WorkerSettings, entry: URL) {
     this.settings = settings;
@@ -111,13 +111,18 @@ class PoolThread {
   }
 
   private send(worker: Worker, message: FromPool): void {
-    this.outbox.push(message);
-    if (this.outbox.length > 1) return;
+    if (this.outbox?.worker === worker) {
+      this.outbox.messages.push(message);
+      return;
+    }
+    // Kept per thread: a turn started on the thread that replaces a dead one in this same pass
+    // must not wait in a batch addressed to the dead one.
+    const outbox = { worker, messages: [message] };
+    this.outbox = outbox;
     setImmediate(() => {
-      const batch = this.outbox;
-      this.outbox = [];
+      if (this.outbox === outbox) this.outbox = undefined;
       // A thread that died meanwhile is gone with its turns, which have been told.
-      if (this.worker === worker) worker.postMessage(batch);
+      if (this.worker === worker) worker.postMessage(outbox.messages);
     });
   }
 
