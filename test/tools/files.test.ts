@@ -155,6 +155,33 @@ describe('edit', () => {
     await expect(run(edit, { path: 'f.txt', old_string: '', new_string: 'y' })).rejects.toThrow(/old_string is empty/);
   });
 
+  it('edits a file of over 1 MiB (read through the thread pool) as it edits a small one (read at once)', async () => {
+    const root = await tempFolder();
+    const big = `${'x'.repeat(1024 * 1024)}\nthe end\n`;
+    await fs.writeFile(path.join(root, 'big.txt'), big);
+    await fs.writeFile(path.join(root, 'small.txt'), 'the end\n');
+    const edit = editTool(root);
+    for (const name of ['big.txt', 'small.txt']) expect(await run(edit, { path: name, old_string: 'the end', new_string: 'THE END' })).toBe(`replaced 1 occurrence in ${name}`);
+    expect(await fs.readFile(path.join(root, 'big.txt'), 'utf8')).toBe(big.replace('the end', 'THE END'));
+    expect(await fs.readFile(path.join(root, 'small.txt'), 'utf8')).toBe('THE END\n');
+  });
+
+  it('refuses binary files, named pipes, folders and files over its limit, changing nothing', async () => {
+    const root = await tempFolder();
+    const binary = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0x61]);
+    await fs.writeFile(path.join(root, 'bin'), binary);
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    await fs.mkdir(path.join(root, 'dir'));
+    await fs.writeFile(path.join(root, 'huge.txt'), '');
+    await fs.truncate(path.join(root, 'huge.txt'), 11 * 1024 * 1024);
+    const edit = editTool(root);
+    await expect(run(edit, { path: 'bin', old_string: 'a', new_string: 'b' })).rejects.toThrow('"bin" is a binary file');
+    await expect(run(edit, { path: 'pipe', old_string: 'a', new_string: 'b' })).rejects.toThrow('"pipe" is not a regular file');
+    await expect(run(edit, { path: 'dir', old_string: 'a', new_string: 'b' })).rejects.toThrow('"dir" is a directory');
+    await expect(run(edit, { path: 'huge.txt', old_string: 'a', new_string: 'b' })).rejects.toThrow(/is 11534336 bytes, over the 10 MiB edit limit/);
+    expect(await fs.readFile(path.join(root, 'bin'))).toEqual(binary);
+  });
+
   it('refuses files outside the folder', async () => {
     const root = await tempFolder();
     const outside = await tempFolder('agentd-outside-');
@@ -177,6 +204,7 @@ describe('ls', () => {
     expect(await run(ls, { path: 'zdir' })).toBe('inner.txt');
     expect(await run(ls, { path: 'adir' })).toBe('(empty folder)');
     await expect(run(ls, { path: 'b.txt' })).rejects.toThrow(/is a file, not a folder/);
+    await expect(run(ls, { path: 'nope' })).rejects.toThrow(/does not exist/);
   });
 
   it('shows a symlink to /etc without listing /etc', async () => {

@@ -1,11 +1,14 @@
 import { tool } from 'ai';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { z } from 'zod';
 import { confine, displayPath } from './confine.ts';
-import { looksBinary, openRegularFile, writeRegularFile } from './files.ts';
+import { looksBinary, openRegularFileSync, SYNC_IO_MAX_BYTES, writeRegularFile } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
 /** Edits rewrite the whole file in memory; beyond this size bash tools (sed) are the better fit. */
 const EDIT_MAX_BYTES = 10 * 1024 * 1024;
+const readFileInPool = promisify(fs.readFile);
 
 const input = z.object({
   path: z.string().describe('File to edit, relative to the session folder'),
@@ -45,19 +48,20 @@ export function editTool(root: string) {
   });
 }
 
+/** Opened and checked synchronously, and read so up to `SYNC_IO_MAX_BYTES`, as `read` reads. */
 async function readText(real: string, userPath: string): Promise<string> {
-  const handle = await openRegularFile(real, userPath);
+  const { fd, size } = openRegularFileSync(real, userPath);
+  let bytes: Buffer;
   try {
-    const { size } = await handle.stat();
     if (size > EDIT_MAX_BYTES) {
       throw new ToolError(`"${userPath}" is ${size} bytes, over the ${EDIT_MAX_BYTES / 1024 / 1024} MiB edit limit; use bash (e.g. sed) instead`);
     }
-    const bytes = await handle.readFile();
-    if (looksBinary(bytes) || bytes.includes(0)) throw new ToolError(`"${userPath}" is a binary file; edit only works on text files`);
-    return bytes.toString('utf8');
+    bytes = size <= SYNC_IO_MAX_BYTES ? fs.readFileSync(fd) : await readFileInPool(fd);
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
+  if (looksBinary(bytes) || bytes.includes(0)) throw new ToolError(`"${userPath}" is a binary file; edit only works on text files`);
+  return bytes.toString('utf8');
 }
 
 export function countOccurrences(text: string, needle: string): number {

@@ -64,8 +64,12 @@ export function openRegularFileSync(realPath: string, userPath: string): { fd: n
   return { fd, size: stat.size };
 }
 
-/** Content up to this size is written synchronously: under a millisecond of the thread's time. */
-const SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+/**
+ * Content up to this size is read or written synchronously: under a millisecond of the thread's
+ * time, where each call through the thread pool costs 30–55 µs of CPU (BENCHMARKS.md, "Tools' path
+ * checks"). Larger content goes through the pool, so no thread waits long on one file.
+ */
+export const SYNC_IO_MAX_BYTES = 1024 * 1024;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
 
 /**
@@ -76,7 +80,7 @@ const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC |
  */
 export async function writeRegularFile(realPath: string, userPath: string, content: string | Uint8Array): Promise<number> {
   const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
-  if (bytes.length <= SYNC_WRITE_MAX_BYTES) {
+  if (bytes.length <= SYNC_IO_MAX_BYTES) {
     let fd: number;
     try {
       fd = fsSync.openSync(realPath, WRITE_FLAGS, 0o644);

@@ -4,17 +4,11 @@ import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 import { resolveInside } from './confine.ts';
-import { looksBinary, openRegularFileSync } from './files.ts';
+import { looksBinary, openRegularFileSync, SYNC_IO_MAX_BYTES } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
 export const READ_MAX_OUTPUT_BYTES = 256 * 1024;
 const CHUNK_BYTES = 64 * 1024;
-/**
- * A file up to this size is read synchronously: under a millisecond of the thread's time, where
- * each read through the thread pool costs 30–55 µs of CPU (BENCHMARKS.md, "Tools' path checks").
- * A larger one is read through the pool, a chunk at a time.
- */
-const SYNC_READ_MAX_BYTES = 1024 * 1024;
 const readInPool = promisify(fs.read);
 
 const input = z.object({
@@ -43,8 +37,9 @@ export async function readLines(root: string, userPath: string, offset: number, 
   const { fd, size } = openRegularFileSync(real, userPath);
   const decoder = new StringDecoder('utf8');
   const buffer = Buffer.alloc(CHUNK_BYTES);
+  // A larger file is read through the pool, a chunk at a time.
   const readChunk =
-    size <= SYNC_READ_MAX_BYTES
+    size <= SYNC_IO_MAX_BYTES
       ? () => fs.readSync(fd, buffer, 0, CHUNK_BYTES, null)
       : async () => (await readInPool(fd, buffer, 0, CHUNK_BYTES, null)).bytesRead;
   const out: string[] = [];
