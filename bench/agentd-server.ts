@@ -28,7 +28,7 @@ const app = await buildApp({ config, store });
 await app.listen({ port: 0, host: '127.0.0.1' });
 const { port } = app.server.address() as { port: number };
 
-await serveLoopStats();
+await serveLoopStats(() => app.turns.placement);
 const ready: Ready = { url: `http://127.0.0.1:${port}`, apiKey: first.apiKey.key, projectId: first.project.id };
 process.stdout.write(`${JSON.stringify(ready)}\n`);
 process.send?.({ type: 'ready', ...ready });

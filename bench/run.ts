@@ -247,7 +247,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   const end = cpuSnapshot(server, model);
   const rssMb = procRssMb(server.pid);
   const { peakInFlight } = await ask<{ peakInFlight: number }>(model, { type: 'peak' });
-  const { p50: loopP50, p99: loopP99, max: loopMax } = await ask<LoopStats>(server, { type: 'loop' });
+  const { p50: loopP50, p99: loopP99, max: loopMax, turnsOnThreads } = await ask<LoopStats>(server, { type: 'loop' });
   // CPU per turn counts every turn the run started, to its end: the server's and the model's CPU
   // once the server is idle again, over the requests sent.
   await settled(server.pid);
@@ -275,7 +275,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
     non2xx: result.non2xx,
     modelPeakInFlight: peakInFlight,
     ...(rssMb !== undefined ? { rssMb } : {}),
-    loop: { p50: loopP50, p99: loopP99, max: loopMax },
+    loop: { p50: loopP50, p99: loopP99, max: loopMax, ...(turnsOnThreads !== undefined ? { turnsOnThreads } : {}) },
     cpu: {
       serverMsPerReq: per(before.server, after.server),
       modelMsPerReq: per(before.model, after.model),
@@ -527,7 +527,8 @@ async function main(): Promise<void> {
           const other = r.cpu.otherCores ?? 0;
           process.stderr.write(
             `p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, ${fmt(r.rps, 0)} req/s, server ${fmt((r.cpu.serverCore ?? NaN) * 100, 0)}% of a core, ` +
-              `other processes ${fmt(other * 100, 0)}%${other > settings.maxOtherCores ? ' (disturbed)' : ''}\n`,
+              `other processes ${fmt(other * 100, 0)}%${other > settings.maxOtherCores ? ' (disturbed)' : ''}` +
+              `${r.loop.turnsOnThreads !== undefined ? `, turns on threads ${fmt(r.loop.turnsOnThreads * 100, 0)}%` : ''}\n`,
           );
           if (r.errors || r.timeouts || r.non2xx) process.stderr.write(`  !! ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx\n`);
           if (!kept || other < (kept.cpu.otherCores ?? 0)) kept = r;

@@ -42,23 +42,36 @@ export interface LoopStats {
   p50: number;
   p99: number;
   max: number;
+  /** agentd: the share of the window's turns it sent to a turn thread (AGENTD_TURN_WORKERS_LOAD). */
+  turnsOnThreads?: number;
 }
+
+type Placement = { server: number; threads: number };
 
 /**
  * Lets bench/run.ts read a child's event-loop delay over IPC (`loop-reset`, then `loop`): a long
  * synchronous stretch (a GC pause, a blocking call) shows in `max` even when medians look fine.
+ * A server that runs turns also says where it ran the window's (`placement`, running totals).
  */
-export async function serveLoopStats(): Promise<void> {
+export async function serveLoopStats(placement?: () => Placement): Promise<void> {
   const { monitorEventLoopDelay } = await import('node:perf_hooks');
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
+  let from: Placement | undefined;
   process.on('message', (msg: { type?: string }) => {
     if (msg.type === 'loop-reset') {
       histogram.reset();
+      from = placement && { ...placement() };
       process.send?.({ type: 'ok' });
     } else if (msg.type === 'loop') {
       const ms = (ns: number) => ns / 1e6;
       const stats: LoopStats = { p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max) };
+      if (placement && from) {
+        const now = placement();
+        const threads = now.threads - from.threads;
+        const turns = threads + now.server - from.server;
+        if (turns > 0) stats.turnsOnThreads = threads / turns;
+      }
       process.send?.({ type: 'loop', ...stats });
     }
   });

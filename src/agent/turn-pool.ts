@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { AgentEvent } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { knownFacts, learn, onLearned, type ModelFact } from './model-facts.ts';
-import { fromWire, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
+import { batchedPerPass, fromWire, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
 
 /** One turn's events as they arrive from its thread, read by one consumer. */
 class Channel {
@@ -30,11 +30,11 @@ class PoolThread {
   private readonly settings: WorkerSettings;
   private readonly entry: URL;
   /**
-   * What this pass of the event loop has for the thread, posted together at the pass's end, as
-   * the thread sends its own (turn-worker.ts): under load many turns start in one pass, and each
-   * message would cost both threads a copy and a wake-up.
+   * Sends to the running thread, batched per pass of the event loop (`batchedPerPass`). One per
+   * thread: a turn started on the thread that replaces a dead one in the same pass must not wait
+   * in a batch addressed to the dead one.
    */
-  private outbox: { worker: Worker; messages: FromPool[] } | undefined;
+  private post: ((message: FromPool) => void) | undefined;
 
   constructor(settings: WorkerSettings, entry: URL) {
     this.settings = settings;
@@ -46,6 +46,8 @@ class PoolThread {
     if (this.worker) return this.worker;
     const workerData: WorkerData = { settings: this.settings, facts: knownFacts() };
     const worker = new Worker(this.entry, { workerData });
+    // A thread that died meanwhile is gone with its turns, which have been told.
+    this.post = batchedPerPass<FromPool>((batch) => this.worker === worker && worker.postMessage(batch));
     worker.on('message', (batch: ToPool[]) => {
       for (const message of batch) {
         if (message.type === 'fact') {
@@ -77,9 +79,9 @@ class PoolThread {
 
   async *run(id: number, input: PooledTurnInput, signal: AbortSignal): AsyncGenerator<AgentEvent, void, undefined> {
     const worker = this.started();
+    const post = this.post!;
     const channel = new Channel();
     this.channels.set(id, channel);
-    const post = (message: FromPool) => this.send(worker, message);
     const abort = () => post({ type: 'abort', id, reason: signal.reason instanceof Error ? signal.reason.message : 'the turn was stopped' });
     signal.addEventListener('abort', abort, { once: true });
     // An idle pool must not keep the process alive; a turn in flight must.
@@ -110,25 +112,9 @@ class PoolThread {
     if (this.channels.size === 0) this.started().unref();
   }
 
-  private send(worker: Worker, message: FromPool): void {
-    if (this.outbox?.worker === worker) {
-      this.outbox.messages.push(message);
-      return;
-    }
-    // Kept per thread: a turn started on the thread that replaces a dead one in this same pass
-    // must not wait in a batch addressed to the dead one.
-    const outbox = { worker, messages: [message] };
-    this.outbox = outbox;
-    setImmediate(() => {
-      if (this.outbox === outbox) this.outbox = undefined;
-      // A thread that died meanwhile is gone with its turns, which have been told.
-      if (this.worker === worker) worker.postMessage(outbox.messages);
-    });
-  }
-
   /** Tells a running thread what another learnt; one that starts later is told at its start. */
   tell(fact: ModelFact): void {
-    if (this.worker) this.send(this.worker, { type: 'fact', fact });
+    if (this.worker) this.post!({ type: 'fact', fact });
   }
 
   /** No more turns; the thread ends now if idle, else when its last turn does. */

@@ -48,3 +48,23 @@ export function fromWire(error: WireError): Error {
   if (error.stack) rebuilt.stack = error.stack;
   return rebuilt;
 }
+
+/**
+ * Messages between the threads go over in batches, since every postMessage costs both threads a
+ * copy and a wake-up: what one pass of the event loop sends leaves at the pass's end, together.
+ * A model's answer arrives over many passes, one per read from its socket, so a streamed turn's
+ * reader still sees each piece as soon as it was read and parsed; only the parts parsed from one
+ * read travel together, and under load, the turns started in one pass.
+ */
+export function batchedPerPass<T>(postBatch: (batch: T[]) => void): (message: T) => void {
+  let outbox: T[] = [];
+  const flush = () => {
+    const batch = outbox;
+    outbox = [];
+    postBatch(batch);
+  };
+  return (message) => {
+    outbox.push(message);
+    if (outbox.length === 1) setImmediate(flush);
+  };
+}

@@ -2,7 +2,7 @@ import module from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { newId } from '../ids.ts';
 import { applyFact, onLearned } from './model-facts.ts';
-import { toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
+import { batchedPerPass, toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
 
 // Each thread compiles the AI SDK afresh; the cache (bin/agentd.js enables it for the main thread
 // only) halves a thread's start, 0.23 → 0.12 s of CPU. So the rest loads after it.
@@ -21,22 +21,7 @@ const pricing = pricingFrom(settings.prices);
 const port = parentPort!;
 for (const fact of facts) applyFact(fact);
 const running = new Map<number, AbortController>();
-/**
- * Messages go over in batches, since every postMessage costs both threads a copy and a wake-up:
- * what one pass of the event loop produced leaves at its end, together. A model's answer arrives
- * over many passes, one per read from its socket, so a streamed turn's reader still sees each
- * piece as soon as it was read and parsed; only the parts parsed from one read travel together.
- */
-let outbox: ToPool[] = [];
-function post(message: ToPool): void {
-  outbox.push(message);
-  if (outbox.length === 1) setImmediate(flush);
-}
-function flush(): void {
-  const batch = outbox;
-  outbox = [];
-  port.postMessage(batch);
-}
+const post = batchedPerPass<ToPool>((batch) => port.postMessage(batch));
 
 // What a turn here finds out about a model server goes to the server's thread with the pass's
 // other messages, and it tells the other threads; what they found out arrives as `fact` messages.

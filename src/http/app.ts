@@ -172,7 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const spans = config.otlp ? new Tracing(config.otlp, app.log) : undefined;
   // Its sources read the services made just below, when scraped.
   const metrics: ServiceMetrics | undefined = config.metrics
-    ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight(), notifications: deps.store.notifications && (() => deps.store.notifications!.counts()) }, deps.store.engine)
+    ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, placement: () => turns.placement, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight(), notifications: deps.store.notifications && (() => deps.store.notifications!.counts()) }, deps.store.engine)
     : undefined;
   deps.store.timeQueries(metrics && ((ms) => metrics.query(deps.store.engine, ms)));
   const turns: TurnService = new TurnService({ store: deps.store, config, log: app.log, spans, metrics });

@@ -21,8 +21,26 @@ export interface MetricSources {
   /** Interactions waiting for an answer, and the sessions they are in (every project's). */
   waiting(): Promise<{ interactions: number; sessions: number }>;
   casesInFlight(): number;
+  /** Turns started on the server's thread and sent to a turn thread, since the start. */
+  placement(): { server: number; threads: number };
   /** On PostgreSQL: NOTIFY statements this process sent and notifications it received (relayed turns, key revocations). */
   notifications?: (() => { sent: number; received: number }) | undefined;
+}
+
+/**
+ * A counter that follows running totals this process keeps elsewhere, read when scraped: one
+ * sample per value of `label`, or one alone (the totals' keys unused) without a label.
+ */
+function followTotals(registry: Registry, name: string, help: string, read: () => Record<string, number>, label?: string): void {
+  const counted = new Map<string, number>();
+  new Counter({ name, help, labelNames: label ? [label] : [], registers: [registry], collect() {
+    for (const [value, now] of Object.entries(read())) {
+      const added = now - (counted.get(value) ?? 0);
+      counted.set(value, now);
+      if (label) this.inc({ [label]: value }, added);
+      else this.inc(added);
+    }
+  } });
 }
 
 export class ServiceMetrics {
@@ -63,18 +81,19 @@ export class ServiceMetrics {
     this.queries.zero({ engine });
     const notifications = sources.notifications;
     if (notifications) {
-      for (const [name, help, read] of [
-        ['agentd_notifications_sent_total', 'NOTIFY statements sent (a relayed turn sends about one per batch of events, per follower)', () => notifications().sent],
-        ['agentd_notifications_received_total', 'Notifications received on the listening connection', () => notifications().received],
-      ] as const) {
-        let counted = 0;
-        new Counter({ name, help, registers: [registry], collect() {
-          const now = read();
-          this.inc(now - counted);
-          counted = now;
-        } });
-      }
+      followTotals(registry, 'agentd_notifications_sent_total', 'NOTIFY statements sent (a relayed turn sends about one per batch of events, per follower)', () => ({ all: notifications().sent }));
+      followTotals(registry, 'agentd_notifications_received_total', 'Notifications received on the listening connection', () => ({ all: notifications().received }));
     }
+    followTotals(
+      registry,
+      'agentd_turns_placed_total',
+      "Turns started, by where they ran: on the server's thread (harness turns among them) or sent to a turn thread, as AGENTD_TURN_WORKERS_LOAD shares them out",
+      () => {
+        const { server, threads } = sources.placement();
+        return { server, thread: threads };
+      },
+      'on',
+    );
     new Gauge({ name: 'agentd_live_turns', help: 'Turns running in this process now', registers: [registry], collect() {
       this.set(sources.liveTurns());
     } });
