@@ -31,10 +31,11 @@ const WHOLE = 10;
  * is a loss when it is not (turns that mostly wait for their model), so on a machine of few cores
  * neither "always" nor "never" is right (BENCHMARKS.md, "Turns where the server's thread has
  * room"). And once the server's thread is full, only what it cannot take needs to go: sending
- * every turn away left it about 60% busy under full load while each turn paid the hop
- * (BENCHMARKS.md, "Both ways batched, a share of the turns to the threads"). So a share of the turns goes, read every 100 ms: it grows by a
- * tenth while the load is over `above`, shrinks by a tenth once it is under (`SHRINK_FACTOR`), and
- * holds between, so it settles at about the least that keeps the thread under the line.
+ * every turn away left it running about 60% of the time under full load (its CPU profile) while
+ * each turn paid the hop (BENCHMARKS.md, "Both ways batched, a share of the turns to the
+ * threads"). So a share of the turns goes, read every 100 ms: it grows by a tenth while the load
+ * is over `above`, shrinks by a tenth once it is under (`SHRINK_FACTOR`), and holds between, so it
+ * settles at about the least that keeps the thread under the line.
  */
 export class ServerLoad {
   readonly #above: number;
