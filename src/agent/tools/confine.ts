@@ -106,7 +106,7 @@ function resolveFrom(realRoot: string, userPath: string, candidate: string, hops
 }
 
 /** What the symbolic link `p` points to; undefined when `p` is missing or not a link. */
-function readlinkOrNone(p: string): string | undefined {
+export function readlinkOrNone(p: string): string | undefined {
   try {
     return fs.readlinkSync(p);
   } catch {

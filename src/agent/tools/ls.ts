@@ -2,7 +2,7 @@ import { tool } from 'ai';
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { resolveInside } from './confine.ts';
+import { readlinkOrNone, resolveInside } from './confine.ts';
 import { fileError } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
@@ -33,7 +33,7 @@ export function lsTool(root: string) {
       for (const dirent of dirents.slice(0, LS_MAX_ENTRIES)) {
         if (dirent.isDirectory()) lines.push(`${dirent.name}/`);
         else if (dirent.isSymbolicLink()) {
-          lines.push(`${dirent.name} -> ${readlinkOr(`${real}/${dirent.name}`, '?')}`);
+          lines.push(`${dirent.name} -> ${readlinkOrNone(`${real}/${dirent.name}`) ?? '?'}`);
         } else lines.push(dirent.name);
       }
       if (lines.length === 0) return '(empty folder)';
@@ -43,12 +43,4 @@ export function lsTool(root: string) {
       return lines.join('\n');
     },
   });
-}
-
-function readlinkOr(link: string, otherwise: string): string {
-  try {
-    return fsSync.readlinkSync(link);
-  } catch {
-    return otherwise;
-  }
 }
