@@ -106,7 +106,7 @@ async function start(name: string, script: string, env: NodeJS.ProcessEnv, execA
   return { ...ready, proc, pid: proc.pid!, log };
 }
 
-function ask<T>(child: Child, msg: ModelControl | { type: 'loop' | 'loop-reset' }): Promise<T> {
+function ask<T>(child: Child, msg: ModelControl | { type: 'loop' | 'loop-reset' | 'thread-cpu' }): Promise<T> {
   return new Promise((resolve) => {
     child.proc.once('message', (reply: T) => resolve(reply));
     child.proc.send(msg);
@@ -210,10 +210,11 @@ interface LoadResult {
   loop: LoopStats;
   /**
    * CPU milliseconds per request sent, by process, each counted until the turns it started had
-   * ended; `serverCore` is the server's share of one core during the run; `otherCores` is what the
+   * ended (`mainThreadMsPerReq`: the server's main thread alone, without its turn threads, libuv's
+   * pool and the collector's helpers); `serverCore` is the server's share of one core during the run; `otherCores` is what the
    * rest of the machine used meanwhile (noise from other work).
    */
-  cpu: { serverMsPerReq?: number; modelMsPerReq?: number; clientMsPerReq: number; serverCore?: number; otherCores?: number };
+  cpu: { serverMsPerReq?: number; mainThreadMsPerReq?: number; modelMsPerReq?: number; clientMsPerReq: number; serverCore?: number; otherCores?: number };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -252,6 +253,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   // once the server is idle again, over the requests sent.
   await settled(server.pid);
   const after = { ...cpuSnapshot(server, model), client: end.client };
+  const { ms: mainThreadMs } = await ask<{ ms: number }>(server, { type: 'thread-cpu' });
   const started = result.requests.sent;
 
   times.sort((a, b) => a - b);
@@ -278,6 +280,7 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
     loop: { p50: loopP50, p99: loopP99, max: loopMax, ...(turnsOnThreads !== undefined ? { turnsOnThreads } : {}) },
     cpu: {
       serverMsPerReq: per(before.server, after.server),
+      mainThreadMsPerReq: per(0, mainThreadMs),
       modelMsPerReq: per(before.model, after.model),
       clientMsPerReq: per(before.client, after.client)!,
       serverCore: serverMs === undefined ? undefined : serverMs / 1000 / elapsedS,
@@ -527,6 +530,7 @@ async function main(): Promise<void> {
           const other = r.cpu.otherCores ?? 0;
           process.stderr.write(
             `p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, ${fmt(r.rps, 0)} req/s, server ${fmt((r.cpu.serverCore ?? NaN) * 100, 0)}% of a core, ` +
+              `CPU ${fmt(r.cpu.serverMsPerReq ?? NaN, 2)} ms/req (main thread ${fmt(r.cpu.mainThreadMsPerReq ?? NaN, 2)}), ` +
               `other processes ${fmt(other * 100, 0)}%${other > settings.maxOtherCores ? ' (disturbed)' : ''}` +
               `${r.loop.turnsOnThreads !== undefined ? `, turns on threads ${fmt(r.loop.turnsOnThreads * 100, 0)}%` : ''}\n`,
           );
@@ -627,12 +631,12 @@ async function main(): Promise<void> {
   }
 
   const otherCell = (cores: number) => `${fmt(cores * 100, 0)}${cores > settings.maxOtherCores ? ' (disturbed)' : ''}`;
-  const cpuRows: string[][] = [['scenario', 'server', 'server CPU ms/req', 'server % of a core', 'server RSS MB', 'model CPU ms/req', 'load gen CPU ms/req', 'other processes % of a core', 'event-loop delay p99 / max ms']];
+  const cpuRows: string[][] = [['scenario', 'server', 'server CPU ms/req', 'main thread CPU ms/req', 'server % of a core', 'server RSS MB', 'model CPU ms/req', 'load gen CPU ms/req', 'other processes % of a core', 'event-loop delay p99 / max ms']];
   for (const scenario of scenarios) {
     for (const s of servers) {
       const rs = runs[scenario]![s.name]!;
       const m = (f: (r: LoadResult) => number | undefined) => median(rs.map((r) => f(r) ?? NaN));
-      cpuRows.push([label[scenario], s.name, fmt(m((r) => r.cpu.serverMsPerReq), 2), fmt(m((r) => r.cpu.serverCore) * 100, 0), fmt(m((r) => r.rssMb), 0), fmt(m((r) => r.cpu.modelMsPerReq), 2), fmt(m((r) => r.cpu.clientMsPerReq), 2), otherCell(m((r) => r.cpu.otherCores)), `${fmt(m((r) => r.loop.p99))} / ${fmt(m((r) => r.loop.max))}`]);
+      cpuRows.push([label[scenario], s.name, fmt(m((r) => r.cpu.serverMsPerReq), 2), fmt(m((r) => r.cpu.mainThreadMsPerReq), 2), fmt(m((r) => r.cpu.serverCore) * 100, 0), fmt(m((r) => r.rssMb), 0), fmt(m((r) => r.cpu.modelMsPerReq), 2), fmt(m((r) => r.cpu.clientMsPerReq), 2), otherCell(m((r) => r.cpu.otherCores)), `${fmt(m((r) => r.loop.p99))} / ${fmt(m((r) => r.loop.max))}`]);
     }
   }
 

@@ -52,17 +52,25 @@ type Placement = { server: number; threads: number };
  * Lets bench/run.ts read a child's event-loop delay over IPC (`loop-reset`, then `loop`): a long
  * synchronous stretch (a GC pause, a blocking call) shows in `max` even when medians look fine.
  * A server that runs turns also says where it ran the window's (`placement`, running totals).
+ * `thread-cpu` is the CPU its main thread used since the reset: the kernel's count for that thread
+ * alone, which on a crowded machine stays steadier than a profile's samples (those charge the time
+ * a thread waited for a core to whatever it was running when it lost it).
  */
 export async function serveLoopStats(placement?: () => Placement): Promise<void> {
   const { monitorEventLoopDelay } = await import('node:perf_hooks');
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
   let from: Placement | undefined;
+  let cpuFrom = process.threadCpuUsage();
   process.on('message', (msg: { type?: string }) => {
     if (msg.type === 'loop-reset') {
       histogram.reset();
       from = placement && { ...placement() };
+      cpuFrom = process.threadCpuUsage();
       process.send?.({ type: 'ok' });
+    } else if (msg.type === 'thread-cpu') {
+      const used = process.threadCpuUsage(cpuFrom);
+      process.send?.({ type: 'thread-cpu', ms: (used.user + used.system) / 1000 });
     } else if (msg.type === 'loop') {
       const ms = (ns: number) => ns / 1e6;
       const stats: LoopStats = { p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max) };
