@@ -1,7 +1,8 @@
 /**
  * The store's share of a turn (issue 21): CPU per turn of the five statements every turn runs
  * (take the session's lease, create or touch the session, insert the turn, finish it, give the
- * lease back), through agentd's own repositories, in this process. Turns run 1 and 50 at a time:
+ * lease back: the middle two and the last two go together, src/store/turns.ts), through agentd's
+ * own repositories, in this process. Turns run 1 and 50 at a time:
  * one at a time, every write commits alone; fifty at a time, as under the bench's 50 clients,
  * the writes of one event-loop iteration share a commit (src/store/sqlite-driver.ts). CPU is the
  * whole process's (the WAL checkpointer's thread included). `npm run bench:store`; with
@@ -22,7 +23,6 @@ async function turn(store: Store, projectId: string): Promise<void> {
   const sessionId = newId().replaceAll('-', '');
   const turnId = newId();
   await store.leases.acquire({ projectId, sessionId, turnId, holder: 'bench', ttlMs: 30_000 });
-  await store.sessions.touch(projectId, sessionId);
   await store.turns.create({
     id: turnId,
     project_id: projectId,
@@ -37,8 +37,7 @@ async function turn(store: Store, projectId: string): Promise<void> {
     stop_reason: 'end_turn',
     output: { messages: [{ role: 'assistant', content: [{ type: 'text', text: 'hello back' }] }] },
     usage: { input: 12, output: 3, total: 15 },
-  });
-  await store.leases.release(projectId, sessionId, turnId);
+  }, { project_id: projectId, session_id: sessionId });
 }
 
 /** µs of CPU per turn with `concurrency` turns at a time. */

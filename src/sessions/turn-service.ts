@@ -306,7 +306,6 @@ export class TurnService {
         // Answers given through the API to a pause this turn leaves behind are abandoned with it;
         // left `responded`, they would be continued at the next start, behind the user's back.
         if (!plan.newSession) await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
-        await store.sessions.touch(projectId, sessionId);
         await store.turns.create(record);
       }
     } catch (error) {
@@ -445,20 +444,16 @@ export class TurnService {
       usage: folded.usage,
       error: folded.error,
     };
-    try {
-      if (unrecorded) {
-        // Dated as if written when the turn started, as every other session is.
-        await store.sessions.touch(turn.projectId, turn.sessionId, unrecorded.started_at);
-        await store.turns.create(unrecorded, end);
-      } else {
-        await store.turns.finish(turn.id, end);
-      }
-    } catch (error) {
-      log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
-    }
-    if (!unrecorded) {
+    const notRecorded = (error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
+    if (unrecorded) {
+      await store.turns.create(unrecorded, end).catch(notRecorded);
+    } else {
       this.letLeaseGo(turn);
-      await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not release a lease'));
+      await store.turns.finish(turn.id, end, { project_id: turn.projectId, session_id: turn.sessionId }).catch(async (error: unknown) => {
+        notRecorded(error);
+        // The lease goes back even when the turn's row could not be written (on PostgreSQL both were one statement).
+        await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((failed: unknown) => log.error({ err: failed, turn_id: turn.id }, 'could not release a lease'));
+      });
     }
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
     metrics?.end(status, turn.failure);

@@ -192,14 +192,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   const notifications = engine.notifications(schema);
+  const sessions = createSessionsRepo(db, kind);
+  const leases = createLeasesRepo(db, kind);
   return {
     db,
     projects: createProjectsRepo(db),
     apiKeys: createApiKeysRepo(db, { ...options.apiKeys, notifications }),
-    sessions: createSessionsRepo(db, kind),
-    turns: createTurnsRepo(db),
+    sessions,
+    turns: createTurnsRepo(db, kind, { sessions, leases }),
     interactions: createInteractionsRepo(db),
-    leases: createLeasesRepo(db, kind),
+    leases,
     connections: createConnectionsRepo(db, box),
     configs: createConfigsRepo(db, kind),
     evaluations: createEvaluationsRepo(db, kind),

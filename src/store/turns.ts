@@ -1,9 +1,11 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, QueryResult, Selectable } from 'kysely';
 import type { StopReason, Usage } from '../contract/events.ts';
-import { fromJson, nowIso, toJson } from './columns.ts';
+import { fromJson, nowIso, toJson, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
+import type { LeasesRepo } from './leases.ts';
 import { prepare } from './prepared.ts';
 import type { Database, TurnStatus, TurnsTable } from './schema.ts';
+import type { SessionsRepo } from './sessions.ts';
 
 export type { TurnStatus };
 
@@ -54,6 +56,12 @@ export interface TurnEnd {
 type TurnRow = Selectable<TurnsTable>;
 type Ending = Pick<TurnRow, 'id' | 'status' | 'stop_reason' | 'output_json' | 'usage_json' | 'error_json' | 'ended_at'>;
 
+/** The session whose lease a turn's ending gives back. */
+export type HeldLease = {
+  project_id: string;
+  session_id: string;
+};
+
 /** Every column of a turn's row: its prepared insert binds each of them. */
 const COLUMNS = [
   'id',
@@ -91,14 +99,52 @@ function toTurn(row: TurnRow): TurnRecord {
   };
 }
 
-export function createTurnsRepo(db: Kysely<Database>) {
+/**
+ * A turn's row is written with its session's and its lease's: creating it creates or touches the
+ * session, and ending it gives the lease back. Each pair costs one commit on SQLite, where both
+ * statements go out in the same event-loop iteration and so share the driver's group, and one
+ * statement on PostgreSQL, where the session's or the lease's part rides along as a data-modifying
+ * CTE. Made one after the other, the pair cost a commit or a round trip more on every turn
+ * (`npm run bench:store`, BENCHMARKS.md).
+ */
+export function createTurnsRepo(db: Kysely<Database>, engine: Engine, related: { sessions: Pick<SessionsRepo, 'touch'>; leases: Pick<LeasesRepo, 'release'> }) {
   // Every turn inserts its row and most finish it: both prepared once (prepared.ts).
   const insert = prepare(db, COLUMNS, (row: TurnRow) => db.insertInto('turns').values(row));
   const ended = prepare(db, ['id', 'status', 'stop_reason', 'output_json', 'usage_json', 'error_json', 'ended_at'], ({ id, ...ending }: Ending) =>
     db.updateTable('turns').set(ending).where('id', '=', id).where('status', '=', 'running'),
   );
+  /** Inserts a turn's row and creates or touches its session, as of the turn's start. */
+  const insertWithSession: (row: TurnRow) => Promise<unknown> =
+    engine === 'postgres'
+      ? prepare(db, COLUMNS, (row: TurnRow) =>
+          db
+            .with('touched', (qb) =>
+              qb
+                .insertInto('sessions')
+                .values({ project_id: row.project_id, id: row.session_id, created_at: row.started_at, updated_at: row.started_at })
+                .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: row.started_at })),
+            )
+            .insertInto('turns')
+            .values(row),
+        )
+      : (row) => Promise.all([related.sessions.touch(row.project_id, row.session_id, row.started_at), insert(row)]);
+  /** Ends a running turn's row and deletes the lease it held. */
+  const endedReleasing: (ending: Ending & HeldLease) => Promise<QueryResult<unknown>> =
+    engine === 'postgres'
+      ? prepare(db, ['id', 'status', 'stop_reason', 'output_json', 'usage_json', 'error_json', 'ended_at', 'project_id', 'session_id'], ({ id, project_id, session_id, ...ending }: Ending & HeldLease) =>
+          db
+            .with('released', (qb) => qb.deleteFrom('session_leases').where('project_id', '=', project_id).where('session_id', '=', session_id).where('turn_id', '=', id))
+            .updateTable('turns')
+            .set(ending)
+            .where('id', '=', id)
+            .where('status', '=', 'running'),
+        )
+      : async ({ project_id, session_id, ...ending }) => (await Promise.all([ended(ending), related.leases.release(project_id, session_id, ending.id)]))[0];
 
-  /** Records a turn as running, or, given how it ended, as the whole turn at once. */
+  /**
+   * Records a turn as running, or, given how it ended, as the whole turn at once; its session is
+   * created, or marked as used, as of the turn's start.
+   */
   async function create(turn: NewTurn, end?: TurnEnd): Promise<TurnRecord> {
     const row = {
       id: turn.id,
@@ -116,18 +162,19 @@ export function createTurnsRepo(db: Kysely<Database>) {
       started_at: turn.started_at ?? nowIso(),
       ended_at: end ? nowIso() : null,
     };
-    await insert(row);
+    await insertWithSession(row);
     return toTurn(row);
   }
 
   /**
-   * Records how a running turn ended. Only a `running` turn changes, so the first ending wins: a
-   * late finish from a loop that was cancelled or interrupted does not rewrite what happened.
-   * False when the turn does not exist or had already ended. Nothing is read back: every turn
-   * ends here, and its caller already holds what it wrote.
+   * Records how a running turn ended, and gives back the session's lease it held when `lease` is
+   * given. Only a `running` turn changes, so the first ending wins: a late finish from a loop that
+   * was cancelled or interrupted does not rewrite what happened. False when the turn does not exist
+   * or had already ended. Nothing is read back: every turn ends here, and its caller already holds
+   * what it wrote.
    */
-  async function finish(id: string, end: TurnEnd): Promise<boolean> {
-    const result = await ended({
+  async function finish(id: string, end: TurnEnd, lease?: HeldLease): Promise<boolean> {
+    const ending = {
       id,
       status: end.status,
       stop_reason: end.stop_reason ?? null,
@@ -135,7 +182,8 @@ export function createTurnsRepo(db: Kysely<Database>) {
       usage_json: toJson(end.usage),
       error_json: toJson(end.error),
       ended_at: nowIso(),
-    });
+    };
+    const result = await (lease ? endedReleasing({ ...ending, ...lease }) : ended(ending));
     return Number(result.numAffectedRows ?? 0) > 0;
   }
 

@@ -40,6 +40,34 @@ describe('turns', () => {
     await store.close();
   });
 
+  it('writes the session with the turn, and gives the lease back with its ending, whether or not the turn was still running', async () => {
+    const store = await openStore({ dataDir: path.join(dir, 'together') });
+    const turnId = randomUUID();
+    expect(await store.leases.acquire({ projectId: 'p1', sessionId: 's1', turnId, holder: 'me', ttlMs: 60_000 })).toMatchObject({ acquired: true });
+    const started = await store.turns.create({ id: turnId, project_id: 'p1', session_id: 's1', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), started_at: '2026-01-02T03:04:05.678Z' });
+    expect(await store.sessions.get('p1', 's1')).toEqual({ project_id: 'p1', id: 's1', created_at: started.started_at, updated_at: started.started_at });
+
+    // A later turn of the session marks it as used when it starts, and keeps its creation date.
+    const later = await newTurn(store, 'p1', 's1');
+    expect(await store.sessions.get('p1', 's1')).toMatchObject({ created_at: started.started_at, updated_at: later.started_at });
+
+    // Another turn's ending leaves the lease alone; its own gives it back.
+    expect(await store.turns.finish(later.id, { status: 'completed' }, { project_id: 'p1', session_id: 's1' })).toBe(true);
+    expect(await store.leases.get('p1', 's1')).toMatchObject({ turn_id: turnId });
+    expect(await store.turns.finish(turnId, { status: 'completed', stop_reason: 'end_turn' }, { project_id: 'p1', session_id: 's1' })).toBe(true);
+    expect(await store.leases.get('p1', 's1')).toBeUndefined();
+    expect(await store.turns.get('p1', turnId)).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+
+    // A turn that had already ended still gives back a lease it holds, and its ending stands.
+    const again = randomUUID();
+    await store.leases.acquire({ projectId: 'p1', sessionId: 's1', turnId: again, holder: 'me', ttlMs: 60_000 });
+    await store.turns.create({ id: again, project_id: 'p1', session_id: 's1', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) }, { status: 'interrupted' });
+    expect(await store.turns.finish(again, { status: 'completed' }, { project_id: 'p1', session_id: 's1' })).toBe(false);
+    expect(await store.leases.get('p1', 's1')).toBeUndefined();
+    expect(await store.turns.get('p1', again)).toMatchObject({ status: 'interrupted' });
+    await store.close();
+  });
+
   it('hides a turn from another project', async () => {
     const store = await openStore({ dataDir: ':memory:' });
     const turn = await newTurn(store, 'p1', 's1');
