@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapturedRequest, FloorTemplates, LoopStats, ModelControl, Ready } from './shared.ts';
 import { CLK_TCK, procCpuMs, procRssMb, settled, TOOL_ANSWER } from './shared.ts';
 
@@ -253,7 +254,8 @@ async function load(req: Request, server: Child, model: Child): Promise<LoadResu
   // once the server is idle again, over the requests sent.
   await settled(server.pid);
   const after = { ...cpuSnapshot(server, model), client: end.client };
-  const { ms: mainThreadMs } = await ask<{ ms: number }>(server, { type: 'thread-cpu' });
+  // A checkout from before this reading existed never answers it.
+  const mainThreadMs = (await Promise.race([ask<{ ms: number }>(server, { type: 'thread-cpu' }), sleep(2000, undefined)]))?.ms;
   const started = result.requests.sent;
 
   times.sort((a, b) => a - b);
@@ -446,9 +448,14 @@ async function main(): Promise<void> {
     agentds.push({ ...c, name: `agentd at ${gitState(path.resolve(checkout, 'bench'))} (log ${level})`, ...agentdRequests(c) });
   }
   if (settings.postgresUrl) {
-    const env = childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
-    const c = await start('agentd-postgres', 'agentd-server.ts', env, profileArgs('agentd-postgres'));
-    agentds.push({ ...c, name: 'agentd on PostgreSQL (log warn)', ...agentdRequests(c) });
+    // The other checkouts too, each on a schema of its own, so an A/B covers PostgreSQL.
+    for (const checkout of ['', ...settings.checkouts]) {
+      const env = childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: 'warn', DATABASE_URL: await postgresSchema(settings.postgresUrl) });
+      const name = checkout ? `agentd-${path.basename(checkout)}-postgres` : 'agentd-postgres';
+      const c = await start(name, checkout ? path.resolve(checkout, 'bench', 'agentd-server.ts') : 'agentd-server.ts', env, profileArgs(name));
+      const at = checkout ? ` at ${gitState(path.resolve(checkout, 'bench'))}` : '';
+      agentds.push({ ...c, name: `agentd${at} on PostgreSQL (log warn)`, ...agentdRequests(c) });
+    }
   }
 
   // One real turn of each kind, captured at the model, gives the floor agentd's exact bodies.

@@ -144,6 +144,22 @@ describe('stopping a live turn', () => {
     expect((await readJson(await h.invoke(hello(session)))).data.outputs.messages.at(-1).content).toBe('next');
   });
 
+  it('frees the session when the turn’s ending cannot be written', async () => {
+    const session = sid('unwritten');
+    // The database refuses the ending once (a lost connection, a full disk).
+    const finish = vi.spyOn(h.store.turns, 'finish').mockRejectedValueOnce(new Error('disk full'));
+    try {
+      h.model.script({ text: 'lost' });
+      expect((await h.invoke(hello(session))).status).toBe(200);
+      expect(finish).toHaveBeenCalledTimes(1);
+      expect(await h.store.leases.get(h.projectId, session)).toBeUndefined();
+      h.model.script({ text: 'next' });
+      expect((await readJson(await h.invoke(hello(session)))).data.outputs.messages.at(-1).content).toBe('next');
+    } finally {
+      finish.mockRestore();
+    }
+  });
+
   it('is a 404 when nothing runs, and needs a role that may act', async () => {
     await expectError(await stop(sid('idle')), 404, 'not-found', /runs no turn to stop/);
     const viewer = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
