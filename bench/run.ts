@@ -212,8 +212,8 @@ interface LoadResult {
   /**
    * CPU milliseconds per request sent, by process, each counted until the turns it started had
    * ended (`mainThreadMsPerReq`: the server's main thread alone, without its turn threads, libuv's
-   * pool and the collector's helpers); `serverCore` is the server's share of one core during the run; `otherCores` is what the
-   * rest of the machine used meanwhile (noise from other work).
+   * pool and the collector's helpers); `serverCore` is the server's share of one core during the
+   * run; `otherCores` is what the rest of the machine used meanwhile (noise from other work).
    */
   cpu: { serverMsPerReq?: number; mainThreadMsPerReq?: number; modelMsPerReq?: number; clientMsPerReq: number; serverCore?: number; otherCores?: number };
 }
