@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type Selectable } from 'kysely';
 import { dbOffset, dbTime, dbTimePlus, type Engine } from './columns.ts';
 import { prepare } from './prepared.ts';
 import type { Database, SessionLeasesTable } from './schema.ts';
@@ -24,6 +24,13 @@ function toLease(row: Row): Lease {
   return { ...row, cancel_requested: row.cancel_requested === 1, live: row.live === true || row.live === 1 };
 }
 
+export type LeaseKeys = { project_id: string; session_id: string; turn_id: string };
+
+/** Gives back the lease `turn_id` holds, if it still does: on its own, and with the turn's ending (turns.ts). */
+export function deleteLease(qb: QueryCreator<Database>, keys: LeaseKeys) {
+  return qb.deleteFrom('session_leases').where('project_id', '=', keys.project_id).where('session_id', '=', keys.session_id).where('turn_id', '=', keys.turn_id);
+}
+
 /**
  * Every expiry is written and read on the database's clock (`dbTime`): a replica whose clock runs
  * ahead would otherwise take the sessions of live turns for abandoned, and one behind would hold
@@ -35,9 +42,8 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
   const live = () => sql<number | boolean>`expires_at > ${now()}`.as('live');
   const leases = () => db.selectFrom('session_leases').selectAll().select(live());
 
-  type Keys = { project_id: string; session_id: string; turn_id: string };
   // Every turn takes a lease and gives it back: both prepared once (prepared.ts).
-  const takeFree = prepare(db, ['project_id', 'session_id', 'turn_id', 'holder', 'expires_in'], ({ expires_in, ...keys }: Keys & { holder: string; expires_in: number | string }) =>
+  const takeFree = prepare(db, ['project_id', 'session_id', 'turn_id', 'holder', 'expires_in'], ({ expires_in, ...keys }: LeaseKeys & { holder: string; expires_in: number | string }) =>
     db
       .insertInto('session_leases')
       .values({ ...keys, expires_at: dbTimePlus(engine, expires_in), cancel_requested: 0, started_at: now() })
@@ -45,9 +51,7 @@ export function createLeasesRepo(db: Kysely<Database>, engine: Engine) {
       .returningAll()
       .returning(sql<boolean>`true`.as('live')),
   );
-  const giveBack = prepare(db, ['project_id', 'session_id', 'turn_id'], (keys: Keys) =>
-    db.deleteFrom('session_leases').where('project_id', '=', keys.project_id).where('session_id', '=', keys.session_id).where('turn_id', '=', keys.turn_id),
-  );
+  const giveBack = prepare(db, ['project_id', 'session_id', 'turn_id'], (keys: LeaseKeys) => deleteLease(db, keys));
 
   async function get(projectId: string, sessionId: string): Promise<Lease | undefined> {
     const row = await leases().where('project_id', '=', projectId).where('session_id', '=', sessionId).executeTakeFirst();

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, QueryCreator } from 'kysely';
 import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
 import { dbTime, nowIso, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
@@ -23,15 +23,17 @@ export interface SessionFilter {
   status?: 'pending' | 'live' | undefined;
 }
 
+/** Creates the session, or marks it as used at `at`: on its own, and with a turn's row (turns.ts). */
+export function upsertSession(qb: QueryCreator<Database>, { project_id, id, at }: { project_id: string; id: string; at: string }) {
+  return qb
+    .insertInto('sessions')
+    .values({ project_id, id, created_at: at, updated_at: at })
+    .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: at }));
+}
+
 export function createSessionsRepo(db: Kysely<Database>, engine: Engine) {
   // On every turn's path: prepared once (prepared.ts).
-  const upsert = prepare(db, ['project_id', 'id', 'at'], ({ project_id, id, at }: { project_id: string; id: string; at: string }) =>
-    db
-      .insertInto('sessions')
-      .values({ project_id, id, created_at: at, updated_at: at })
-      .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: at }))
-      .returningAll(),
-  );
+  const upsert = prepare(db, ['project_id', 'id', 'at'], (values: { project_id: string; id: string; at: string }) => upsertSession(db, values).returningAll());
 
   /** Creates the session on first use, otherwise marks it as used at `at` (now); one statement, so no race. */
   async function touch(projectId: string, sessionId: string, at = nowIso()): Promise<SessionRecord> {

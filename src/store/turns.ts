@@ -2,10 +2,10 @@ import type { Kysely, QueryResult, Selectable } from 'kysely';
 import type { StopReason, Usage } from '../contract/events.ts';
 import { fromJson, nowIso, toJson, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
-import type { LeasesRepo } from './leases.ts';
+import { deleteLease, type LeasesRepo } from './leases.ts';
 import { prepare } from './prepared.ts';
 import type { Database, TurnStatus, TurnsTable } from './schema.ts';
-import type { SessionsRepo } from './sessions.ts';
+import { upsertSession, type SessionsRepo } from './sessions.ts';
 
 export type { TurnStatus };
 
@@ -118,12 +118,7 @@ export function createTurnsRepo(db: Kysely<Database>, engine: Engine, related: {
     engine === 'postgres'
       ? prepare(db, COLUMNS, (row: TurnRow) =>
           db
-            .with('touched', (qb) =>
-              qb
-                .insertInto('sessions')
-                .values({ project_id: row.project_id, id: row.session_id, created_at: row.started_at, updated_at: row.started_at })
-                .onConflict((oc) => oc.columns(['project_id', 'id']).doUpdateSet({ updated_at: row.started_at })),
-            )
+            .with('touched', (qb) => upsertSession(qb, { project_id: row.project_id, id: row.session_id, at: row.started_at }))
             .insertInto('turns')
             .values(row),
         )
@@ -133,7 +128,7 @@ export function createTurnsRepo(db: Kysely<Database>, engine: Engine, related: {
     engine === 'postgres'
       ? prepare(db, ['id', 'status', 'stop_reason', 'output_json', 'usage_json', 'error_json', 'ended_at', 'project_id', 'session_id'], ({ id, project_id, session_id, ...ending }: Ending & HeldLease) =>
           db
-            .with('released', (qb) => qb.deleteFrom('session_leases').where('project_id', '=', project_id).where('session_id', '=', session_id).where('turn_id', '=', id))
+            .with('released', (qb) => deleteLease(qb, { project_id, session_id, turn_id: id }))
             .updateTable('turns')
             .set(ending)
             .where('id', '=', id)
