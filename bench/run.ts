@@ -66,7 +66,23 @@ const settings = {
    * both sides of an A/B alike.
    */
   checkouts: (process.env.BENCH_CHECKOUTS ?? '').split(',').filter(Boolean),
+  /**
+   * One more agentd of this checkout for each of these settings (`;` between variants, spaces
+   * between a variant's NAME=value pairs), in the same rounds: an A/B of a setting, such as
+   * `AGENTD_TURN_WORKERS=0`, that the machine's drift hits alike.
+   */
+  variants: (process.env.BENCH_VARIANTS ?? '').split(';').map((v) => v.trim()).filter(Boolean).map(variant),
 };
+
+function variant(text: string): { label: string; env: Record<string, string> } {
+  const env: Record<string, string> = {};
+  for (const pair of text.split(/\s+/)) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`BENCH_VARIANTS: "${pair}" in "${text}" is not NAME=value`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return { label: text, env };
+}
 
 const TARGETS = { p50: 5, p99: 20, ratio: 0.7, firstByte: 5 };
 
@@ -440,6 +456,12 @@ async function main(): Promise<void> {
   if (settings.chat) {
     const c = await start('agentd-chat', 'agentd-server.ts', childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: settings.logLevels[0] ?? 'info' }), profileArgs('agentd-chat'));
     agentds.push({ ...c, name: `agentd over Chat Completions (log ${settings.logLevels[0] ?? 'info'})`, ...agentdRequests(c, 'chat') });
+  }
+  for (const [i, { label, env }] of settings.variants.entries()) {
+    const level = settings.logLevels[0] ?? 'info';
+    const name = `agentd-variant-${i + 1}`;
+    const c = await start(name, 'agentd-server.ts', childEnv({ ...modelEnv, AGENTD_LOG_LEVEL: level, ...env }), profileArgs(name));
+    agentds.push({ ...c, name: `agentd with ${label} (log ${level})`, ...agentdRequests(c) });
   }
   for (const checkout of settings.checkouts) {
     const level = settings.logLevels[0] ?? 'info';
