@@ -1,4 +1,17 @@
-import type { Compilable, Kysely, QueryResult } from 'kysely';
+import type { CompiledQuery, Compilable, Kysely, QueryResult } from 'kysely';
+import type { DirectRun } from './sqlite-driver.ts';
+
+/**
+ * Where a database's driver can run a statement itself, the `Kysely` it serves is registered here
+ * with that runner (SQLite, `openSqlite` in db.ts). Kysely's executor takes a lock, a connection
+ * and a log entry for each statement, several promises each, which cost about 4–6 µs of the 7–10
+ * a prepared insert took (BENCHMARKS.md, "Prepared statements past Kysely's executor").
+ */
+const direct = new WeakMap<Kysely<any>, DirectRun>();
+
+export function runPreparedDirectly(db: Kysely<any>, run: DirectRun): void {
+  direct.set(db, run);
+}
 
 /**
  * A statement of every turn's path, built and compiled by Kysely once and then run with new values.
@@ -23,5 +36,9 @@ export function prepare<V extends Record<string, unknown>, R>(
       throw new Error(`prepared statement: "${name}" must be a bound value of the statement (${sql})`);
     }
   }
-  return (values) => db.executeQuery<R>({ sql, query, queryId: { queryId: '' }, parameters: slots.map((slot) => (slot.name === undefined ? slot.value : values[slot.name])) });
+  const runNow = direct.get(db);
+  return (values) => {
+    const compiled: CompiledQuery = { sql, query, queryId: { queryId: '' }, parameters: slots.map((slot) => (slot.name === undefined ? slot.value : values[slot.name])) };
+    return runNow?.<R>(compiled) ?? db.executeQuery<R>(compiled);
+  };
 }

@@ -1,7 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, type Dialect, type KyselyPlugin } from 'kysely';
-import { nodeSqliteDriver } from './sqlite-driver.ts';
+import { nodeSqliteDriver, type DirectRun } from './sqlite-driver.ts';
 
 /**
  * SQLite through Node's built-in `node:sqlite`, so the embedded default needs no native addon.
@@ -50,14 +50,14 @@ export function checkpointInBackground(db: DatabaseSync, location: string, inter
   };
 }
 
-/** Kysely's SQLite dialect on `node:sqlite` through agentd's own driver, and that driver's plugin, for one `Kysely`. */
-export function createNodeSqliteDialect(db: DatabaseSync, location: string): { dialect: Dialect; plugin: KyselyPlugin } {
-  const { driver, plugin } = nodeSqliteDriver(db, location);
+/** Kysely's SQLite dialect on `node:sqlite` through agentd's own driver, and that driver's plugin and direct runner, for one `Kysely`. */
+export function createNodeSqliteDialect(db: DatabaseSync, location: string): { dialect: Dialect; plugin: KyselyPlugin; runNow: DirectRun } {
+  const { driver, plugin, runNow } = nodeSqliteDriver(db, location);
   const dialect: Dialect = {
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => driver,
     createQueryCompiler: () => new SqliteQueryCompiler(),
     createIntrospector: (kysely) => new SqliteIntrospector(kysely),
   };
-  return { dialect, plugin };
+  return { dialect, plugin, runNow };
 }

@@ -78,26 +78,45 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.inTransaction) return this.#run(compiled);
+    const { result, group } = this.#execute<R>(compiled);
+    if (group) this.waiting.set(compiled.queryId, group);
+    return result;
+  }
+
+  /**
+   * Runs a statement now, without Kysely's executor, and answers once its group has committed:
+   * undefined while a caller's own transaction holds the connection, where only Kysely's lock
+   * keeps other statements out of it. (Its check also covers the moment between that
+   * transaction's BEGIN and the flag its driver call sets after it.)
+   */
+  runNow<R>(compiled: CompiledQuery): Promise<QueryResult<R>> | undefined {
+    if (this.inTransaction || (this.#db.isTransaction && !this.#group)) return undefined;
+    try {
+      const { result, group } = this.#execute<R>(compiled);
+      return group ? group.committed.then(() => result) : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  #execute<R>(compiled: CompiledQuery): { result: QueryResult<R>; group?: Group } {
+    if (this.inTransaction) return { result: this.#run(compiled) };
     const kind = compiled.query.kind;
     if (kind === 'SelectQueryNode') {
-      if (!this.#group) return this.#run(compiled);
+      if (!this.#group) return { result: this.#run(compiled) };
     } else if (!WRITES.has(kind)) {
       this.commitGroup();
       this.commitOthers();
-      return this.#run(compiled);
+      return { result: this.#run(compiled) };
     }
     const group = this.#group ?? this.#open();
-    let result: QueryResult<R>;
     try {
-      result = this.#run(compiled);
+      return { result: this.#run(compiled), group };
     } catch (error) {
       // SQLite undoes a failed statement alone, unless the error ended the whole transaction.
       if (!this.#db.isTransaction) this.#lose(group, error as Error);
       throw error;
     }
-    this.waiting.set(compiled.queryId, group);
-    return result;
   }
 
   async *streamQuery<R>(compiled: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -189,12 +208,16 @@ function bindable(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   return values;
 }
 
+/** Runs a compiled statement past Kysely's executor, or says (undefined) that it must go through it. */
+export type DirectRun = <R>(compiled: CompiledQuery) => Promise<QueryResult<R>> | undefined;
+
 /**
  * The driver and the plugin that holds each grouped statement's answer until its group commits
  * (a plugin's result hook runs after Kysely has released the connection, so the next statement
- * can join the group meanwhile). Both go to the same `Kysely`.
+ * can join the group meanwhile). Both go to the same `Kysely`; `runNow` is for the statements
+ * `prepare` (prepared.ts) makes of it.
  */
-export function nodeSqliteDriver(db: DatabaseSync, location: string): { driver: Driver; plugin: KyselyPlugin } {
+export function nodeSqliteDriver(db: DatabaseSync, location: string): { driver: Driver; plugin: KyselyPlugin; runNow: DirectRun } {
   const connection = new NodeSqliteConnection(db, location);
   const run = (sql: string) => connection.executeQuery(CompiledQuery.raw(sql));
   const driver: Driver = {
@@ -236,5 +259,5 @@ export function nodeSqliteDriver(db: DatabaseSync, location: string): { driver: 
       return result;
     },
   };
-  return { driver, plugin };
+  return { driver, plugin, runNow: (compiled) => connection.runNow(compiled) };
 }

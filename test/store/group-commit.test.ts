@@ -2,6 +2,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.ts';
+import { prepare } from '../../src/store/prepared.ts';
 import { tempDir } from './helpers.ts';
 
 const dir = await tempDir('group-commit');
@@ -107,6 +108,69 @@ describe('sqlite group commit', () => {
     await Promise.all(writes);
     expect(['one', 'two', 'from the other'].map(committed)).toEqual([true, true, true]);
     await other.close();
+    await store.close();
+  });
+});
+
+/**
+ * Prepared statements (prepared.ts) run past Kysely's executor on SQLite: the same groups and
+ * answers, and never inside a caller's own transaction, which only Kysely's lock orders.
+ */
+describe('sqlite prepared statements', () => {
+  const preparedSession = (store: Store) =>
+    prepare(store.db, ['id'], ({ id }: { id: string }) => store.db.insertInto('sessions').values({ project_id: 'p', id, created_at: 'x', updated_at: 'x' }));
+
+  it('join the iteration’s group, are answered once it is committed, and fail alone', async () => {
+    const { store, committed } = await storeAndWatcher();
+    const insert = preparedSession(store);
+    await insert({ id: 'taken' });
+    const beforeCommit = new Promise<boolean[]>((resolve) => setImmediate(() => resolve(['a', 'b', 'c'].map(committed))));
+    const results = await Promise.allSettled([insert({ id: 'a' }).then(() => committed('a')), session(store, 'b'), insert({ id: 'taken' }), insert({ id: 'c' }).then(() => committed('c'))]);
+    expect(await beforeCommit).toEqual([false, false, false]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    expect([(results[0] as PromiseFulfilledResult<boolean>).value, (results[3] as PromiseFulfilledResult<boolean>).value]).toEqual([true, true]);
+    expect(['a', 'b', 'c'].map(committed)).toEqual([true, true, true]);
+    await store.close();
+  });
+
+  it("stay out of a caller's own transaction at every moment of it, its BEGIN and its end included", async () => {
+    const { store, committed } = await storeAndWatcher();
+    const insert = preparedSession(store);
+    const trx = store.db
+      .transaction()
+      .execute(async (t) => {
+        await t.insertInto('sessions').values({ project_id: 'p', id: 'inside', created_at: 'x', updated_at: 'x' }).execute();
+        await nextIteration();
+        throw new Error('rolled back');
+      })
+      .then(
+        () => 'committed',
+        (error: Error) => error.message,
+      );
+    // One write at every turn of the microtask queue, and at the next iterations, while the
+    // transaction begins, writes, waits and rolls back: had one run on its connection inside it,
+    // the rollback would take it along.
+    const writes: Promise<unknown>[] = [];
+    for (let tick = 0; tick < 60; tick++) {
+      writes.push(insert({ id: `tick ${tick}` }));
+      await (tick % 20 === 19 ? nextIteration() : Promise.resolve());
+    }
+    expect(await trx).toBe('rolled back');
+    await Promise.all(writes);
+    expect(committed('inside')).toBe(false);
+    expect(Array.from({ length: 60 }, (_, tick) => committed(`tick ${tick}`)).every(Boolean)).toBe(true);
+    await store.close();
+  });
+
+  it('are timed for the metrics as every other statement is', async () => {
+    const { store } = await storeAndWatcher();
+    const insert = preparedSession(store);
+    const timed: number[] = [];
+    store.timeQueries((ms) => timed.push(ms));
+    await insert({ id: 'timed' });
+    expect(timed).toHaveLength(1);
+    expect(timed[0]).toBeGreaterThanOrEqual(0);
     await store.close();
   });
 });
