@@ -60,7 +60,8 @@ class NodeSqliteConnection implements DatabaseConnection {
   readonly #location: string;
   // Kysely asks for a new statement on every query, and compiling the SQL cost as much CPU as
   // running it on a turn's path (BENCHMARKS.md), so statements are kept per SQL text. Reuse is
-  // safe: every call resets the statement, and Kysely runs one query at a time on this connection.
+  // safe: every call resets the statement and runs it to its end before returning, whether it
+  // came through Kysely or `runNow`.
   readonly #statements = new Map<string, { statement: StatementSync; reader: boolean }>();
   /** Queries whose answer waits for their group's commit, read by the plugin `nodeSqliteDriver` makes. */
   readonly waiting = new WeakMap<QueryId, Group>();
