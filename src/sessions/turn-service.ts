@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
-import { collectCalls } from '../agent/history.ts';
+import { collectCalls, type HistoryCall } from '../agent/history.ts';
 import type { RanRevision } from '../contract/invoke.ts';
 import type { Message } from '../contract/messages.ts';
 import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
@@ -90,13 +90,14 @@ export class TurnService {
     const planned = await planInvoke(params, { config: this.deps.config, configs: this.deps.store.configs });
     if ('attach' in planned) return this.attach(params.projectId, planned.attach.sessionId);
     const { plan } = planned;
-    const earlier = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, collectCalls(plan.messages).trailing);
+    const { trailing } = collectCalls(plan.messages);
+    const earlier = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
     if (!earlier) return this.run(plan);
-    return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded);
+    return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded, trailing);
   }
 
   /** Runs the continuation of answers given through the API, or follows the one they started. */
-  private async takeUp(plan: TurnPlan, answered: ReadonlySet<string>): Promise<LiveTurn> {
+  private async takeUp(plan: TurnPlan, answered: ReadonlySet<string>, trailing: HistoryCall[]): Promise<LiveTurn> {
     const taking = async () => {
       const live = await this.liveTurn(plan.projectId, plan.sessionId);
       return live && [...answered].some((id) => live.takesUp.has(id)) ? live : undefined;
@@ -104,8 +105,14 @@ export class TurnService {
     try {
       return (await taking()) ?? (await this.run({ ...plan, outOfBand: answered }));
     } catch (error) {
-      // That continuation took the session between the look and the run.
-      if (isAppError(error) && error.type === 'session-busy') return (await taking()) ?? Promise.reject(error);
+      if (!isAppError(error)) throw error;
+      // That continuation took the session between the look and the run…
+      if (error.type === 'session-busy') return (await taking()) ?? Promise.reject(error);
+      // …or took the answers up, and may have ended, before this run could claim them.
+      if (error.type === 'interaction-not-pending') {
+        const now = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
+        if (now && 'continuation' in now) return this.continuation(plan, now.continuation);
+      }
       throw error;
     }
   }

@@ -317,6 +317,40 @@ describe('a client tool settled through /transition, then resumed in band', () =
     expect(JSON.parse(h.model.requests[1]!.messages.at(-1)!.content)).toEqual({ color: 'red' });
   });
 
+  it('a continuation that ends between the re-post\'s look at its answers and its run: the re-post gets that turn', async () => {
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red', 'blue'] } }] }, { text: 'Red, at last.' }]);
+    const { chat, assistant, part, token } = await pausedChat();
+    // The continuation claims the answer only once the re-post has read it still `responded`; the
+    // re-post goes on only once the continuation has ended.
+    const { interactions } = h.store;
+    const { ofToolCalls, transitionAll } = interactions;
+    let read!: () => void;
+    const repostRead = new Promise<void>((resolve) => (read = resolve));
+    interactions.transitionAll = async (...args) => {
+      await repostRead;
+      return transitionAll(...args);
+    };
+    interactions.ofToolCalls = async (...args) => {
+      interactions.ofToolCalls = ofToolCalls;
+      const records = await ofToolCalls(...args);
+      read();
+      await continued(chat.id, token);
+      return records;
+    };
+    try {
+      await ok(await transition(chat.id, token, { output: { color: 'red' } }));
+      await chat.addToolOutput({ tool: 'pick_color', toolCallId: part.toolCallId, output: { color: 'red' } });
+      await chat.untilFinished(2);
+    } finally {
+      Object.assign(interactions, { ofToolCalls, transitionAll });
+    }
+    expect(chat.error).toBeUndefined();
+    const assistants = chat.messages.filter((m) => m.role === 'assistant');
+    expect(assistants.map((m) => m.id)).toEqual([assistant.id]);
+    expect(texts(assistants[0])).toEqual(['Red, at last.']);
+    expect(h.model.requests).toHaveLength(2);
+  });
+
   it('an answer no process took up yet is taken up by the re-post itself', async () => {
     h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red', 'blue'] } }] }, { text: 'Green.' }]);
     const { chat, part, token } = await pausedChat();
