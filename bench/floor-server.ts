@@ -21,6 +21,13 @@
  * `write` tool on one folder, and nothing else: no auth, store, session folder, events or
  * logging. floor → sdk is what the SDK costs; sdk → agentd is what agentd itself adds.
  *
+ * Another reference: /provider/echo, /provider/tool, /provider/stream, /provider/vercel and
+ * /provider/stream-tool drive the provider's own model interface (`doGenerate` / `doStream` of the
+ * `LanguageModel` it returns) with a step loop of the barest kind, over agentd's HTTP client
+ * (`keepAliveFetch`), as agentd's turn engine drives it (issue 21's decision), and write the text
+ * as it comes. floor → provider is what the provider's request building and response parsing
+ * cost, which the decision keeps with the AI SDK; provider → agentd is everything agentd adds.
+ *
  * Env: MODEL_URL (the fake model's `/v1` base), FLOOR_TEMPLATES (path to a FloorTemplates JSON).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -30,9 +37,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createOpenAI } from '@ai-sdk/openai';
+import type { LanguageModelV4Content, LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { asSchema } from '@ai-sdk/provider-utils';
 import { generateText, isStepCount, streamText, type ModelMessage } from 'ai';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import { writeTool } from '../src/agent/tools/write.ts';
+import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { serveLoopStats, type FloorTemplates, type Ready } from './shared.ts';
 
 const modelUrl = process.env.MODEL_URL;
@@ -63,6 +73,13 @@ function outputText(output: Output): string {
 }
 
 const app = Fastify({ logger: false });
+
+/** Hijacks the reply for an event stream: a function that writes one `data:` frame of JSON. */
+function sse(reply: FastifyReply, headers: Record<string, string> = {}): (value: object) => void {
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...headers });
+  return (value) => reply.raw.write(`data: ${JSON.stringify(value)}\n\n`);
+}
 
 /** Where the floor's tool writes: a folder per request under this one, as agentd's sessions have. */
 const folders = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-floor-'));
@@ -135,10 +152,7 @@ app.post('/floor/echo', async () => {
 app.post('/floor/vercel', async (_request, reply) => {
   const upstream = await callModel(templates.stream);
   if (!upstream.ok || !upstream.body) throw new Error(`model answered ${upstream.status}`);
-  reply.hijack();
-  const out = reply.raw;
-  out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-vercel-ai-ui-message-stream': 'v1' });
-  const chunk = (value: object) => out.write(`data: ${JSON.stringify(value)}\n\n`);
+  const chunk = sse(reply, { 'x-vercel-ai-ui-message-stream': 'v1' });
   chunk({ type: 'start' });
   chunk({ type: 'text-start', id: 't' });
   const decoder = new TextDecoder();
@@ -155,7 +169,7 @@ app.post('/floor/vercel', async (_request, reply) => {
   }
   chunk({ type: 'text-end', id: 't' });
   chunk({ type: 'finish' });
-  out.end('data: [DONE]\n\n');
+  reply.raw.end('data: [DONE]\n\n');
 });
 
 const sdkModel = createOpenAI({ apiKey: 'sk-bench', baseURL: modelUrl }).responses('fake-model');
@@ -178,21 +192,19 @@ app.post('/sdk/tool', async () => {
 
 app.post('/sdk/stream', async (_request, reply) => {
   const result = streamText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 });
-  reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const frame = sse(reply);
   for await (const part of result.stream) {
-    if (part.type === 'text-delta') reply.raw.write(`data: ${JSON.stringify({ type: 'text', delta: part.text })}\n\n`);
+    if (part.type === 'text-delta') frame({ type: 'text', delta: part.text });
   }
   reply.raw.end();
 });
 
 app.post('/sdk/stream-tool', async (_request, reply) => {
   const result = streamText({ model: sdkModel, ...sdkToolPrompt, tools: sdkTools, stopWhen: isStepCount(50), maxRetries: 0 });
-  reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const frame = sse(reply);
   for await (const part of result.stream) {
-    if (part.type === 'text-delta') reply.raw.write(`data: ${JSON.stringify({ type: 'text', delta: part.text })}\n\n`);
-    else if (part.type === 'tool-result') reply.raw.write(`data: ${JSON.stringify({ type: 'tool-result', id: part.toolCallId })}\n\n`);
+    if (part.type === 'text-delta') frame({ type: 'text', delta: part.text });
+    else if (part.type === 'tool-result') frame({ type: 'tool-result', id: part.toolCallId });
   }
   reply.raw.end();
 });
@@ -205,6 +217,74 @@ app.post('/sdk/echo', async () => {
 app.post('/sdk/vercel', async (_request, reply) => {
   reply.hijack();
   streamText({ model: sdkModel, ...sdkStreamPrompt, maxRetries: 0 }).pipeUIMessageStreamToResponse(reply.raw);
+});
+
+const providerModel = createOpenAI({ apiKey: 'sk-bench', baseURL: modelUrl, fetch: keepAliveFetch }).responses('fake-model');
+const providerTools: LanguageModelV4FunctionTool[] = [
+  { type: 'function', name: 'write', description: sdkTools.write.description as string, inputSchema: await asSchema(sdkTools.write.inputSchema).jsonSchema },
+];
+
+function providerPrompt({ instructions, messages }: { instructions: string; messages: ModelMessage[] }): LanguageModelV4Prompt {
+  return [{ role: 'system', content: instructions }, { role: 'user', content: [{ type: 'text', text: messages[0]!.content as string }] }];
+}
+
+/** One step's content, streamed (each text piece to `text` as it comes) or not. */
+async function providerStep(prompt: LanguageModelV4Prompt, withTools: boolean, text?: (delta: string) => void): Promise<LanguageModelV4Content[]> {
+  const options = { prompt, ...(withTools ? { tools: providerTools } : {}), providerOptions: { openai: { store: false } } };
+  if (!text) return (await providerModel.doGenerate(options)).content;
+  const content: LanguageModelV4Content[] = [];
+  for await (const part of (await providerModel.doStream(options)).stream as unknown as AsyncIterable<LanguageModelV4StreamPart>) {
+    if (part.type === 'text-delta') text(part.delta);
+    else if (part.type === 'tool-call') content.push(part);
+  }
+  return content;
+}
+
+/** A turn of the provider reference: one step, or two around the `write` tool's call. Its text, unless streamed. */
+async function providerTurn(withTools: boolean, text?: (delta: string) => void, toolResult?: (id: string) => void): Promise<string> {
+  const prompt = providerPrompt(withTools ? sdkToolPrompt : sdkStreamPrompt);
+  let content = await providerStep(prompt, withTools, text);
+  const call = content.find((part) => part.type === 'tool-call');
+  if (call) {
+    const input = JSON.parse(call.input) as { path: string; content: string };
+    const result = (await sdkTools.write.execute!(input, { toolCallId: call.toolCallId, messages: [], context: {} })) as string;
+    toolResult?.(call.toolCallId);
+    content = await providerStep(
+      [
+        ...prompt,
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: result } }] },
+      ],
+      withTools,
+      text,
+    );
+  }
+  return content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+}
+
+app.post('/provider/echo', async () => ({ text: await providerTurn(false) }));
+app.post('/provider/tool', async () => ({ text: await providerTurn(true) }));
+
+app.post('/provider/stream', async (_request, reply) => {
+  const frame = sse(reply);
+  await providerTurn(false, (delta) => frame({ type: 'text', delta }));
+  reply.raw.end();
+});
+
+app.post('/provider/stream-tool', async (_request, reply) => {
+  const frame = sse(reply);
+  await providerTurn(true, (delta) => frame({ type: 'text', delta }), (id) => frame({ type: 'tool-result', id }));
+  reply.raw.end();
+});
+
+app.post('/provider/vercel', async (_request, reply) => {
+  const chunk = sse(reply, { 'x-vercel-ai-ui-message-stream': 'v1' });
+  chunk({ type: 'start' });
+  chunk({ type: 'text-start', id: 't' });
+  await providerTurn(false, (delta) => chunk({ type: 'text-delta', id: 't', delta }));
+  chunk({ type: 'text-end', id: 't' });
+  chunk({ type: 'finish' });
+  reply.raw.end('data: [DONE]\n\n');
 });
 
 await app.listen({ port: 0, host: '127.0.0.1' });

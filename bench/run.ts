@@ -56,6 +56,8 @@ const settings = {
   quietWaitS: num('BENCH_QUIET_WAIT', 60),
   /** Mastra beside agentd, installed by the bench into this folder (not a dependency of agentd); `0` leaves it out. */
   mastra: process.env.BENCH_MASTRA === '0' ? undefined : (process.env.BENCH_MASTRA_DIR ?? path.join(os.homedir(), '.cache', 'agentd', 'bench-mastra')),
+  /** The provider reference (bench/floor-server.ts, `/provider/*`) beside the others; `0` leaves it out. */
+  provider: !['0', 'false', 'no'].includes(process.env.BENCH_PROVIDER ?? ''),
   /** One more agentd whose turns call the model over Chat Completions (`openai-compatible`), not Responses. */
   chat: !['0', 'false', 'no'].includes(process.env.BENCH_CHAT ?? ''),
   /** One more agentd, on this PostgreSQL server (a fresh schema), beside the SQLite ones. */
@@ -527,6 +529,16 @@ async function main(): Promise<void> {
   await check(sdk.echo, '"text"', 'sdk echo route');
   await check(sdk.vercel, '"type":"text-delta"', 'sdk Vercel route');
   await check(sdk['stream-tool'], '"type":"tool-result"', 'sdk streamed tool route');
+  let provider: Server | undefined;
+  if (settings.provider) {
+    const route = (name: string, accept?: string): Request => ({ url: `${f.url}/provider/${name}`, headers: { ...json, ...(accept ? { accept } : {}) }, body: STREAM_BODY });
+    provider = { ...f, name: 'provider (reference)', echo: route('echo'), tool: route('tool'), stream: route('stream', 'text/event-stream'), vercel: route('vercel', 'text/event-stream'), 'stream-tool': route('stream-tool', 'text/event-stream'), textMarker: '"type":"text"' };
+    await check(provider.tool, TOOL_ANSWER, 'provider tool route');
+    await check(provider.stream, '"type":"text"', 'provider stream route');
+    await check(provider.echo, '"text"', 'provider echo route');
+    await check(provider.vercel, '"type":"text-delta"', 'provider Vercel route');
+    await check(provider['stream-tool'], '"type":"tool-result"', 'provider streamed tool route');
+  }
   for (const a of agentds) {
     await check(a.echo, '"stop_reason":"end_turn"', `${a.name} echo`);
     await check(a.vercel, '"type":"text-delta"', `${a.name} Vercel stream`);
@@ -543,7 +555,7 @@ async function main(): Promise<void> {
     await check(mastra.vercel, '"type":"text-delta"', 'Mastra Vercel route');
   }
 
-  const references = [floor, sdk, ...(mastra ? [mastra] : [])];
+  const references = [floor, sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : [])];
   const servers = [...references, ...agentds];
   const scenarios = LOADS.filter((s) => settings.scenarios.includes(s));
   const runs: Record<string, Record<string, LoadResult[]>> = {};
@@ -642,7 +654,7 @@ async function main(): Promise<void> {
   const label = LABEL;
   for (const scenario of scenarios) {
     const fl = runs[scenario]!.floor!;
-    for (const a of [sdk, ...(mastra ? [mastra] : []), ...agentds]) {
+    for (const a of [sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : []), ...agentds]) {
       const ag = runs[scenario]![a.name]!;
       const isAgentd = agentds.includes(a);
       const added50 = pick(ag, 'p50') - pick(fl, 'p50');
@@ -677,20 +689,22 @@ async function main(): Promise<void> {
 
   // Issue 21's targets: CPU per turn and p99 as multiples of the floor's in the same run, and
   // Chat Completions against Responses.
-  const ratioRows: string[][] = [['workload', 'server', 'CPU ms/turn', '× floor', 'p99 ms', '× floor p99', 'Mastra ÷ this', 'target met']];
+  const ratioRows: string[][] = [['workload', 'server', 'CPU ms/turn', '× floor', '× provider', 'p99 ms', '× floor p99', 'Mastra ÷ this', 'target met']];
   const ratios: unknown[] = [];
   const chatName = agentds.find((a) => a.name.includes('Chat Completions'))?.name;
   const responsesName = agentds[0]?.name;
   for (const scenario of scenarios) {
     const cpuOf = (name: string) => median(runs[scenario]![name]!.map((r) => r.cpu.serverMsPerReq ?? NaN));
     const p99Of = (name: string) => pick(runs[scenario]![name]!, 'p99');
-    for (const s of [sdk, ...(mastra ? [mastra] : []), ...agentds]) {
+    for (const s of [sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : []), ...agentds]) {
       const cpu = cpuOf(s.name);
       const cpuX = cpu / cpuOf('floor');
       const p99X = p99Of(s.name) / p99Of('floor');
       const isAgentd = agentds.includes(s);
       const chatX = s.name === chatName && responsesName ? cpu / cpuOf(responsesName) : undefined;
       const underMastra = mastra && isAgentd ? cpuOf(mastra.name) / cpu : undefined;
+      // What agentd adds to the provider it drives: the part of its cost that is its own.
+      const overProvider = provider && isAgentd ? cpu / cpuOf(provider.name) : undefined;
       const met = {
         cpu: cpuX <= CPU_RATIO_TARGET[scenario],
         p99: p99X <= P99_RATIO_TARGET,
@@ -698,12 +712,13 @@ async function main(): Promise<void> {
         ...(underMastra !== undefined ? { mastra: underMastra >= 3 } : {}),
       };
       const missed = Object.entries(met).filter(([, v]) => !v).map(([k]) => k);
-      ratios.push({ scenario, server: s.name, cpuMsPerTurn: cpu, cpuRatio: cpuX, p99Ratio: p99X, ...(chatX !== undefined ? { chatToResponses: chatX } : {}), ...(underMastra !== undefined ? { mastraToThis: underMastra } : {}), ...(isAgentd ? { met } : {}) });
+      ratios.push({ scenario, server: s.name, cpuMsPerTurn: cpu, cpuRatio: cpuX, ...(overProvider !== undefined ? { providerRatio: overProvider } : {}), p99Ratio: p99X, ...(chatX !== undefined ? { chatToResponses: chatX } : {}), ...(underMastra !== undefined ? { mastraToThis: underMastra } : {}), ...(isAgentd ? { met } : {}) });
       ratioRows.push([
         label[scenario],
         s.name + (chatX !== undefined ? ` (${fmt(chatX, 2)}× Responses)` : ''),
         fmt(cpu, 2),
         fmt(cpuX, 2),
+        overProvider !== undefined ? fmt(overProvider, 2) : '–',
         fmt(p99Of(s.name)),
         fmt(p99X, 2),
         underMastra !== undefined ? fmt(underMastra, 2) : '–',
