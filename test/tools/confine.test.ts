@@ -66,4 +66,21 @@ describe('resolveInside', () => {
     expect(() => resolveInside(root, 'file/below')).toThrow(/goes through a file/);
     expect(() => resolveInside(root, 'bad\0name')).toThrow(/NUL/);
   });
+
+  it('tells a file, a link to a file and a loop of links from a folder, however deep the missing part', async () => {
+    const root = await tempFolder();
+    await fs.writeFile(path.join(root, 'file'), 'x');
+    await fs.mkdir(path.join(root, 'dir'));
+    await fs.symlink('file', path.join(root, 'file-link'));
+    await fs.symlink('dir', path.join(root, 'dir-link'));
+    await fs.symlink('loop-b', path.join(root, 'loop-a'));
+    await fs.symlink('loop-a', path.join(root, 'loop-b'));
+    for (const p of ['file/below', 'file/below/deeper.txt', 'file-link/below', 'file-link/below/deeper.txt']) {
+      expect(() => resolveInside(root, p), p).toThrow(/goes through a file/);
+    }
+    for (const p of ['loop-a', 'loop-a/x.txt']) expect(() => resolveInside(root, p), p).toThrow(/too many levels of symbolic links/);
+    expect(resolveInside(root, 'dir-link/a/b.txt')).toBe(path.join(root, 'dir/a/b.txt'));
+    expect(resolveInside(root, 'dir/new.txt')).toBe(path.join(root, 'dir/new.txt'));
+    expect(resolveInside(root, 'file-link')).toBe(path.join(root, 'file'));
+  });
 });

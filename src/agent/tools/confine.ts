@@ -29,16 +29,35 @@ function errnoCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
+/** The system's refusals of a path, as what the model is told; anything else is rethrown. */
+function pathError(userPath: string, error: unknown): unknown {
+  const code = errnoCode(error);
+  if (code === 'ENOTDIR') return new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+  if (code === 'ELOOP') return new ToolError(`path "${userPath}" has too many levels of symbolic links`);
+  if (code === 'ENAMETOOLONG') return nameTooLong(userPath);
+  return error;
+}
+
 function realpathOrMissing(userPath: string, p: string): string | undefined {
   try {
     return fs.realpathSync.native(p);
   } catch (error) {
-    const code = errnoCode(error);
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ENOTDIR') throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
-    if (code === 'ELOOP') throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
-    if (code === 'ENAMETOOLONG') throw nameTooLong(userPath);
-    throw error;
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw pathError(userPath, error);
+  }
+}
+
+/**
+ * What is at `p` itself (a link not followed); undefined when nothing is. Asked before `realpath`
+ * because most paths a tool names that are missing are plain ones (a file `write` is about to
+ * make): this answers them without the thrown ENOENT, whose error and stack cost more than the
+ * lookup, that `realpath` and `readlink` would each throw.
+ */
+function entryOrMissing(userPath: string, p: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(p, { throwIfNoEntry: false });
+  } catch (error) {
+    throw pathError(userPath, error);
   }
 }
 
@@ -78,17 +97,19 @@ function resolveFrom(realRoot: string, userPath: string, candidate: string, hops
   const missing: string[] = [];
   let current = candidate;
   for (;;) {
-    const real = realpathOrMissing(userPath, current);
+    // The folder itself is real already; anything else is looked at, and resolved when it is there.
+    const entry = current === realRoot ? undefined : entryOrMissing(userPath, current);
+    const real = current === realRoot ? realRoot : entry && realpathOrMissing(userPath, current);
     if (real !== undefined) {
       if (!isInside(realRoot, real)) throw isInside(realRoot, current) ? throughLink(userPath) : outside(userPath);
       if (missing.length === 0) return { path: real, exists: true, missingFolders: false };
-      if (!fs.statSync(real).isDirectory()) {
-        throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
-      }
+      const isFolder = entry && !entry.isSymbolicLink() ? entry.isDirectory() : fs.statSync(real).isDirectory();
+      if (!isFolder) throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
       return { path: path.join(real, ...missing), exists: false, missingFolders: missing.length > 1 };
     }
 
-    const link = readlinkOrNone(current);
+    // A link that leads nowhere yet: creating the file would follow it, so its target is checked.
+    const link = entry?.isSymbolicLink() ? readlinkOrNone(current) : undefined;
     if (link !== undefined) {
       if (hops >= MAX_LINK_HOPS) throw new ToolError(`path "${userPath}" has too many levels of symbolic links`);
       const parent = realpathOrMissing(userPath, path.dirname(current));
