@@ -88,18 +88,30 @@ export interface Confined {
 export function confine(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Confined {
   if (userPath.includes('\0')) throw new ToolError(`path "${userPath}" contains a NUL byte`);
   const realRoot = fs.realpathSync.native(root);
-  const resolved = resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0);
+  const resolved = resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0, opts.mustExist === true);
   if (opts.mustExist && !resolved.exists) throw new ToolError(`path "${userPath}" does not exist`);
   return { ...resolved, realRoot };
 }
 
-function resolveFrom(realRoot: string, userPath: string, candidate: string, hops: number): Omit<Confined, 'realRoot'> {
+/**
+ * What is at `current`: its real path when something is there, and what `lstat` says of it when
+ * that was asked. A path the caller expects to exist (a read, an edit) is resolved straight away,
+ * and looked at only when it is missing, in case it is a link that leads nowhere.
+ */
+function look(realRoot: string, userPath: string, current: string, expectExists: boolean): { real?: string | undefined; entry?: fs.Stats | undefined } {
+  // The folder itself is real already.
+  if (current === realRoot) return { real: realRoot };
+  const real = expectExists ? realpathOrMissing(userPath, current) : undefined;
+  if (real !== undefined) return { real };
+  const entry = entryOrMissing(userPath, current);
+  return { entry, real: entry && !expectExists ? realpathOrMissing(userPath, current) : undefined };
+}
+
+function resolveFrom(realRoot: string, userPath: string, candidate: string, hops: number, expectExists: boolean): Omit<Confined, 'realRoot'> {
   const missing: string[] = [];
   let current = candidate;
   for (;;) {
-    // The folder itself is real already; anything else is looked at, and resolved when it is there.
-    const entry = current === realRoot ? undefined : entryOrMissing(userPath, current);
-    const real = current === realRoot ? realRoot : entry && realpathOrMissing(userPath, current);
+    const { real, entry } = look(realRoot, userPath, current, expectExists && missing.length === 0);
     if (real !== undefined) {
       if (!isInside(realRoot, real)) throw isInside(realRoot, current) ? throughLink(userPath) : outside(userPath);
       if (missing.length === 0) return { path: real, exists: true, missingFolders: false };
@@ -116,7 +128,7 @@ function resolveFrom(realRoot: string, userPath: string, candidate: string, hops
       if (parent === undefined || !isInside(realRoot, parent)) throw outside(userPath);
       const target = path.resolve(parent, link);
       if (!isInside(realRoot, target)) throw throughLink(userPath);
-      return resolveFrom(realRoot, userPath, path.join(target, ...missing), hops + 1);
+      return resolveFrom(realRoot, userPath, path.join(target, ...missing), hops + 1, expectExists);
     }
 
     const up = path.dirname(current);
