@@ -557,6 +557,8 @@ async function main(): Promise<void> {
 
   const references = [floor, sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : [])];
   const servers = [...references, ...agentds];
+  /** Every server the tables set beside the floor. */
+  const compared = servers.filter((s) => s !== floor);
   const scenarios = LOADS.filter((s) => settings.scenarios.includes(s));
   const runs: Record<string, Record<string, LoadResult[]>> = {};
   for (let round = 1; round <= settings.rounds; round++) {
@@ -654,7 +656,7 @@ async function main(): Promise<void> {
   const label = LABEL;
   for (const scenario of scenarios) {
     const fl = runs[scenario]!.floor!;
-    for (const a of [sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : []), ...agentds]) {
+    for (const a of compared) {
       const ag = runs[scenario]![a.name]!;
       const isAgentd = agentds.includes(a);
       const added50 = pick(ag, 'p50') - pick(fl, 'p50');
@@ -696,7 +698,7 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) {
     const cpuOf = (name: string) => median(runs[scenario]![name]!.map((r) => r.cpu.serverMsPerReq ?? NaN));
     const p99Of = (name: string) => pick(runs[scenario]![name]!, 'p99');
-    for (const s of [sdk, ...(provider ? [provider] : []), ...(mastra ? [mastra] : []), ...agentds]) {
+    for (const s of compared) {
       const cpu = cpuOf(s.name);
       const cpuX = cpu / cpuOf('floor');
       const p99X = p99Of(s.name) / p99Of('floor');
