@@ -8,6 +8,7 @@ import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { ServiceMetrics } from '../telemetry/metrics.ts';
 import { Tracing } from '../telemetry/tracing.ts';
+import { redactLogFields } from '../telemetry/log-redaction.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
@@ -62,9 +63,6 @@ export interface AppDeps {
   logStream?: { write(line: string): void };
 }
 
-/** Paths pino must never print: credentials travel in these. */
-export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', '*.secrets', '*.credentials', '*.apiKey', '*.api_key'];
-
 const MAX_PARAM_LENGTH = 1024;
 
 /** How many bytes of JSON log lines, or how long, wait to be written together (logDestination). */
@@ -114,7 +112,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...logDestination(config, deps.logStream) },
+    logger: { level: config.logLevel, formatters: { log: redactLogFields }, ...logDestination(config, deps.logStream) },
     logController: new AccessLog(),
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { nowIso } from './columns.ts';
 import type { Notifications } from './notifications.ts';
@@ -53,7 +53,8 @@ const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
  * request. An unsalted SHA-256 also lets the hash itself be the lookup key.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // The one-shot hash: half the CPU of createHash().update().digest() for a key this short.
+  return hash('sha256', key, 'hex');
 }
 
 export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions = {}) {
@@ -101,22 +102,22 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
   async function verify(key: string): Promise<VerifiedApiKey | undefined> {
     // Garbage never reaches the database: a flood of junk headers costs a regex test each.
     if (typeof key !== 'string' || !KEY_PATTERN.test(key)) return undefined;
-    const hash = hashApiKey(key);
+    const keyHash = hashApiKey(key);
     const generation = revocations;
-    const cached = cache.get(hash);
+    const cached = cache.get(keyHash);
     if (cached) {
       if (cached.expiresAt > now()) return cached.value;
-      cache.delete(hash);
+      cache.delete(keyHash);
     }
     const row = await db
       .selectFrom('api_keys')
       .select(['id', 'project_id', 'role'])
-      .where('key_hash', '=', hash)
+      .where('key_hash', '=', keyHash)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     if (!row) return undefined;
     const value: VerifiedApiKey = { key_id: row.id, project_id: row.project_id, role: row.role };
-    if (generation === revocations) remember(hash, value);
+    if (generation === revocations) remember(keyHash, value);
     // Written only here, when the cache missed: a key in use is seen at least once per TTL, and a
     // request that hit the cache costs no write.
     await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', row.id).execute();
