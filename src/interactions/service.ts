@@ -4,12 +4,12 @@ import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { PausedState } from '../sessions/paused-state.ts';
 import type { Store } from '../store/db.ts';
-import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
+import type { InteractionChange, InteractionRecord as StoredInteraction } from '../store/interactions.ts';
 import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
 import { lateAnswer } from './late-answers.ts';
 
 /** The record as the API shows it: the paused turn's stored state stays inside the service. */
-export function interactionView(record: StoredInteraction): InteractionRecord {
+export function interactionView(record: InteractionChange): InteractionRecord {
   return {
     id: record.id,
     project_id: record.project_id,

@@ -40,3 +40,23 @@ export function toJson(value: unknown): string | null {
 export function fromJson<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
+
+/**
+ * `record` with `key` read from a JSON column when first asked for, not when the row is read: a
+ * turn's request and a paused turn's state hold the whole conversation (225 KB at 1,000
+ * messages), and most readers of the row never look at them (BENCHMARKS.md, "JSON columns parsed
+ * when read"). The value is parsed once and then kept as a plain property, in the key's place.
+ */
+export function withLazyJson<T extends object>(record: T, key: keyof T & string, text: string | null): T {
+  const settle = (value: unknown) => Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  return Object.defineProperty(record, key, {
+    get: () => {
+      const value = fromJson<unknown>(text);
+      settle(value);
+      return value;
+    },
+    set: settle,
+    enumerable: true,
+    configurable: true,
+  });
+}

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { InteractionKind } from '../contract/events.ts';
 import type { InteractionQuery } from '../contract/interactions.ts';
-import { fromJson, nowIso, toJson } from './columns.ts';
+import { fromJson, nowIso, toJson, withLazyJson } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database, InteractionStatus, InteractionsTable } from './schema.ts';
 
@@ -56,7 +56,24 @@ export type InteractionFilters = Pick<InteractionQuery, 'session_id' | 'turn_id'
 /** States a record can still leave; `resolved` and `cancelled` are final (design.md §4). */
 export const OPEN_INTERACTION_STATUSES: readonly InteractionStatus[] = ['pending', 'responded'];
 
-function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
+/** A record as a change leaves it: all but the paused turn's state, which holds the whole conversation and which no caller of a change reads. */
+export type InteractionChange = Omit<InteractionRecord, 'state'>;
+const CHANGE_COLUMNS = [
+  'id',
+  'project_id',
+  'session_id',
+  'turn_id',
+  'kind',
+  'status',
+  'tool_call_id',
+  'request_json',
+  'answer_json',
+  'resolution_json',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof InteractionsTable)[];
+
+function toChange(row: Omit<Selectable<InteractionsTable>, 'state_json'>): InteractionChange {
   return {
     id: row.id,
     project_id: row.project_id,
@@ -68,10 +85,13 @@ function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
     request: JSON.parse(row.request_json) as InteractionRequest,
     answer: fromJson<JsonObject>(row.answer_json),
     resolution: fromJson<JsonObject>(row.resolution_json),
-    state: fromJson<unknown>(row.state_json),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
+  return withLazyJson({ ...toChange(row), state: null as unknown }, 'state', row.state_json);
 }
 
 export function createInteractionsRepo(db: Kysely<Database>) {
@@ -209,7 +229,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
    * is missing, in another project, or in a state outside `from`. `answer`/`resolution` are
    * written only when given.
    */
-  async function transition(projectId: string, id: string, change: Transition): Promise<InteractionRecord | undefined> {
+  async function transition(projectId: string, id: string, change: Transition): Promise<InteractionChange | undefined> {
     if (change.from.length === 0) return undefined;
     const row = await db
       .updateTable('interactions')
@@ -222,9 +242,9 @@ export function createInteractionsRepo(db: Kysely<Database>) {
       .where('id', '=', id)
       .where('project_id', '=', projectId)
       .where('status', 'in', change.from)
-      .returningAll()
+      .returning(CHANGE_COLUMNS)
       .executeTakeFirst();
-    return row && toInteraction(row);
+    return row && toChange(row);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Kysely, QueryResult, Selectable } from 'kysely';
 import type { StopReason, Usage } from '../contract/events.ts';
-import { fromJson, nowIso, toJson, type Engine } from './columns.ts';
+import { fromJson, nowIso, toJson, withLazyJson, type Engine } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import { deleteLease, type LeasesRepo } from './leases.ts';
 import { prepare } from './prepared.ts';
@@ -81,7 +81,7 @@ const COLUMNS = [
 ] as const satisfies readonly (keyof TurnRow)[];
 
 function toTurn(row: TurnRow): TurnRecord {
-  return {
+  const record: TurnRecord = {
     id: row.id,
     project_id: row.project_id,
     session_id: row.session_id,
@@ -90,13 +90,14 @@ function toTurn(row: TurnRow): TurnRecord {
     trace_id: row.trace_id,
     span_id: row.span_id,
     parent_span_id: row.parent_span_id,
-    request: fromJson<JsonObject>(row.request_json),
+    request: null,
     output: fromJson<JsonObject>(row.output_json),
     usage: fromJson<Usage>(row.usage_json),
     error: fromJson<JsonObject>(row.error_json),
     started_at: row.started_at,
     ended_at: row.ended_at,
   };
+  return withLazyJson(record, 'request', row.request_json);
 }
 
 /**
