@@ -2,9 +2,10 @@
  * What no log line may show by name, whatever a call logs: a `secrets`, `credentials`, `apiKey` or
  * `api_key` field of any object at a line's top level (`log.warn({ template }, …)`), as pino's
  * `*.secrets`-style redact paths would hide it. pino runs a path redactor over every value of every
- * line, the message and plain numbers included, each cloned and stringified on its way (6–7 µs a
- * line); this looks at the few top-level objects once (under 1 µs, BENCHMARKS.md "Log lines without
- * pino's path redaction"). Secret values wherever they appear are redact.ts's job, before logging.
+ * line, the message and plain numbers included, each cloned and stringified on its way: it made the
+ * access line four times dearer. This looks at the line's few top-level objects once, for well under
+ * a microsecond (`npm run bench:log-line`, BENCHMARKS.md "Log lines without pino's path
+ * redaction"). Secret values wherever they appear are redact.ts's job, before logging.
  *
  * Request headers need no rule: Fastify's request serializer writes the method, URL, host and
  * addresses only, so an `Authorization` header never reaches a line (test/http/log-redaction.test.ts).
@@ -12,7 +13,7 @@
  * makes are Fastify's, which bind the request id.
  */
 const FIELDS = ['secrets', 'credentials', 'apiKey', 'api_key'] as const;
-export const LOG_CENSOR = '[redacted]';
+const LOG_CENSOR = '[redacted]';
 
 /**
  * Every own property of `value` (non-enumerable ones too, as an Error's message and stack) read as
