@@ -49,6 +49,17 @@ describe('interactions', () => {
     await store.close();
   });
 
+  it('leaves the paused state in the row on a change, without reading it back', async () => {
+    const store = await openStore({ dataDir: ':memory:' });
+    const state = { history: [{ role: 'user', content: 'go' }] };
+    const created = await newInteraction(store, 'p1', 's1', state);
+    const answered = await store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { approved: true } });
+    expect(answered).toBeDefined();
+    expect('state' in answered!).toBe(false);
+    expect((await store.interactions.get('p1', created.id))?.state).toEqual(state);
+    await store.close();
+  });
+
   it('lets exactly one of two concurrent responders win', async () => {
     const store = await openStore({ dataDir: ':memory:' });
     const created = await newInteraction(store);
