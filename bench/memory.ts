@@ -10,9 +10,10 @@
  * 2. paused sessions: BENCH_MEMORY_PAUSED (2,000) turns that each end paused on an approval;
  * 3. live streams: BENCH_MEMORY_STREAMS (500) SSE turns held open at once, each read to its first
  *    frames while the model streams its answer a frame every 3 s.
- * Each per-item figure is the difference over the step divided by the items. The live streams'
- * floor is the AI SDK's provider alone holding as many streams from the same model
- * (bench/held-streams.ts).
+ * Each per-item figure is the difference over the step divided by the items. The live streams have
+ * two floors (bench/held-streams.ts), each holding as many streams from the same model: the AI
+ * SDK's provider alone, and the provider's stream served by a bare Fastify, what any server must
+ * hold for a client reading a model's answer as it comes.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -47,6 +48,49 @@ async function turn(payload: string): Promise<unknown> {
   return json.data?.outputs;
 }
 
+/**
+ * A request held open: read until its stream has said `until` (the turn is live), then left
+ * connected without reading on, which would end the loop and close the stream.
+ */
+async function held(url: string, requestHeaders: Record<string, string>, payload: string, until: string) {
+  const res = await request(url, { method: 'POST', headers: requestHeaders, body: payload, dispatcher });
+  const frames = res.body[Symbol.asyncIterator]();
+  for (let seen = ''; !seen.includes(until); ) {
+    const next = await frames.next();
+    if (next.done) throw new Error(`the stream ended before its first frame: ${seen.slice(0, 300)}`);
+    seen += String(next.value);
+  }
+  return res;
+}
+
+/** A floor of bench/held-streams.ts: its readings before and after STREAMS streams are held. */
+async function floor(kind: 'provider' | 'served', what: string): Promise<{ before: MemoryReadings; after: MemoryReadings }> {
+  progress(what);
+  const child = fork(path.join(import.meta.dirname, 'held-streams.ts'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, MODEL_URL: model.url, STREAMS: String(STREAMS), FLOOR: kind },
+    execArgv: ['--expose-gc'],
+  });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`bench/held-streams.ts exited with ${code} before answering`))));
+  const answer = <T>() => Promise.race([new Promise<T>((resolve) => child.once('message', (msg) => resolve(msg as T))), exited]);
+  const ask = <T>(type: string) => {
+    const answered = answer<T>();
+    child.send({ type });
+    return answered;
+  };
+  const { url } = await answer<{ url?: string }>();
+  const serve = () => held(url ?? '', { 'content-type': 'application/json', accept: 'text/event-stream' }, '{}', 'data:');
+  // The served floor's warm-up, as the server's turns were agentd's (the provider's does its own).
+  if (url) for (let i = 0; i < 20; i++) (await serve()).body.destroy();
+  const before = await ask<MemoryReadings>('memory');
+  const open = url ? await Promise.all(Array.from({ length: STREAMS }, serve)) : await ask('open');
+  const after = await ask<MemoryReadings>('memory');
+  if (Array.isArray(open)) for (const res of open) res.body.destroy();
+  child.kill();
+  process.stderr.write('done\n');
+  return { before, after };
+}
+
 const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`;
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 const progress = (what: string) => process.stderr.write(`${what} … `);
@@ -69,35 +113,13 @@ progress(`${STREAMS} live streams`);
 // Each answer's frames come seconds apart: its first text arrives (and with it the stream's
 // first frames) while the rest is still to come.
 await model.ask({ type: 'pace', ms: PACE_MS });
-const open = await Promise.all(
-  Array.from({ length: STREAMS }, async () => {
-    const res = await request(invokeUrl, { method: 'POST', headers: { ...headers, accept: 'text/event-stream' }, body: body(undefined, [], 'allow'), dispatcher });
-    // The first frame (turn_start) says the turn is live; the rest waits on the model. Read
-    // without ending the loop, which would close the stream: the client stays connected.
-    const frames = res.body[Symbol.asyncIterator]();
-    for (let seen = ''; !seen.includes('turn_start'); ) {
-      const next = await frames.next();
-      if (next.done) throw new Error(`the stream ended before its first frame: ${seen.slice(0, 300)}`);
-      seen += String(next.value);
-    }
-    return res;
-  }),
-);
+const open = await Promise.all(Array.from({ length: STREAMS }, () => held(invokeUrl, { ...headers, accept: 'text/event-stream' }, body(undefined, [], 'allow'), 'turn_start')));
 const streaming = await memory();
 process.stderr.write('done\n');
 for (const res of open) res.body.destroy();
 
-progress(`${STREAMS} streams held by the AI SDK's provider alone`);
-const floor = await new Promise<{ before: MemoryReadings; after: MemoryReadings }>((resolve, reject) => {
-  const child = fork(path.join(import.meta.dirname, 'held-streams.ts'), [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, MODEL_URL: model.url, STREAMS: String(STREAMS) },
-    execArgv: ['--expose-gc'],
-  });
-  child.once('message', resolve);
-  child.once('exit', (code) => reject(new Error(`bench/held-streams.ts exited with ${code} before answering`)));
-});
-process.stderr.write('done\n');
+const provider = await floor('provider', `${STREAMS} streams held by the AI SDK's provider alone`);
+const served = await floor('served', `${STREAMS} streams of the provider served by a bare Fastify`);
 
 const row = (what: string, before: Memory, after: Memory, items: number) =>
   `| ${what} | ${kb((after.rssAnon - before.rssAnon) / items)} | ${kb((after.rss - before.rss) / items)} | ${kb((after.heapUsed - before.heapUsed) / items)} | ${kb((after.heapTotal - before.heapTotal) / items)} | ${kb((after.external - before.external) / items)} |`;
@@ -111,7 +133,8 @@ const tables = (reading: keyof MemoryReadings, title: string) => [
   `| each one held, ${title} ${columns}`,
   row(`paused session (${PAUSED})`, warm[reading], paused[reading], PAUSED),
   row(`live SSE stream, its model answering (${STREAMS})`, paused[reading], streaming[reading], STREAMS),
-  row(`floor: the provider's stream alone (${STREAMS})`, floor.before[reading], floor.after[reading], STREAMS),
+  row(`floor: the provider's stream alone (${STREAMS})`, provider.before[reading], provider.after[reading], STREAMS),
+  row(`floor: the provider's stream served by a bare Fastify (${STREAMS})`, served.before[reading], served.after[reading], STREAMS),
   '',
 ];
 process.stdout.write(
