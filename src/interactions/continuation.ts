@@ -55,7 +55,7 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
   const first = answered[0];
   if (!first) return;
   const paused = await store.turns.get(projectId, pausedTurnId);
-  const state = first.state as PausedState | null;
+  const state = (await store.pausedStates.get(projectId, pausedTurnId)) as PausedState | undefined;
   if (!paused || !state) {
     log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
     return;

@@ -4,12 +4,12 @@ import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { PausedState } from '../sessions/paused-state.ts';
 import type { Store } from '../store/db.ts';
-import type { InteractionChange, InteractionRecord as StoredInteraction } from '../store/interactions.ts';
+import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
 import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
 import { lateAnswer } from './late-answers.ts';
 
-/** The record as the API shows it: the paused turn's stored state stays inside the service. */
-export function interactionView(record: InteractionChange): InteractionRecord {
+/** The record as the API shows it, with the reference's `token` and `data` beside agentd's own fields. */
+export function interactionView(record: StoredInteraction): InteractionRecord {
   return {
     id: record.id,
     project_id: record.project_id,
@@ -142,7 +142,7 @@ export class InteractionService {
    * waiting where nobody sees why.
    */
   private async checkContinuable(projectId: string, record: StoredInteraction): Promise<void> {
-    const state = record.state as PausedState | null;
+    const state = (await this.store.pausedStates.get(projectId, record.turn_id)) as PausedState | undefined;
     if (!state) return;
     try {
       await this.deps.turns.checkRunsWithoutSecrets(projectId, state.template);

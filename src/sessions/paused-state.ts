@@ -3,7 +3,7 @@ import type { EffectiveTemplate } from '../agent/template.ts';
 import type { Message } from '../contract/messages.ts';
 
 /**
- * What a paused turn stores with its interactions, so it can be continued by any process later.
+ * What a paused turn stores, once beside its interactions, so any process can continue it later.
  * Stored masked: secrets the conversation repeats never reach the database.
  */
 export interface PausedState {

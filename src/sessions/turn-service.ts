@@ -96,25 +96,37 @@ export class TurnService {
     return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded, trailing);
   }
 
-  /** Runs the continuation of answers given through the API, or follows the one they started. */
+  /**
+   * Runs the continuation of answers given through the API, or follows the one they started. The
+   * run does not force at first, even for a re-post that asks to: the turn holding the session may
+   * be the one these very answers started, between the look and the run, and a takeover would
+   * cancel it. Only a turn that is not theirs is taken over.
+   */
   private async takeUp(plan: TurnPlan, answered: ReadonlySet<string>, trailing: HistoryCall[]): Promise<LiveTurn> {
     const taking = async () => {
       const live = await this.liveTurn(plan.projectId, plan.sessionId);
       return live && [...answered].some((id) => live.takesUp.has(id)) ? live : undefined;
     };
-    try {
-      return (await taking()) ?? (await this.run({ ...plan, outOfBand: answered }));
-    } catch (error) {
-      if (!isAppError(error)) throw error;
-      // That continuation took the session between the look and the run…
-      if (error.type === 'session-busy') return (await taking()) ?? Promise.reject(error);
-      // …or took the answers up, and may have ended, before this run could claim them.
-      if (error.type === 'interaction-not-pending') {
-        const now = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
-        if (now && 'continuation' in now) return this.continuation(plan, now.continuation);
+    const running = async (force: boolean): Promise<LiveTurn> => {
+      try {
+        return await this.run({ ...plan, force, outOfBand: answered });
+      } catch (error) {
+        if (!isAppError(error)) throw error;
+        // That continuation took the session between the look and the run…
+        if (error.type === 'session-busy') {
+          const live = await taking();
+          if (live) return live;
+          if (plan.force && !force) return running(true);
+        }
+        // …or took the answers up, and may have ended, before this run could claim them.
+        if (error.type === 'interaction-not-pending') {
+          const now = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
+          if (now && 'continuation' in now) return this.continuation(plan, now.continuation);
+        }
+        throw error;
       }
-      throw error;
-    }
+    };
+    return (await taking()) ?? running(false);
   }
 
   /** The turn that took up answers given through the API: live, or as it ended. */
@@ -409,6 +421,10 @@ export class TurnService {
       for await (const raw of events) {
         for (const event of redactEvent(raw)) {
           if (event.type === 'interaction_request') {
+            if (!stored) {
+              stored = redact(state);
+              await store.pausedStates.save({ projectId: turn.projectId, sessionId: turn.sessionId, turnId: turn.id, state: stored });
+            }
             await store.interactions.create({
               id: event.data.id,
               project_id: turn.projectId,
@@ -417,7 +433,6 @@ export class TurnService {
               kind: event.data.kind,
               tool_call_id: event.data.payload.tool_call_id,
               request: { tool: event.data.tool, args: event.data.payload.input, tool_call_id: event.data.payload.tool_call_id },
-              state: (stored ??= redact(state)),
             });
           }
           emit(event);

@@ -43,9 +43,9 @@ export function fromJson<T>(text: string | null): T | null {
 
 /**
  * `record` with `key` read from a JSON column when first asked for, not when the row is read: a
- * turn's request and a paused turn's state hold the whole conversation (225 KB at 1,000
- * messages), and most readers of the row never look at them (BENCHMARKS.md, "JSON columns parsed
- * when read"). The value is parsed once and then kept as a plain property, in the key's place.
+ * turn's request holds the whole conversation (225 KB at 1,000 messages), and most readers of the
+ * row never look at it (BENCHMARKS.md, "JSON columns parsed when read"). The value is parsed once
+ * and then kept as a plain property, in the key's place.
  */
 export function withLazyJson<T extends object>(record: T, key: keyof T & string, text: string | null): T {
   const settle = (value: unknown) => Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });

@@ -13,6 +13,7 @@ import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { createMigrator, migrateToLatest } from './migrate.ts';
 import { channelPrefix, createPgNotifications, type Notifications } from './notifications.ts';
+import { createPausedStatesRepo, type PausedStatesRepo } from './paused-states.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import { runPreparedDirectly } from './prepared.ts';
 import type { Database } from './schema.ts';
@@ -28,6 +29,7 @@ export interface Store {
   sessions: SessionsRepo;
   turns: TurnsRepo;
   interactions: InteractionsRepo;
+  pausedStates: PausedStatesRepo;
   leases: LeasesRepo;
   connections: ConnectionsRepo;
   configs: ConfigsRepo;
@@ -210,6 +212,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     sessions,
     turns: createTurnsRepo(db, kind, { sessions, leases }),
     interactions: createInteractionsRepo(db),
+    pausedStates: createPausedStatesRepo(db),
     leases,
     connections: createConnectionsRepo(db, box),
     configs: createConfigsRepo(db, kind),

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { InteractionKind } from '../contract/events.ts';
 import type { InteractionQuery } from '../contract/interactions.ts';
-import { fromJson, nowIso, toJson, withLazyJson } from './columns.ts';
+import { fromJson, nowIso, toJson } from './columns.ts';
 import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
 import type { Database, InteractionStatus, InteractionsTable } from './schema.ts';
 
@@ -26,8 +26,6 @@ export interface InteractionRecord {
   request: InteractionRequest;
   answer: JsonObject | null;
   resolution: JsonObject | null;
-  /** The paused turn's state, enough to continue it out of band. */
-  state: unknown;
   created_at: string;
   updated_at: string;
 }
@@ -40,7 +38,6 @@ export interface NewInteraction {
   kind: InteractionKind;
   tool_call_id: string;
   request: InteractionRequest;
-  state?: unknown;
 }
 
 export interface Transition {
@@ -56,24 +53,7 @@ export type InteractionFilters = Pick<InteractionQuery, 'session_id' | 'turn_id'
 /** States a record can still leave; `resolved` and `cancelled` are final (design.md §4). */
 export const OPEN_INTERACTION_STATUSES: readonly InteractionStatus[] = ['pending', 'responded'];
 
-/** A record as a change leaves it: all but the paused turn's state, which holds the whole conversation and which no caller of a change reads. */
-export type InteractionChange = Omit<InteractionRecord, 'state'>;
-const CHANGE_COLUMNS = [
-  'id',
-  'project_id',
-  'session_id',
-  'turn_id',
-  'kind',
-  'status',
-  'tool_call_id',
-  'request_json',
-  'answer_json',
-  'resolution_json',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof InteractionsTable)[];
-
-function toChange(row: Omit<Selectable<InteractionsTable>, 'state_json'>): InteractionChange {
+function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
   return {
     id: row.id,
     project_id: row.project_id,
@@ -90,10 +70,6 @@ function toChange(row: Omit<Selectable<InteractionsTable>, 'state_json'>): Inter
   };
 }
 
-function toInteraction(row: Selectable<InteractionsTable>): InteractionRecord {
-  return withLazyJson({ ...toChange(row), state: null as unknown }, 'state', row.state_json);
-}
-
 export function createInteractionsRepo(db: Kysely<Database>) {
   async function create(input: NewInteraction): Promise<InteractionRecord> {
     const at = nowIso();
@@ -108,7 +84,6 @@ export function createInteractionsRepo(db: Kysely<Database>) {
       request_json: JSON.stringify(input.request),
       answer_json: null,
       resolution_json: null,
-      state_json: toJson(input.state),
       created_at: at,
       updated_at: at,
     };
@@ -229,7 +204,7 @@ export function createInteractionsRepo(db: Kysely<Database>) {
    * is missing, in another project, or in a state outside `from`. `answer`/`resolution` are
    * written only when given.
    */
-  async function transition(projectId: string, id: string, change: Transition): Promise<InteractionChange | undefined> {
+  async function transition(projectId: string, id: string, change: Transition): Promise<InteractionRecord | undefined> {
     if (change.from.length === 0) return undefined;
     const row = await db
       .updateTable('interactions')
@@ -242,9 +217,9 @@ export function createInteractionsRepo(db: Kysely<Database>) {
       .where('id', '=', id)
       .where('project_id', '=', projectId)
       .where('status', 'in', change.from)
-      .returning(CHANGE_COLUMNS)
+      .returningAll()
       .executeTakeFirst();
-    return row && toChange(row);
+    return row && toInteraction(row);
   }
 
   /**

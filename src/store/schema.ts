@@ -65,9 +65,17 @@ export interface InteractionsTable {
   request_json: string;
   answer_json: string | null;
   resolution_json: string | null;
-  state_json: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** What a paused turn needs to go on out of band: the conversation so far and its template (sessions/paused-state.ts). */
+export interface PausedStatesTable {
+  turn_id: string;
+  project_id: string;
+  session_id: string;
+  state_json: string;
+  created_at: string;
 }
 
 export interface SessionLeasesTable {
@@ -193,6 +201,7 @@ export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
   interactions: InteractionsTable;
+  paused_states: PausedStatesTable;
   session_leases: SessionLeasesTable;
   connections: ConnectionsTable;
   artifacts: ArtifactsTable;

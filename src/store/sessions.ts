@@ -96,14 +96,14 @@ export function createSessionsRepo(db: Kysely<Database>, engine: Engine) {
   }
 
   /**
-   * Deletes the session and everything recorded under it (turns, interactions, its lease) in one
+   * Deletes the session and everything recorded under it (turns, interactions, paused states, its lease) in one
    * transaction, so a failure leaves the session whole rather than half gone. True when there was
    * anything to delete. The session folder on disk is the caller's to remove.
    */
   async function remove(projectId: string, sessionId: string): Promise<boolean> {
     return db.transaction().execute(async (trx) => {
       let removed = 0;
-      for (const table of ['interactions', 'turns', 'session_leases'] as const) {
+      for (const table of ['interactions', 'paused_states', 'turns', 'session_leases'] as const) {
         const result = await trx.deleteFrom(table).where('project_id', '=', projectId).where('session_id', '=', sessionId).executeTakeFirst();
         removed += Number(result.numDeletedRows);
       }

@@ -92,7 +92,7 @@ describe('per-request secrets', () => {
     const json = JSON.parse(await text(await h.invoke(paused)));
     expect(json.data.outputs.stop_reason).toBe('paused');
     const record = await h.store.interactions.get(h.projectId, json.data.outputs.pending_interaction.id);
-    const stored = JSON.stringify(record!.state);
+    const stored = JSON.stringify(await h.store.pausedStates.get(h.projectId, record!.turn_id));
     expect(stored).toContain('use [redacted] and [redacted]');
     expect(stored).not.toContain(SECRET);
     expect(stored).not.toContain(CREDENTIAL);

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { CompiledQuery, createQueryId, type RootOperationNode } from 'kysely';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { InteractionKind } from '../../src/contract/events.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
-import { OPEN_INTERACTION_STATUSES } from '../../src/store/interactions.ts';
+import { createInteractionsRepo, OPEN_INTERACTION_STATUSES } from '../../src/store/interactions.ts';
 import { freshDatabase } from '../support/database.ts';
 import { sleep, tempDir } from './helpers.ts';
 
 const dir = await tempDir('interactions');
 
-function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', state?: unknown, extra: { turn_id?: string; kind?: InteractionKind } = {}) {
+function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', extra: { turn_id?: string; kind?: InteractionKind } = {}) {
   const toolCallId = `call_${randomUUID()}`;
   return store.interactions.create({
     id: randomUUID(),
@@ -19,16 +20,14 @@ function newInteraction(store: Store, projectId = 'p1', sessionId = 's1', state?
     kind: extra.kind ?? 'user_approval',
     tool_call_id: toolCallId,
     request: { tool: 'bash', args: { command: 'ls' }, tool_call_id: toolCallId },
-    state,
   });
 }
 
 describe('interactions', () => {
   it('creates a pending record and reads it back with its JSON parsed', async () => {
     const store = await openStore({ dataDir: ':memory:' });
-    const state = { messages: [{ role: 'user', content: 'go' }], step: 3 };
-    const created = await newInteraction(store, 'p1', 's1', state);
-    expect(created).toMatchObject({ status: 'pending', kind: 'user_approval', answer: null, resolution: null, state });
+    const created = await newInteraction(store, 'p1', 's1');
+    expect(created).toMatchObject({ status: 'pending', kind: 'user_approval', answer: null, resolution: null });
     expect(created.request).toEqual({ tool: 'bash', args: { command: 'ls' }, tool_call_id: created.tool_call_id });
     expect(await store.interactions.get('p1', created.id)).toEqual(created);
     expect(await store.interactions.listPending('p1', 's1')).toEqual([created]);
@@ -49,14 +48,23 @@ describe('interactions', () => {
     await store.close();
   });
 
-  it('leaves the paused state in the row on a change, without reading it back', async () => {
+  it('looks up a session’s or a turn’s interactions without reading every interaction of the project', async () => {
     const store = await openStore({ dataDir: ':memory:' });
-    const state = { history: [{ role: 'user', content: 'go' }] };
-    const created = await newInteraction(store, 'p1', 's1', state);
-    const answered = await store.interactions.transition('p1', created.id, { from: ['pending'], to: 'responded', answer: { approved: true } });
-    expect(answered).toBeDefined();
-    expect('state' in answered!).toBe(false);
-    expect((await store.interactions.get('p1', created.id))?.state).toEqual(state);
+    const queries: RootOperationNode[] = [];
+    const repo = createInteractionsRepo(store.db.withPlugin({ transformQuery: ({ node }) => (queries.push(node), node), transformResult: async ({ result }) => result }));
+    await repo.listPending('p1', 's1');
+    await repo.query('p1', { turn_id: 't1' }, { limit: 200 });
+    await repo.query('p1', { session_id: 's1' }, { limit: 50 });
+    await repo.query('p1', { session_id: 's1', status: 'pending' }, { limit: 50 });
+    await repo.ofToolCalls('p1', 's1', ['call_a', 'call_b']);
+    await repo.cancelPending('p1', 's1');
+    expect(queries).toHaveLength(6);
+    for (const node of queries) {
+      const compiled = store.db.getExecutor().compileQuery(node, createQueryId());
+      const plan = await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]));
+      const steps = plan.rows.map((row) => row.detail).join(' | ');
+      expect(steps, compiled.sql).toMatch(/USING INDEX interactions_(session|session_created|turn)_idx \(project_id=\? AND (session|turn)_id=\?/);
+    }
     await store.close();
   });
 
@@ -129,10 +137,10 @@ describe('interactions', () => {
 
   it('queries a project’s records oldest first by any filter, one page at a time', async () => {
     const store = await openStore({ dataDir: ':memory:' });
-    const a = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't1' });
-    const b = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't2', kind: 'client_tool' });
-    const c = await newInteraction(store, 'p1', 's2', undefined, { turn_id: 't3' });
-    const d = await newInteraction(store, 'p1', 's1', undefined, { turn_id: 't2' });
+    const a = await newInteraction(store, 'p1', 's1', { turn_id: 't1' });
+    const b = await newInteraction(store, 'p1', 's1', { turn_id: 't2', kind: 'client_tool' });
+    const c = await newInteraction(store, 'p1', 's2', { turn_id: 't3' });
+    const d = await newInteraction(store, 'p1', 's1', { turn_id: 't2' });
     await newInteraction(store, 'p2', 's1');
     // Equal timestamps are ordered by id and still each reached once.
     await store.db.updateTable('interactions').set({ created_at: '2030-01-01T00:00:00.000Z' }).where('id', 'in', [b.id, c.id, d.id]).execute();

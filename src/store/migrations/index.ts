@@ -11,6 +11,8 @@ import { sessionListing } from './0009_session_listing.ts';
 import { apiKeyLastUsed } from './0010_api_key_last_used.ts';
 import { evaluationSlots } from './0011_evaluation_slots.ts';
 import { runningClaimsIndex } from './0012_running_claims_index.ts';
+import { pausedStates } from './0013_paused_states.ts';
+import { interactionLookups } from './0014_interaction_lookups.ts';
 
 /**
  * Every migration, by name. Kysely applies them in name order, so names start with a zero-padded
@@ -29,4 +31,6 @@ export const migrations: Record<string, Migration> = {
   '0010_api_key_last_used': apiKeyLastUsed,
   '0011_evaluation_slots': evaluationSlots,
   '0012_running_claims_index': runningClaimsIndex,
+  '0013_paused_states': pausedStates,
+  '0014_interaction_lookups': interactionLookups,
 };
