@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { continuePausedTurn } from '../../src/interactions/continuation.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
 import { adminOf, connectionsApi } from '../connections/client.ts';
 import { agentdChat } from '../support/headless-chat.ts';
@@ -348,6 +349,33 @@ describe('a client tool settled through /transition, then resumed in band', () =
     const assistants = chat.messages.filter((m) => m.role === 'assistant');
     expect(assistants.map((m) => m.id)).toEqual([assistant.id]);
     expect(texts(assistants[0])).toEqual(['Red, at last.']);
+    expect(h.model.requests).toHaveLength(2);
+  });
+
+  it('a continuation that takes the session between the re-post\'s look and its run: the re-post follows it, never takes it over', async () => {
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red', 'blue'] } }] }, { text: 'Green it is.', latencyMs: 300 }]);
+    const { chat, assistant, part, token } = await pausedChat();
+    // Answered, and not yet continued; the continuation starts when the re-post (which forces, as a
+    // chat does) asks for the session, and holds it before the re-post's ask goes through.
+    const paused = await h.store.interactions.transition(h.projectId, token, { from: ['pending'], to: 'responded', answer: { output: 'green' } });
+    const { leases } = h.store;
+    const { acquire } = leases;
+    leases.acquire = async (...args) => {
+      leases.acquire = acquire;
+      void continuePausedTurn({ store: h.store, turns: h.app.turns, log: h.app.log }, h.projectId, paused!.turn_id);
+      await waitFor(async () => (await h.app.turns.liveTurn(h.projectId, chat.id)) !== undefined, 'the continuation to hold the session');
+      return acquire(...args);
+    };
+    try {
+      await chat.addToolOutput({ tool: 'pick_color', toolCallId: part.toolCallId, output: 'green' });
+      await chat.untilFinished(2);
+    } finally {
+      leases.acquire = acquire;
+    }
+    expect(chat.error).toBeUndefined();
+    const assistants = chat.messages.filter((m) => m.role === 'assistant');
+    expect(assistants.map((m) => m.id)).toEqual([assistant.id]);
+    expect(texts(assistants[0])).toEqual(['Green it is.']);
     expect(h.model.requests).toHaveLength(2);
   });
 
