@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, createQueryId, type RootOperationNode } from 'kysely';
 import path from 'node:path';
+import { CompiledQuery, createQueryId, type RootOperationNode } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { InteractionKind } from '../../src/contract/events.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
