@@ -320,11 +320,14 @@ export class TurnService {
     if (harness) this.takeHarnessProcess();
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
-      await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
+      const claimed = await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
       if (!plan.privateSession) {
         // Answers given through the API to a pause this turn leaves behind are abandoned with it;
         // left `responded`, they would be continued at the next start, behind the user's back.
-        if (!plan.newSession) await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
+        const abandoned = plan.newSession ? 0 : await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
+        // Every pause before this turn is settled now, answered or abandoned: no turn goes on from
+        // its state again, so a session keeps one conversation at most, not one per pause.
+        if (claimed + abandoned > 0) await store.pausedStates.removeSession(projectId, sessionId);
         await store.turns.create(record);
       }
     } catch (error) {
@@ -453,7 +456,9 @@ export class TurnService {
             : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
       if (!isAppError(error) && !aborted && !timedOut) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
       status = aborted ? (isCancel(reason) ? 'cancelled' : 'interrupted') : 'failed';
-      if (aborted && isCancel(reason)) await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES);
+      if (aborted && isCancel(reason) && (await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES)) > 0) {
+        await store.pausedStates.removeSession(turn.projectId, turn.sessionId);
+      }
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
       emit(doneEvent(aborted ? (status as 'interrupted' | 'cancelled') : 'error'));
@@ -624,7 +629,7 @@ function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
  * Marks the answers this turn consumes `resolved`, each atomically from the state it must be in
  * (in band: `pending`; out of band: `responded`), so no answer is ever consumed twice. All or
  * none: when one was answered meanwhile through the API, the others stay as they were, not
- * consumed by a turn that does not run.
+ * consumed by a turn that does not run. Returns how many it claimed.
  */
 async function claimAnswers(
   store: Store,
@@ -632,15 +637,16 @@ async function claimAnswers(
   turnId: string,
   inBand: ReadonlyArray<{ id: string; answer: Record<string, unknown> }>,
   outOfBand: ReadonlySet<string>,
-): Promise<void> {
+): Promise<number> {
   const claims = [
     ...inBand.filter((a) => !outOfBand.has(a.id)).map((a) => ({ id: a.id, from: 'pending' as const, answer: a.answer, via: 'in_band' })),
     ...[...outOfBand].map((id) => ({ id, from: 'responded' as const, answer: undefined, via: 'out_of_band' })),
   ];
-  if (claims.length === 0) return;
+  if (claims.length === 0) return 0;
   const failed = await store.interactions.transitionAll(
     projectId,
     claims.map((claim) => ({ id: claim.id, from: [claim.from], to: 'resolved', ...(claim.answer ? { answer: claim.answer } : {}), resolution: { via: claim.via, turn_id: turnId } })),
   );
   if (failed) throw new AppError('interaction-not-pending', `interaction "${failed}" was answered meanwhile; it cannot be answered again`);
+  return claims.length;
 }

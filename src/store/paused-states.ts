@@ -21,7 +21,12 @@ export function createPausedStatesRepo(db: Kysely<Database>) {
     return row && JSON.parse(row.state_json);
   }
 
-  return { save, get };
+  /** Removes every paused state of the session: once its pauses are all settled, none is read again. */
+  async function removeSession(projectId: string, sessionId: string): Promise<void> {
+    await db.deleteFrom('paused_states').where('project_id', '=', projectId).where('session_id', '=', sessionId).execute();
+  }
+
+  return { save, get, removeSession };
 }
 
 export type PausedStatesRepo = ReturnType<typeof createPausedStatesRepo>;

@@ -24,7 +24,7 @@ async function paused(content = 'original', session = sid('appr')) {
   expect(json.data.outputs.stop_reason).toBe('paused');
   const messages = json.data.outputs.messages as Array<Record<string, any>>;
   const id = json.data.outputs.pending_interaction.id as string;
-  return { session, id, messages, file: `${h.sessionDir(session)}/a.txt` };
+  return { session, id, turnId: json.turn_id as string, messages, file: `${h.sessionDir(session)}/a.txt` };
 }
 
 function decide(messages: Array<Record<string, any>>, approval: Record<string, unknown>, patch: Record<string, unknown> = {}) {
@@ -37,6 +37,7 @@ const repost = (session: string, messages: unknown[], headers: Record<string, st
 describe('approve', () => {
   it('runs the tool, resolves the interaction and continues to the final text', async () => {
     const p = await paused('approved content');
+    expect(await h.store.pausedStates.get(h.projectId, p.turnId)).toMatchObject({ history: first });
     h.model.reset();
     const json = await readJson(await repost(p.session, decide(p.messages, { approved: true })));
     const out = json.data.outputs;
@@ -48,6 +49,8 @@ describe('approve', () => {
     expect(record).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { via: 'in_band', turn_id: json.turn_id } });
     expect(h.model.requests).toHaveLength(1);
     expect(h.model.requests[0]!.messages.find((m) => m.role === 'tool')?.content).toContain('a.txt');
+    // Settled: no turn goes on from that pause again, so its state is not kept.
+    expect(await h.store.pausedStates.get(h.projectId, p.turnId)).toBeUndefined();
   });
 
   it.each([
@@ -184,6 +187,7 @@ describe('abandoning a pause', () => {
     const json = await readJson(res);
     expect(json.data.outputs.stop_reason).toBe('end_turn');
     expect((await h.store.interactions.get(h.projectId, p.id))!.status).toBe('cancelled');
+    expect(await h.store.pausedStates.get(h.projectId, p.turnId)).toBeUndefined();
     expect(existsSync(p.file)).toBe(false);
     // The abandoned call has no result, so it is not sent to the provider (which would refuse it).
     expect(h.model.requests[0]!.messages.some((m) => m.tool_calls?.length)).toBe(false);

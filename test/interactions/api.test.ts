@@ -248,12 +248,17 @@ describe('continuations', () => {
     ]);
     const references = { workflow: { slug: 'writer' } };
     const first = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write two' }], writeAgent, { session_id: session, references })));
+    expect(await h.store.pausedStates.get(h.projectId, first.turn_id)).toBeDefined();
     await respond(first.data.outputs.pending_interaction.id, { approved: true });
     const second = await until(() => turnsOf(session), (turns) => turns.length === 2 && turns[0]!.status === 'paused');
     const pendingAgain = (second[0]!.output as { pending_interaction: { id: string } }).pending_interaction;
     expect(second[0]!.request).toMatchObject({ references });
+    // The first pause is settled: only the second's state is kept.
+    expect(await h.store.pausedStates.get(h.projectId, first.turn_id)).toBeUndefined();
+    expect(await h.store.pausedStates.get(h.projectId, second[0]!.id)).toBeDefined();
     await respond(pendingAgain.id, { approved: true });
     const third = await until(() => turnsOf(session), (turns) => turns.length === 3 && turns[0]!.status === 'completed');
+    expect(await h.store.pausedStates.get(h.projectId, second[0]!.id)).toBeUndefined();
     expect(JSON.stringify(third[0]!.output)).toContain('both files written');
     expect(readFileSync(path.join(h.sessionDir(session), 'one.txt'), 'utf8')).toBe('1');
     expect(readFileSync(path.join(h.sessionDir(session), 'two.txt'), 'utf8')).toBe('2');

@@ -46,6 +46,17 @@ describe('paused states', () => {
     expect(await store.pausedStates.get(project, 'turn-a')).toEqual(state);
   });
 
+  it('are removed a session at a time, once its pauses are settled', async () => {
+    const project = (await store.projects.ensure('paused-settled')).id;
+    await store.pausedStates.save({ projectId: project, sessionId: 'settled', turnId: 'turn-1', state });
+    await store.pausedStates.save({ projectId: project, sessionId: 'settled', turnId: 'turn-2', state });
+    await store.pausedStates.save({ projectId: project, sessionId: 'open', turnId: 'turn-3', state });
+    await store.pausedStates.removeSession(project, 'settled');
+    expect(await store.pausedStates.get(project, 'turn-1')).toBeUndefined();
+    expect(await store.pausedStates.get(project, 'turn-2')).toBeUndefined();
+    expect(await store.pausedStates.get(project, 'turn-3')).toEqual(state);
+  });
+
   it('goes with its session when the session is removed', async () => {
     const project = (await store.projects.ensure('paused-remove')).id;
     await store.sessions.touch(project, 'gone');
