@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { AgentEvent } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { knownFacts, learn, onLearned, type ModelFact } from './model-facts.ts';
-import { batchedPerPass, fromWire, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
+import { batchedPerPass, fromWire, toColumns, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
 
 /** One turn's events as they arrive from its thread, read by one consumer. */
 class Channel {
@@ -87,7 +87,7 @@ class PoolThread {
     // An idle pool must not keep the process alive; a turn in flight must.
     worker.ref();
     try {
-      post({ type: 'run', id, input });
+      post({ type: 'run', id, input: { ...input, history: toColumns(input.history) } });
       if (signal.aborted) abort();
       let next = 0;
       for (;;) {

@@ -2,7 +2,7 @@ import module from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { newId } from '../ids.ts';
 import { applyFact, onLearned } from './model-facts.ts';
-import { batchedPerPass, toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
+import { batchedPerPass, fromColumns, toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
 
 // Each thread compiles the AI SDK afresh; the cache (bin/agentd.js enables it for the main thread
 // only) halves a thread's start, 0.23 → 0.12 s of CPU. So the rest loads after it.
@@ -39,9 +39,9 @@ async function run({ id, input }: Extract<FromPool, { type: 'run' }>): Promise<v
   const controller = new AbortController();
   running.set(id, controller);
   try {
-    const { secrets, connection, ...turn } = input;
+    const { secrets, connection, history, ...turn } = input;
     const model = resolveModel(turn.template.llm, settings, secrets, connection);
-    for await (const event of runTurn({ ...turn, model, config: settings, pricing, signal: controller.signal, newInteractionId: newId })) {
+    for await (const event of runTurn({ ...turn, history: fromColumns(history), model, config: settings, pricing, signal: controller.signal, newInteractionId: newId })) {
       post({ type: 'event', id, event });
     }
     post({ type: 'end', id });

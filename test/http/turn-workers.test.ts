@@ -55,6 +55,29 @@ describe('turns on worker threads', () => {
     expect(outputs[0]!.messages.at(-1)).toEqual({ role: 'assistant', content: 'done' });
   });
 
+  it('send the model the same conversation, whatever keys its messages have', async () => {
+    // Messages of different shapes, so the history crosses to the thread with keys some lack.
+    const history = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: [{ type: 'text', text: 'list ' }, { type: 'text', text: 'it' }], id: 'u1', note: 'kept' },
+      { role: 'tool', content: '', tool_call_id: 'c1', tool_name: 'ls', input: { path: '.', depth: [1, { deep: null }] } },
+      { role: 'tool', content: 'a.txt', tool_call_id: 'c1', is_error: false },
+      { role: 'assistant', content: 'one file', id: 'a1' },
+      { role: 'user', content: 'and now?' },
+    ];
+    const bodies = [];
+    for (const h of both()) {
+      h.model.reset();
+      h.model.script({ text: 'nothing more' });
+      await readJson(await h.invoke(invokeBody(history, template({ tools: [builtin('ls')], mode: 'allow' }))));
+      // The first input is the instructions, which name the server's own data folder.
+      const { input, ...rest } = h.model.requests[0]!.body;
+      bodies.push({ ...rest, input: input.slice(1) });
+    }
+    expect(bodies[1]).toEqual(bodies[0]);
+    expect(JSON.stringify(bodies[0])).toContain('list it');
+  });
+
   it('stream the same frames', async () => {
     const agent = template({ tools: [builtin('ls')], mode: 'allow' });
     const streams = [];
@@ -258,7 +281,7 @@ describe('where a turn runs', () => {
 
 describe('the pool', () => {
   const settings: WorkerSettings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false } };
-  const input = (turnId: string) => ({ turnId, sessionId: 's', traceId: 't' }) as PooledTurnInput;
+  const input = (turnId: string) => ({ turnId, sessionId: 's', traceId: 't', history: [] }) as unknown as PooledTurnInput;
 
   it('fails the turns of a thread that dies, and starts a new thread for the next turn', async () => {
     const pool = new TurnPool(1, settings, new URL('../support/crashing-turn-worker.ts', import.meta.url));
