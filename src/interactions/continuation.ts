@@ -45,9 +45,11 @@ function answeredMessage(pausedTurnId: string, state: PausedState, output: Messa
 /**
  * Continues a turn paused on interactions answered through the API (`responded`). It waits until
  * every interaction of that turn has an answer, then runs the next turn of the session from the
- * state stored at the pause — in this process, whichever process paused it.
+ * state stored at the pause — in this process, whichever process paused it. A state is written
+ * once per turn, so one the caller has just read (`known`) is the stored one, and a 225 KB
+ * conversation is not read and parsed again.
  */
-export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string): Promise<void> {
+export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<void> {
   const { store, turns, log } = deps;
   const { items } = await store.interactions.query(projectId, { turn_id: pausedTurnId }, { limit: 200 });
   if (items.some((r) => r.status === 'pending')) return;
@@ -55,7 +57,7 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
   const first = answered[0];
   if (!first) return;
   const paused = await store.turns.get(projectId, pausedTurnId);
-  const state = (await store.pausedStates.get(projectId, pausedTurnId)) as PausedState | undefined;
+  const state = known ?? ((await store.pausedStates.get(projectId, pausedTurnId)) as PausedState | undefined);
   if (!paused || !state) {
     log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
     return;

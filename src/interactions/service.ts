@@ -104,13 +104,13 @@ export class InteractionService {
       throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
     }
     const normalized = normalizeAnswer(record, parsed.data);
-    if (record.status === 'pending') await this.checkContinuable(projectId, record);
+    const state = record.status === 'pending' ? await this.checkContinuable(projectId, record) : undefined;
     const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalized });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
       throw new AppError('interaction-not-pending', lateAnswer(id, now?.status));
     }
-    this.continueInBackground(projectId, record.turn_id);
+    this.continueInBackground(projectId, record.turn_id, state);
     return interactionView(answered);
   }
 
@@ -139,11 +139,11 @@ export class InteractionService {
   /**
    * An answer through the API is acted on with the server's own keys. One its turn could not
    * continue with is refused, and the interaction stays pending, rather than taken and left
-   * waiting where nobody sees why.
+   * waiting where nobody sees why. The state it read is the turn's, for its continuation.
    */
-  private async checkContinuable(projectId: string, record: StoredInteraction): Promise<void> {
+  private async checkContinuable(projectId: string, record: StoredInteraction): Promise<PausedState | undefined> {
     const state = (await this.store.pausedStates.get(projectId, record.turn_id)) as PausedState | undefined;
-    if (!state) return;
+    if (!state) return undefined;
     try {
       await this.deps.turns.checkRunsWithoutSecrets(projectId, state.template);
     } catch (error) {
@@ -156,10 +156,11 @@ export class InteractionService {
         { status: error.status },
       );
     }
+    return state;
   }
 
-  private continueInBackground(projectId: string, turnId: string): void {
-    const work = continuePausedTurn(this.deps, projectId, turnId).finally(() => this.continuing.delete(work));
+  private continueInBackground(projectId: string, turnId: string, state: PausedState | undefined): void {
+    const work = continuePausedTurn(this.deps, projectId, turnId, state).finally(() => this.continuing.delete(work));
     this.continuing.add(work);
   }
 }

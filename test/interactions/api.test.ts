@@ -72,6 +72,24 @@ describe('interactions API', () => {
     expect(continuation!.trace_id).toBe(paused.trace_id);
   });
 
+  it("reads the paused turn's stored conversation once for an answer and its continuation", async () => {
+    const { session, id } = await pauseOnWrite();
+    const reads: string[] = [];
+    const get = h.store.pausedStates.get;
+    h.store.pausedStates.get = (projectId, turnId) => {
+      reads.push(turnId);
+      return get(projectId, turnId);
+    };
+    try {
+      expect((await respond(id, { approved: true })).status).toBe(200);
+      const [continuation] = await settled(session);
+      expect(continuation).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+    } finally {
+      h.store.pausedStates.get = get;
+    }
+    expect(reads).toHaveLength(1);
+  });
+
   it('a denial reaches the model and nothing runs', async () => {
     const { session, id } = await pauseOnWrite();
     expect((await respond(id, { approved: false, reason: 'not now' })).status).toBe(200);
