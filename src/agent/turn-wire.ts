@@ -37,7 +37,8 @@ export interface Columns {
 
 /**
  * A key's values, and which rows have it when not all do. No holes: cloning writes an array with
- * holes key by key, which costs more than the objects did.
+ * holes key by key, which costs more than the objects did. Rows come back with their keys in the
+ * order the keys first appear in the list.
  */
 interface Column {
   key: string;
