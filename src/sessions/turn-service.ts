@@ -52,7 +52,11 @@ export interface TurnServiceDeps {
 export class TurnService {
   readonly live = new Map<string, LiveTurn>();
   private readonly bySession = new Map<string, LiveTurn>();
-  /** Turns taking their session and being set up: a reader that comes now waits for them. */
+  /**
+   * Turns taking their session and being set up, by turn id: a reader that finds one's lease waits
+   * for it. By turn and not by session, because two may be starting on one session at once (an
+   * answer's continuation and a re-post), and the one that gets the lease may be either.
+   */
   private readonly starting = new Map<string, Promise<LiveTurn>>();
   private readonly deps: TurnServiceDeps;
   /** Names this process on the leases it holds. */
@@ -150,12 +154,13 @@ export class TurnService {
    * shared by replicas, the one another replica runs, relayed from there. Undefined when none runs.
    */
   async liveTurn(projectId: string, sessionId: string): Promise<LiveTurn | undefined> {
-    const key = `${projectId}\u0000${sessionId}`;
-    const live = this.bySession.get(key) ?? (await this.starting.get(key)?.catch(() => undefined));
+    const live = this.bySession.get(`${projectId}\u0000${sessionId}`);
     if (live) return live;
     const { store, config } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
     if (lease?.live) {
+      // This process's own, between taking the session and its start (or just ended): never looked for elsewhere.
+      if (lease.holder === this.holder) return this.live.get(lease.turn_id) ?? (await this.starting.get(lease.turn_id)?.catch(() => undefined));
       if (store.notifications) {
         return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, turns: store.turns, leaseTtlMs: config.leaseTtlMs });
       }
@@ -197,13 +202,9 @@ export class TurnService {
     const turnId = newId();
     if (plan.privateSession) return this.begin(plan, turnId);
     const starting = this.takeAndBegin(plan, turnId);
-    // Known here from before the lease is asked for: a reader that finds the lease meanwhile must
-    // not go looking for the turn in another process.
-    const key = `${plan.projectId}\u0000${plan.sessionId}`;
-    if (!this.starting.has(key)) {
-      this.starting.set(key, starting);
-      void starting.catch(() => undefined).finally(() => this.starting.get(key) === starting && this.starting.delete(key));
-    }
+    // Known here from before the lease is asked for: a reader that finds the lease meanwhile waits.
+    this.starting.set(turnId, starting);
+    void starting.catch(() => undefined).finally(() => this.starting.delete(turnId));
     return starting;
   }
 

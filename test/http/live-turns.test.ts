@@ -53,6 +53,49 @@ describe('live turns', () => {
     await expectError(await h.invoke({ session_id: sid('idle') }, { headers: FORCE }), 404, 'not-found', 'no live turn');
   });
 
+  it('attach while two turns start at once follows the one that took the session, whichever began first', async () => {
+    const session = sid('two-starts');
+    h.model.script({ text: 'the later one won' });
+    const { leases, turns } = h.store;
+    const { acquire, get } = leases;
+    const { create } = turns;
+    // The first turn asks for the session only once the second has it; the second is held in its
+    // setup, lease taken, until the attach has read that lease.
+    let secondTook!: () => void;
+    const taken = new Promise<void>((resolve) => (secondTook = resolve));
+    let leaseRead!: () => void;
+    const read = new Promise<void>((resolve) => (leaseRead = resolve));
+    let asked = 0;
+    leases.acquire = async (input) => {
+      if (++asked === 1) return taken.then(() => acquire(input));
+      const got = await acquire(input);
+      secondTook();
+      return got;
+    };
+    turns.create = async (record) => {
+      await read;
+      return create(record);
+    };
+    try {
+      const first = h.invoke(hello(session));
+      await waitFor(async () => asked === 1);
+      const second = h.invoke(hello(session));
+      await expectError(await first, 409, 'session-busy');
+      leases.get = async (...args) => {
+        const lease = await get(...args);
+        leaseRead();
+        return lease;
+      };
+      const attached = await readJson(await h.invoke({ session_id: session }, { headers: FORCE }));
+      const secondBody = await readJson(await second);
+      expect(attached.turn_id).toBe(secondBody.turn_id);
+      expect(attached.data.outputs.messages.at(-1).content).toBe('the later one won');
+    } finally {
+      Object.assign(leases, { acquire, get });
+      turns.create = create;
+    }
+  });
+
   it('force with input cancels the live turn and runs the new one', async () => {
     const session = sid('takeover');
     h.model.script([{ hang: true }, { text: 'the new turn' }]);
