@@ -159,8 +159,7 @@ export class TurnService {
     const { store, config } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
     if (lease?.live) {
-      // This process's own, between taking the session and its start (or just ended): never looked for elsewhere.
-      if (lease.holder === this.holder) return this.live.get(lease.turn_id) ?? (await this.starting.get(lease.turn_id)?.catch(() => undefined));
+      if (lease.holder === this.holder) return this.ownTurn(lease);
       if (store.notifications) {
         return followRemoteTurn(store.notifications, { projectId, sessionId, turnId: lease.turn_id, leases: store.leases, turns: store.turns, leaseTtlMs: config.leaseTtlMs });
       }
@@ -184,7 +183,21 @@ export class TurnService {
     const { store } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
     if (!lease?.live || lease.turn_id.startsWith('delete-')) return undefined;
+    if (lease.holder === this.holder) {
+      const own = await this.ownTurn(lease);
+      own?.controller.abort(STOPPED);
+      await own?.done;
+      return own?.id;
+    }
     return (await store.leases.requestCancel(projectId, sessionId, lease.turn_id)) ? lease.turn_id : undefined;
+  }
+
+  /**
+   * The turn of this process that holds `lease`: running, or still being set up, which is waited
+   * for (a turn's session is taken before it is set up). Undefined once it has ended.
+   */
+  private async ownTurn(lease: Lease): Promise<LiveTurn | undefined> {
+    return this.live.get(lease.turn_id) ?? (await this.starting.get(lease.turn_id)?.catch(() => undefined));
   }
 
   /**

@@ -187,6 +187,40 @@ describe('stopping a live turn', () => {
     expect((await readJson(await h.invoke(hello(session)))).data.outputs.messages.at(-1).content).toBe('next');
   });
 
+  it('stops a turn still being set up, which has its session already: it has ended cancelled when the stop answers', async () => {
+    const session = sid('stop-early');
+    h.model.script({ text: 'never finished', latencyMs: 5_000 });
+    const { leases, turns } = h.store;
+    const { get } = leases;
+    const { create } = turns;
+    let leaseRead!: () => void;
+    const read = new Promise<void>((resolve) => (leaseRead = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    turns.create = async (record) => {
+      held();
+      await read;
+      return create(record);
+    };
+    try {
+      const caller = h.invoke(hello(session));
+      await holding;
+      leases.get = async (...args) => {
+        const lease = await get(...args);
+        leaseRead();
+        return lease;
+      };
+      const res = await stop(session);
+      expect(res.status).toBe(200);
+      const { turn_id } = await res.json();
+      expect((await h.store.turns.get(h.projectId, turn_id))?.status).toBe('cancelled');
+      await expectError(await caller, 409, 'turn-cancelled');
+    } finally {
+      leases.get = get;
+      turns.create = create;
+    }
+  });
+
   it('frees the session when the turn’s ending cannot be written', async () => {
     const session = sid('unwritten');
     // The database refuses the ending once (a lost connection, a full disk).
