@@ -251,7 +251,8 @@ export class TurnService {
             : `session "${sessionId}" is running turn "${current}"; wait for it to end, or send x-ag-session-control: force to take over`,
         );
       }
-      const local = this.live.get(current);
+      // This process's own turn, even one still being set up, is stopped here and now.
+      const local = got.current.holder === this.holder ? await this.ownTurn(got.current) : undefined;
       if (local) {
         local.controller.abort(CANCELLED);
         await local.done;

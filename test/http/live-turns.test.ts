@@ -108,6 +108,49 @@ describe('live turns', () => {
     expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
   });
 
+  it('force takes over a turn still being set up at once, not at its lease\'s next renewal', async () => {
+    // Renewed every 40 s: asked to stop through its lease, the turn would run to its end first.
+    const r = await startHarness({ env: { AGENTD_LEASE_TTL_MS: '120000' } });
+    try {
+      const session = sid('takeover-early');
+      // Whichever turn reaches the model first: the one taken over may, before it is stopped.
+      r.model.script(() => ({ text: 'the new turn' }));
+      const { leases, turns } = r.store;
+      const { acquire } = leases;
+      const { create } = turns;
+      let refused!: () => void;
+      const busy = new Promise<void>((resolve) => (refused = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      let first = true;
+      turns.create = async (record) => {
+        if (first) {
+          first = false;
+          held();
+          await busy;
+        }
+        return create(record);
+      };
+      leases.acquire = async (input) => {
+        const got = await acquire(input);
+        if (!got.acquired) refused();
+        return got;
+      };
+      try {
+        const old = r.invoke(hello(session));
+        await holding;
+        const res = await r.invoke(hello(session), { headers: FORCE });
+        expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
+        await expectError(await old, 409, 'turn-cancelled');
+      } finally {
+        Object.assign(leases, { acquire });
+        turns.create = create;
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a second turn without force is refused while one is live', async () => {
     const session = sid('busy');
     h.model.script({ text: 'first', latencyMs: 300 });
