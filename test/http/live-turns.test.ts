@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Store } from '../../src/store/db.ts';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** A turn runs detached from its caller: others can attach to it, take it over, or leave it. */
@@ -13,6 +14,37 @@ beforeEach(() => h.model.reset());
 const agent = template();
 const hello = (session: string) => invokeBody([{ role: 'user', content: 'hi' }], agent, { session_id: session });
 const FORCE = { 'x-ag-session-control': 'force' };
+
+/**
+ * Holds the first turn that writes its row from now on, in its setup with its session's lease
+ * already taken, until `until` resolves. `held` resolves once it is held.
+ */
+function holdSetup(store: Store, until: Promise<unknown>) {
+  const { create } = store.turns;
+  const held = Promise.withResolvers<void>();
+  let first = true;
+  store.turns.create = async (...args) => {
+    if (first) {
+      first = false;
+      held.resolve();
+      await until;
+    }
+    return create(...args);
+  };
+  return { held: held.promise, restore: () => void (store.turns.create = create) };
+}
+
+/** Resolves once a session's lease has been read from now on. */
+function leaseRead(store: Store) {
+  const { get } = store.leases;
+  const read = Promise.withResolvers<void>();
+  store.leases.get = async (...args) => {
+    const lease = await get(...args);
+    read.resolve();
+    return lease;
+  };
+  return { read: read.promise, restore: () => void (store.leases.get = get) };
+}
 
 async function waitFor(check: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 200; i++) {
@@ -56,43 +88,36 @@ describe('live turns', () => {
   it('attach while two turns start at once follows the one that took the session, whichever began first', async () => {
     const session = sid('two-starts');
     h.model.script({ text: 'the later one won' });
-    const { leases, turns } = h.store;
-    const { acquire, get } = leases;
-    const { create } = turns;
     // The first turn asks for the session only once the second has it; the second is held in its
     // setup, lease taken, until the attach has read that lease.
-    let secondTook!: () => void;
-    const taken = new Promise<void>((resolve) => (secondTook = resolve));
-    let leaseRead!: () => void;
-    const read = new Promise<void>((resolve) => (leaseRead = resolve));
+    const { leases } = h.store;
+    const { acquire } = leases;
+    const secondTook = Promise.withResolvers<void>();
     let asked = 0;
     leases.acquire = async (input) => {
-      if (++asked === 1) return taken.then(() => acquire(input));
+      if (++asked === 1) return secondTook.promise.then(() => acquire(input));
       const got = await acquire(input);
-      secondTook();
+      secondTook.resolve();
       return got;
     };
-    turns.create = async (record) => {
-      await read;
-      return create(record);
-    };
+    const reading = Promise.withResolvers<void>();
+    const setup = holdSetup(h.store, reading.promise);
+    let lease: ReturnType<typeof leaseRead> | undefined;
     try {
       const first = h.invoke(hello(session));
       await waitFor(async () => asked === 1);
       const second = h.invoke(hello(session));
       await expectError(await first, 409, 'session-busy');
-      leases.get = async (...args) => {
-        const lease = await get(...args);
-        leaseRead();
-        return lease;
-      };
+      lease = leaseRead(h.store);
+      reading.resolve(lease.read);
       const attached = await readJson(await h.invoke({ session_id: session }, { headers: FORCE }));
       const secondBody = await readJson(await second);
       expect(attached.turn_id).toBe(secondBody.turn_id);
       expect(attached.data.outputs.messages.at(-1).content).toBe('the later one won');
     } finally {
-      Object.assign(leases, { acquire, get });
-      turns.create = create;
+      leases.acquire = acquire;
+      setup.restore();
+      lease?.restore();
     }
   });
 
@@ -115,36 +140,24 @@ describe('live turns', () => {
       const session = sid('takeover-early');
       // Whichever turn reaches the model first: the one taken over may, before it is stopped.
       r.model.script(() => ({ text: 'the new turn' }));
-      const { leases, turns } = r.store;
+      const { leases } = r.store;
       const { acquire } = leases;
-      const { create } = turns;
-      let refused!: () => void;
-      const busy = new Promise<void>((resolve) => (refused = resolve));
-      let held!: () => void;
-      const holding = new Promise<void>((resolve) => (held = resolve));
-      let first = true;
-      turns.create = async (record) => {
-        if (first) {
-          first = false;
-          held();
-          await busy;
-        }
-        return create(record);
-      };
+      const refused = Promise.withResolvers<void>();
+      const setup = holdSetup(r.store, refused.promise);
       leases.acquire = async (input) => {
         const got = await acquire(input);
-        if (!got.acquired) refused();
+        if (!got.acquired) refused.resolve();
         return got;
       };
       try {
         const old = r.invoke(hello(session));
-        await holding;
+        await setup.held;
         const res = await r.invoke(hello(session), { headers: FORCE });
         expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
         await expectError(await old, 409, 'turn-cancelled');
       } finally {
-        Object.assign(leases, { acquire });
-        turns.create = create;
+        leases.acquire = acquire;
+        setup.restore();
       }
     } finally {
       await r.close();
@@ -233,34 +246,22 @@ describe('stopping a live turn', () => {
   it('stops a turn still being set up, which has its session already: it has ended cancelled when the stop answers', async () => {
     const session = sid('stop-early');
     h.model.script({ text: 'never finished', latencyMs: 5_000 });
-    const { leases, turns } = h.store;
-    const { get } = leases;
-    const { create } = turns;
-    let leaseRead!: () => void;
-    const read = new Promise<void>((resolve) => (leaseRead = resolve));
-    let held!: () => void;
-    const holding = new Promise<void>((resolve) => (held = resolve));
-    turns.create = async (record) => {
-      held();
-      await read;
-      return create(record);
-    };
+    const reading = Promise.withResolvers<void>();
+    const setup = holdSetup(h.store, reading.promise);
+    let lease: ReturnType<typeof leaseRead> | undefined;
     try {
       const caller = h.invoke(hello(session));
-      await holding;
-      leases.get = async (...args) => {
-        const lease = await get(...args);
-        leaseRead();
-        return lease;
-      };
+      await setup.held;
+      lease = leaseRead(h.store);
+      reading.resolve(lease.read);
       const res = await stop(session);
       expect(res.status).toBe(200);
       const { turn_id } = await res.json();
       expect((await h.store.turns.get(h.projectId, turn_id))?.status).toBe('cancelled');
       await expectError(await caller, 409, 'turn-cancelled');
     } finally {
-      leases.get = get;
-      turns.create = create;
+      setup.restore();
+      lease?.restore();
     }
   });
 
