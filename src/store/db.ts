@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kysely, PostgresDialect, sql, type CompiledQuery, type LogEvent } from 'kysely';
+import { Kysely, sql, type CompiledQuery, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
@@ -12,6 +12,7 @@ import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { createMigrator, migrateToLatest } from './migrate.ts';
+import { OwnSchemaPostgresDialect } from './own-schema-dialect.ts';
 import { channelPrefix, createPgNotifications, type Notifications } from './notifications.ts';
 import { createPausedStatesRepo, type PausedStatesRepo } from './paused-states.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
@@ -142,7 +143,7 @@ function openPostgres(url: string, poolSize: number | undefined, listenUrl: stri
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
   const timer = queryTimer();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: timer.log });
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }), log: timer.log });
   let notifications: Notifications | undefined;
   return {
     db,
