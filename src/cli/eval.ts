@@ -1,10 +1,10 @@
 import { createInterface } from 'node:readline/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { allResults, caseExpected, caseFailed, caseInput, caseOutput, compareRuns, meanScore, type AgentdClient, type CaseResult } from '../client/index.ts';
-import { parseCommand } from './args.ts';
+import { runSubcommand, type FlagValues } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, exitWith, remoteClient, numberFlag } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, remoteClient, numberFlag } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 import { terminalWidth, textTable } from './text-table.ts';
 
@@ -61,7 +61,7 @@ const FLAGS = {
 } as const;
 
 type Run = Awaited<ReturnType<AgentdClient['evaluations']['get']>>['evaluation'];
-type Values = { [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string };
+type Values = FlagValues<typeof FLAGS>;
 
 const ended = (run: Run) => !['pending', 'running'].includes(run.data.status);
 const seconds = (ms: number | undefined) => (ms === undefined ? '' : `${(ms / 1000).toFixed(2)}s`);
@@ -215,16 +215,8 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
   }
 }
 
-export async function evalCommand(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(USAGE);
-    return sub ? 0 : 2;
-  }
-  const parsed = parseCommand(rest, FLAGS, USAGE, true);
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  try {
+export function evalCommand(argv: string[]): Promise<number> {
+  return runSubcommand('eval', argv, FLAGS, USAGE, async (sub, values, positionals) => {
     const client = remoteClient(values);
     switch (sub) {
       case 'run':
@@ -249,7 +241,5 @@ export async function evalCommand(argv: string[]): Promise<number> {
       default:
         throw new CliError(`unknown eval command "${sub}"; use run, show, compare or stop`);
     }
-  } catch (error) {
-    return exitWith('eval', error);
-  }
+  });
 }

@@ -1,6 +1,6 @@
 import type { AgentdClient } from '../client/index.ts';
-import { parseCommand } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, numberFlag, remoteClient } from './remote.ts';
+import { runSubcommand, type FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient } from './remote.ts';
 import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage: agentd sessions list [options]
@@ -19,13 +19,22 @@ show   one session: its turns, newest first, with status, stop reason, usage and
 
 ${CONNECTION_HELP}`;
 
+const FLAGS = {
+  prefix: { type: 'string' },
+  pending: { type: 'boolean' },
+  live: { type: 'boolean' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  ...CONNECTION_FLAGS,
+} as const;
+
 type Usage = { input: number; output: number; total: number; cost?: number | undefined } | undefined;
 
 const usageCell = (usage: Usage) => (usage ? `${usage.total}${usage.cost !== undefined ? ` $${usage.cost.toFixed(4)}` : ''}` : '');
 /** Times as the server sends them (UTC), to the minute: a table has no room for more. */
 const when = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace('T', ' ') : '');
 
-async function list(client: AgentdClient, values: { prefix?: string | undefined; pending?: boolean | undefined; live?: boolean | undefined; limit?: string | undefined; json?: boolean | undefined }): Promise<void> {
+async function list(client: AgentdClient, values: FlagValues<typeof FLAGS>): Promise<void> {
   if (values.pending && values.live) throw new CliError('--pending and --live each narrow the list; give one');
   const reply = await client.sessions.list({
     limit: numberFlag(values.limit, 'limit', 20, 1),
@@ -49,7 +58,7 @@ async function list(client: AgentdClient, values: { prefix?: string | undefined;
   if (reply.next) process.stdout.write(`more sessions follow; narrow with --prefix, or raise --limit\n`);
 }
 
-async function show(client: AgentdClient, sessionId: string, values: { limit?: string | undefined; json?: boolean | undefined }): Promise<void> {
+async function show(client: AgentdClient, sessionId: string, values: FlagValues<typeof FLAGS>): Promise<void> {
   const [session, pending] = await Promise.all([
     client.sessions.get(sessionId, { limit: numberFlag(values.limit, 'limit', 20, 1) }),
     client.interactions.query({ session_id: sessionId, status: 'pending' }),
@@ -73,21 +82,8 @@ async function show(client: AgentdClient, sessionId: string, values: { limit?: s
   }
 }
 
-export async function sessionsCommand(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(USAGE);
-    return sub ? 0 : 2;
-  }
-  const parsed = parseCommand(
-    rest,
-    { prefix: { type: 'string' }, pending: { type: 'boolean' }, live: { type: 'boolean' }, limit: { type: 'string' }, json: { type: 'boolean' }, ...CONNECTION_FLAGS },
-    USAGE,
-    true,
-  );
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  try {
+export function sessionsCommand(argv: string[]): Promise<number> {
+  return runSubcommand('sessions', argv, FLAGS, USAGE, async (sub, values, positionals) => {
     if (sub === 'list') {
       if (positionals.length) throw new CliError(`agentd sessions list takes no arguments; filter with --prefix ${positionals[0]}`);
       await list(remoteClient(values), values);
@@ -98,8 +94,5 @@ export async function sessionsCommand(argv: string[]): Promise<number> {
     } else {
       throw new CliError(`unknown sessions command "${sub}"; use list or show`);
     }
-    return 0;
-  } catch (error) {
-    return exitWith('sessions', error);
-  }
+  });
 }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { asText, type AgentdClient } from '../client/index.ts';
-import { parseCommand } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
+import { runSubcommand, type FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, remoteClient } from './remote.ts';
 import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage:
@@ -38,7 +38,7 @@ const FLAGS = {
   ...CONNECTION_FLAGS,
 } as const;
 
-type Values = { [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string };
+type Values = FlagValues<typeof FLAGS>;
 
 const DELIMITERS = { ',': ',', ';': ';', '|': '|', tab: 'tab', '\t': 'tab' } as const;
 
@@ -97,22 +97,11 @@ async function show(client: AgentdClient, id: string | undefined, values: Values
   process.stdout.write(textTable(rows, { right: [0], width, shrink: rows[0]!.map((_, i) => i).slice(1) }));
 }
 
-export async function testsetsCommand(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(USAGE);
-    return sub ? 0 : 2;
-  }
-  const parsed = parseCommand(rest, FLAGS, USAGE, true);
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  try {
+export function testsetsCommand(argv: string[]): Promise<number> {
+  return runSubcommand('testsets', argv, FLAGS, USAGE, async (sub, values, positionals) => {
     if (sub === 'import') await importFile(remoteClient(values), positionals, values);
     else if (sub === 'list') await list(remoteClient(values), values);
     else if (sub === 'show') await show(remoteClient(values), positionals[0], values);
     else throw new CliError(`unknown testsets command "${sub}"; use import, list or show`);
-    return 0;
-  } catch (error) {
-    return exitWith('testsets', error);
-  }
+  });
 }

@@ -1,6 +1,6 @@
 import { AgentdError, type AgentdClient } from '../client/index.ts';
-import { parseCommand } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, numberFlag, remoteClient } from './remote.ts';
+import { runSubcommand, type FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 import { terminalWidth, textTable } from './text-table.ts';
 
@@ -34,7 +34,7 @@ const FLAGS = {
   ...CONNECTION_FLAGS,
 } as const;
 
-type Values = { [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string };
+type Values = FlagValues<typeof FLAGS>;
 
 /** `--template`'s file as revision data: an agent template, or parameters that hold one. */
 function revisionData(file: string): { parameters: Record<string, unknown> } {
@@ -88,20 +88,9 @@ async function deploy(client: AgentdClient, slug: string, values: Values): Promi
   process.stdout.write(`deployed ${slug} / ${entry?.workflow_variant?.slug ?? '?'} v${entry?.workflow_revision?.version ?? '?'} to ${env.slug} (its revision ${env.revision?.version ?? '?'})\n`);
 }
 
-export async function workflowsCommand(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(USAGE);
-    return sub ? 0 : 2;
-  }
-  const parsed = parseCommand(rest, FLAGS, USAGE, true);
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  try {
-    if (sub === 'list') {
-      await list(remoteClient(values), values);
-      return 0;
-    }
+export function workflowsCommand(argv: string[]): Promise<number> {
+  return runSubcommand('workflows', argv, FLAGS, USAGE, async (sub, values, positionals) => {
+    if (sub === 'list') return list(remoteClient(values), values);
     const [slug, ...extra] = positionals;
     if (!['create', 'commit', 'deploy'].includes(sub)) throw new CliError(`unknown workflows command "${sub}"; use list, create, commit or deploy`);
     if (!slug || extra.length) throw new CliError(`agentd workflows ${sub} takes the workflow's slug: agentd workflows ${sub} support-bot`);
@@ -124,8 +113,5 @@ export async function workflowsCommand(argv: string[]): Promise<number> {
     } else {
       await deploy(client, slug, values);
     }
-    return 0;
-  } catch (error) {
-    return exitWith('workflows', error);
-  }
+  });
 }
