@@ -1,7 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { exitWith } from './remote.ts';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+export type Options = NonNullable<ParseArgsConfig['options']>;
 
 /**
  * Parses a command's flags; a mistake prints what was wrong followed by the usage, so the user
@@ -45,29 +44,3 @@ export function parseCommand<O extends Options>(
 /** A command's flags as its functions take them, from its table of options. */
 export type FlagValues<O extends Options> = { [K in keyof O]?: O[K]['type'] extends 'boolean' ? boolean : string };
 
-/**
- * A command made of subcommands (`agentd eval run`, `agentd sessions show ID`): the usage for no
- * subcommand (status 2: there is nothing to run) or for --help, the flags parsed, and whatever the
- * subcommand throws told the way every command tells it (`exitWith`). `run` answers with the exit
- * status, or nothing for 0.
- */
-export async function runSubcommand<O extends Options>(
-  command: string,
-  argv: string[],
-  options: O,
-  usage: string,
-  run: (sub: string, values: FlagValues<O>, positionals: string[]) => Promise<number | void>,
-): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(usage);
-    return sub ? 0 : 2;
-  }
-  const parsed = parseCommand(rest, options, usage, true);
-  if (typeof parsed === 'number') return parsed;
-  try {
-    return (await run(sub, parsed.values as FlagValues<O>, parsed.positionals)) ?? 0;
-  } catch (error) {
-    return exitWith(command, error);
-  }
-}

@@ -1,10 +1,10 @@
 import { createInterface } from 'node:readline/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { allResults, caseExpected, caseFailed, caseInput, caseOutput, compareRuns, meanScore, type AgentdClient, type CaseResult } from '../client/index.ts';
-import { runSubcommand, type FlagValues } from './args.ts';
+import type { FlagValues } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, remoteClient, numberFlag } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, remoteClient, numberFlag, runSubcommand } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 import { terminalWidth, textTable } from './text-table.ts';
 

@@ -1,6 +1,7 @@
 import { createClient, type AgentdClient } from '../client/index.ts';
 import { AgentdError } from '../client/errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
+import { parseCommand, type FlagValues, type Options } from './args.ts';
 
 /**
  * Where the client commands (`invoke`, `run-many`, `testsets`, `eval`) find the server: flags, else
@@ -82,4 +83,31 @@ export function describeFailure(error: unknown): string {
     return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}${hint ? ` (${hint})` : ''}`;
   }
   return (error as Error).message ?? String(error);
+}
+
+/**
+ * A command made of subcommands (`agentd eval run`, `agentd sessions show ID`): the usage for no
+ * subcommand (status 2: there is nothing to run) or for --help, the flags parsed, and whatever the
+ * subcommand throws told the way every command tells it (`exitWith`). `run` answers with the exit
+ * status, or nothing for 0.
+ */
+export async function runSubcommand<O extends Options>(
+  command: string,
+  argv: string[],
+  options: O,
+  usage: string,
+  run: (sub: string, values: FlagValues<O>, positionals: string[]) => Promise<number | void>,
+): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (!sub || sub === '--help' || sub === '-h') {
+    process.stdout.write(usage);
+    return sub ? 0 : 2;
+  }
+  const parsed = parseCommand(rest, options, usage, true);
+  if (typeof parsed === 'number') return parsed;
+  try {
+    return (await run(sub, parsed.values as FlagValues<O>, parsed.positionals)) ?? 0;
+  } catch (error) {
+    return exitWith(command, error);
+  }
 }

@@ -1,6 +1,6 @@
 import type { AgentdClient } from '../client/index.ts';
-import { runSubcommand, type FlagValues } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient } from './remote.ts';
+import type { FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient, runSubcommand } from './remote.ts';
 import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage: agentd sessions list [options]

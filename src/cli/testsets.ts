@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { asText, type AgentdClient } from '../client/index.ts';
-import { runSubcommand, type FlagValues } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, remoteClient } from './remote.ts';
+import type { FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, remoteClient, runSubcommand } from './remote.ts';
 import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage:

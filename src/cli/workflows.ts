@@ -1,6 +1,6 @@
 import { AgentdError, type AgentdClient } from '../client/index.ts';
-import { runSubcommand, type FlagValues } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient } from './remote.ts';
+import type { FlagValues } from './args.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient, runSubcommand } from './remote.ts';
 import { readJsonFile } from './requests.ts';
 import { terminalWidth, textTable } from './text-table.ts';
 

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { agentdCommand } from '../support/child-server.ts';
+
+/**
+ * The commands made of subcommands share one way in (`runSubcommand`, src/cli/remote.ts): what
+ * each answers before it talks to any server. The address leads nowhere; nothing here connects.
+ */
+const agentd = (args: string[]) => agentdCommand(args, { AGENTD_URL: 'http://127.0.0.1:9', AGENTD_API_KEY: 'agd_unused', AGENTD_PROJECT_ID: 'p' });
+
+const COMMANDS = [
+  { name: 'eval', choices: 'use run, show, compare or stop' },
+  { name: 'sessions', choices: 'use list or show' },
+  { name: 'testsets', choices: 'use import, list or show' },
+  { name: 'workflows', choices: 'use list, create, commit or deploy' },
+];
+
+describe.each(COMMANDS)('agentd $name', ({ name, choices }) => {
+  it('prints its usage and exits 2 with no subcommand, 0 with --help', async () => {
+    const bare = await agentd([name]);
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toMatch(new RegExp(`^Usage:\\s+agentd ${name} `));
+    const help = await agentd([name, '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toBe(bare.stdout);
+  });
+
+  it('names the subcommands it has when given another, with exit status 2', async () => {
+    const run = await agentd([name, 'frobnicate']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`agentd ${name}: unknown ${name} command "frobnicate"; ${choices}\n`);
+  });
+
+  it('says which flag it does not know, then its usage, with exit status 2', async () => {
+    const run = await agentd([name, 'list', '--no-such-flag']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--no-such-flag/);
+    expect(run.stderr).toMatch(new RegExp(`Usage:\\s+agentd ${name} `));
+  });
+});
