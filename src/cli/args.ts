@@ -43,4 +43,3 @@ export function parseCommand<O extends Options>(
 
 /** A command's flags as its functions take them, from its table of options. */
 export type FlagValues<O extends Options> = { [K in keyof O]?: O[K]['type'] extends 'boolean' ? boolean : string };
-
