@@ -7,7 +7,7 @@
  * - the `write` tool is offered → a call to `write` (WRITTEN);
  * - otherwise → text, after `latencyMs` (set only for the first-token measurement).
  *
- * Control over IPC from bench/run.ts: `{ type: 'latency', ms }`, `{ type: 'pace', ms }` (the time
+ * Control over IPC from bench/run.ts: `{ type: 'latency', ms, jitterMs? }`, `{ type: 'pace', ms }` (the time
  * between a streamed answer's frames, for streams that stay open: bench/memory.ts), `{ type: 'capture', on }` and
  * `{ type: 'captured' }` (answers with the request bodies seen while capturing, so the floor can
  * send exactly what agentd sends), `{ type: 'reset' }` and `{ type: 'peak' }` (peak concurrent
@@ -17,6 +17,8 @@ import { startFakeModel, type FakeReply, type RecordedRequest } from '../src/tes
 import { STREAM_TEXT, TOOL_ANSWER, WRITTEN, type CapturedRequest, type ModelControl } from './shared.ts';
 
 let latencyMs = 0;
+let jitterMs = 0;
+let draws = seeded(1);
 let paceMs = 0;
 let capturing = false;
 const captured: CapturedRequest[] = [];
@@ -26,7 +28,20 @@ function script(req: RecordedRequest): FakeReply {
   const last = req.messages.at(-1);
   if (last?.role === 'tool') return { text: TOOL_ANSWER };
   if (req.tools.includes('write')) return { toolCalls: [{ name: 'write', input: WRITTEN }] };
-  return { text: STREAM_TEXT, ...(latencyMs > 0 ? { latencyMs } : {}), ...(paceMs > 0 ? { chunkDelayMs: paceMs } : {}) };
+  const latency = latencyMs + (jitterMs > 0 ? Math.round((draws() * 2 - 1) * jitterMs) : 0);
+  return { text: STREAM_TEXT, ...(latency > 0 ? { latencyMs: latency } : {}), ...(paceMs > 0 ? { chunkDelayMs: paceMs } : {}) };
+}
+
+/** mulberry32: numbers in [0, 1) that repeat for a seed, so every client measured gets the same latencies. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 // Recording every request would grow memory for the whole run; the capture above is opt-in.
@@ -36,6 +51,8 @@ process.on('message', (msg: ModelControl) => {
   switch (msg.type) {
     case 'latency':
       latencyMs = msg.ms;
+      jitterMs = msg.jitterMs ?? 0;
+      draws = seeded(1);
       process.send?.({ type: 'ok' });
       break;
     case 'pace':

@@ -4,7 +4,8 @@
  * N × latency / C; the floor is the same N model calls made straight to the model, C at a time.
  * The CLI runs as a child process, as a user runs it, after a warm-up run of BENCH_RUN_MANY_WARMUP
  * inputs; then once more against each of two servers that are not agentd (below), to tell the
- * CLI's share, and the AI SDK's, from agentd's own.
+ * CLI's share, and the AI SDK's, from agentd's own. All of it again with each latency drawn from
+ * latency ± BENCH_RUN_MANY_JITTER_MS (10; 0 leaves those rows out).
  * `npm run bench:run-many`.
  */
 import { execFile } from 'node:child_process';
@@ -23,6 +24,9 @@ const INPUTS = Number(process.env.BENCH_RUN_MANY_INPUTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_RUN_MANY_CONCURRENCY ?? 50);
 const LATENCY_MS = Number(process.env.BENCH_RUN_MANY_LATENCY_MS ?? 100);
 const WARMUP = Number(process.env.BENCH_RUN_MANY_WARMUP ?? 2000);
+// The issue's target is on a model that answers after exactly LATENCY_MS; the second set of rows
+// draws each latency from LATENCY_MS ± JITTER_MS, as a real model's vary (BENCHMARKS.md, "Cases in step").
+const JITTER_MS = Number(process.env.BENCH_RUN_MANY_JITTER_MS ?? 10);
 
 const model = await startModelProcess(LATENCY_MS);
 const ask = model.ask;
@@ -118,22 +122,28 @@ if (WARMUP > 0) {
   await writeFile(warmInputs, Array.from({ length: WARMUP }, (_, i) => JSON.stringify({ message: `warm-up ${i}` })).join('\n'));
   for (const [, target] of targets) await runMany(target, warmInputs);
 }
-const floorMs = await modelFloor(model.url, INPUTS, CONCURRENCY);
 const idealMs = (INPUTS * LATENCY_MS) / CONCURRENCY;
 const rows: string[] = [];
-for (const [name, target] of targets) {
-  const run = await measure(target);
-  rows.push(
-    `| ${name} | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(run.wallMs / 1000).toFixed(2)} s | ${(run.wallMs / idealMs).toFixed(2)} | ${(run.wallMs / floorMs).toFixed(2)} | ${run.peakInFlight} | ${run.ok}/${INPUTS} | ${run.cpu} |`,
-  );
+for (const jitter of JITTER_MS > 0 ? [0, JITTER_MS] : [0]) {
+  // Every client gets the same latencies, drawn afresh in the same order.
+  const latency = () => ask({ type: 'latency', ms: LATENCY_MS, jitterMs: jitter });
+  await latency();
+  const floorMs = await modelFloor(model.url, INPUTS, CONCURRENCY);
+  for (const [name, target] of targets) {
+    await latency();
+    const run = await measure(target);
+    rows.push(
+      `| ${name} | ${jitter > 0 ? `${LATENCY_MS} ± ${jitter}` : LATENCY_MS} ms | ${(idealMs / 1000).toFixed(2)} s | ${(floorMs / 1000).toFixed(2)} s | ${(run.wallMs / 1000).toFixed(2)} s | ${(run.wallMs / idealMs).toFixed(2)} | ${(run.wallMs / floorMs).toFixed(2)} | ${run.peakInFlight} | ${run.ok}/${INPUTS} | ${run.cpu} |`,
+    );
+  }
 }
 
 process.stdout.write(
   [
-    `agentd run-many, ${INPUTS} inputs, concurrency ${CONCURRENCY}, model latency ${LATENCY_MS} ms, ${agentd.turnWorkers} turn worker threads (node ${process.version}, ${os.cpus().length} cores)`,
+    `agentd run-many, ${INPUTS} inputs, concurrency ${CONCURRENCY}, ${agentd.turnWorkers} turn worker threads (node ${process.version}, ${os.cpus().length} cores)`,
     '',
-    '| server | ideal (N × latency / C) | floor (plain model calls) | run-many | run-many / ideal | run-many / floor | peak in flight | succeeded | CPU per input: server / CLI |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| server | model latency | ideal (N × latency / C) | floor (plain model calls) | run-many | run-many / ideal | run-many / floor | peak in flight | succeeded | CPU per input: server / CLI |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'),

@@ -7,7 +7,8 @@ export const WRITTEN = { path: 'notes.txt', content: 'A note the bench asked for
 export const STREAM_TEXT = 'Hello from the fake model: this is the streamed answer, in three pieces.';
 
 export type ModelControl =
-  | { type: 'latency'; ms: number }
+  /** `jitterMs`: each answer's latency drawn evenly from ms ± jitterMs, the same draws after every such message. */
+  | { type: 'latency'; ms: number; jitterMs?: number }
   | { type: 'pace'; ms: number }
   | { type: 'capture'; on: boolean }
   | { type: 'captured' }
