@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import pino from 'pino';
@@ -84,6 +85,11 @@ function logDestination(config: Config, capture: AppDeps['logStream']): { stream
   if (capture) return { stream: capture };
   if (config.logFormat !== 'pretty') return { stream: pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_BATCH_MS }) };
   return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
+}
+
+/** Whether a request carries a body, by its framing headers. */
+function hasBody(raw: IncomingMessage): boolean {
+  return raw.headers['transfer-encoding'] !== undefined || (raw.headers['content-length'] !== undefined && raw.headers['content-length'] !== '0');
 }
 
 /** Fastify's own errors for bad requests, mapped to the stable error types. */
@@ -206,6 +212,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id).header('x-ag-version', CONTRACT_VERSION);
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       throw new AppError('invalid-request', 'the request has no Host header, which HTTP/1.1 requires; send one');
+    }
+    // Bodies are read as they are sent: a compressed one would be parsed as its compressed bytes
+    // (a misleading "not valid JSON", or a stored file that is not what was uploaded).
+    const coding = request.headers['content-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity' && hasBody(request.raw)) {
+      throw new AppError('unsupported-media-type', `the body is sent with Content-Encoding "${coding}", which this server does not decode; send it uncompressed`, { headers: { 'accept-encoding': 'identity' } });
     }
   });
 

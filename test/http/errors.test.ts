@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, findNull, invokeBody, rawPost, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
@@ -198,6 +199,16 @@ describe('the body itself', () => {
     ['a message', `{"data": {"inputs": {"messages": [{"role": "user", "content": "hi", "extra": ${deep}}]}}}`, 'data.inputs.messages[0].extra.a'],
   ])('JSON nested thousands of levels deep in %s → 400 naming where, not a 500', async (_where, raw, path) => {
     await expectError(await h.invoke(raw), 400, 'invalid-request', path);
+  });
+
+  it('a compressed body → 415 naming the coding, not a "not valid JSON" 400 or a parse of its bytes', async () => {
+    const json = JSON.stringify(invokeBody(user, template()));
+    const gzipped = await h.invoke(gzipSync(json), { headers: { 'content-encoding': 'gzip' } });
+    expect(gzipped.headers.get('accept-encoding')).toBe('identity');
+    await expectError(gzipped, 415, 'unsupported-media-type', /Content-Encoding "gzip".*uncompressed/);
+    // Labelled compressed but plain: still refused, since the label is what says how to read it.
+    await expectError(await h.invoke(json, { headers: { 'content-encoding': 'br' } }), 415, 'unsupported-media-type', /"br"/);
+    expect((await h.invoke(json, { headers: { 'content-encoding': 'identity' } })).status).toBe(200);
   });
 
   it('a body that is not JSON → 415 unsupported-media-type', async () => {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FileListing, FileUploaded } from '../../src/contract/sessions.ts';
 import { builtin, expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
@@ -172,6 +173,7 @@ describe('uploading', () => {
     const session = await agentSession();
     await expectError(await putFile(h, session, 'x.json', '{"a":1}', { headers: { 'content-type': 'application/json' } }), 415, 'unsupported-media-type', /application\/octet-stream/);
     await expectError(await putFile(h, session, 'x.txt', 'a=1', { headers: { 'content-type': 'text/plain' } }), 415, 'unsupported-media-type');
+    await expectError(await putFile(h, session, 'x.gz.txt', gzipSync('text'), { headers: { 'content-encoding': 'gzip' } }), 415, 'unsupported-media-type', /Content-Encoding/);
     await expectError(await putFile(h, session, '', 'x'), 400, 'invalid-request', /path is required/);
     await expectError(await putFile(h, session, 'notes', 'x'), 400, 'invalid-request', /directory/);
     await expectError(await putFile(h, session, 'top.md/inner.txt', 'x'), 400, 'invalid-request', /through a file/);

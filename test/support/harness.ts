@@ -96,7 +96,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       fetch(`${url}/services/agent/v0/invoke?${init.query ?? `project_id=${project.id}`}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `ApiKey ${key.key}`, ...init.headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
+        body: typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body),
         ...(init.signal ? { signal: init.signal } : {}),
       }),
     respond: (interactionId, answer) =>
