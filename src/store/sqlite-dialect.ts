@@ -32,14 +32,26 @@ export function openSqliteDatabase(location: string): DatabaseSync {
 }
 
 /**
- * Moves WAL checkpoints off the event loop: the server's connection stops checkpointing and a
- * worker thread does it every `intervalMs`. Returns the function that stops the worker (after a
- * last checkpoint). A `:memory:` database has no WAL and gets no worker.
+ * The largest the WAL grows, in bytes. The worker's checkpoints never wait for the server's writes,
+ * so under a load that commits without a pause they never copy the last frames, the WAL never
+ * starts over, and it grows without bound: 2 GB in 90 s at 2,200 turns a second, with every read
+ * looking through it (BENCHMARKS.md, "The WAL under a load that never pauses"). Past this size the
+ * server's own connection checkpoints right after its commit, when no write can come in between,
+ * so that its next transaction starts the WAL over, and the file is cut back to this size.
  */
-export function checkpointInBackground(db: DatabaseSync, location: string, intervalMs = 500): () => Promise<void> {
+const WAL_CEILING_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Moves WAL checkpoints off the event loop: a worker thread does them every `intervalMs`, and the
+ * server's connection only past `walCeilingBytes` (above). Returns the function that stops the
+ * worker (after a last checkpoint). A `:memory:` database has no WAL and gets no worker.
+ */
+export function checkpointInBackground(db: DatabaseSync, location: string, { intervalMs = 500, walCeilingBytes = WAL_CEILING_BYTES } = {}): () => Promise<void> {
   if (location === ':memory:') return async () => {};
-  db.exec('PRAGMA wal_autocheckpoint = 0');
-  const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { location, intervalMs } });
+  const { page_size: pageSize } = db.prepare('PRAGMA page_size').get() as { page_size: number };
+  db.exec(`PRAGMA wal_autocheckpoint = ${Math.max(1, Math.floor(walCeilingBytes / pageSize))}`);
+  db.exec(`PRAGMA journal_size_limit = ${walCeilingBytes}`);
+  const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { location, intervalMs, ceilingBytes: walCeilingBytes } });
   worker.unref();
   return async () => {
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
