@@ -14,11 +14,13 @@
  * requests since the reset).
  */
 import { startFakeModel, type FakeReply, type RecordedRequest } from '../src/testing/fake-model.ts';
+import { seededRandom } from '../src/testing/seeded-random.ts';
 import { STREAM_TEXT, TOOL_ANSWER, WRITTEN, type CapturedRequest, type ModelControl } from './shared.ts';
 
 let latencyMs = 0;
 let jitterMs = 0;
-let draws = seeded(1);
+// Drawn afresh at each latency message, so every client measured gets the same latencies.
+let draws = seededRandom(1);
 let paceMs = 0;
 let capturing = false;
 const captured: CapturedRequest[] = [];
@@ -32,17 +34,6 @@ function script(req: RecordedRequest): FakeReply {
   return { text: STREAM_TEXT, ...(latency > 0 ? { latencyMs: latency } : {}), ...(paceMs > 0 ? { chunkDelayMs: paceMs } : {}) };
 }
 
-/** mulberry32: numbers in [0, 1) that repeat for a seed, so every client measured gets the same latencies. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Recording every request would grow memory for the whole run; the capture above is opt-in.
 const model = await startFakeModel({ script, record: false });
@@ -52,7 +43,7 @@ process.on('message', (msg: ModelControl) => {
     case 'latency':
       latencyMs = msg.ms;
       jitterMs = msg.jitterMs ?? 0;
-      draws = seeded(1);
+      draws = seededRandom(1);
       process.send?.({ type: 'ok' });
       break;
     case 'pace':

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtin, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { seededRandom } from '../../src/testing/seeded-random.ts';
 import { configsApi, createWorkflow, deploy } from '../configs/client.ts';
 
 /**
@@ -26,18 +27,6 @@ interface Seed {
 let seeds: Seed[] = [];
 
 const PROTO_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
-
-/** mulberry32: small, seeded, good enough to pick mutations. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function deep(levels: number): unknown {
   let value: unknown = 'bottom';
@@ -195,7 +184,7 @@ afterAll(async () => h.close());
 
 describe('hostile input, every route', () => {
   it(`${REQUESTS} mutated requests: never a 5xx, every error the envelope`, async () => {
-    const rnd = random(SEED);
+    const rnd = seededRandom(SEED);
     const failures: string[] = [];
     for (let i = 0; i < REQUESTS && failures.length < 5; i++) {
       const request = mutate(seeds[i % seeds.length]!, rnd);
