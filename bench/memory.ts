@@ -6,7 +6,9 @@
  * the compacting one V8 makes before it gives up on an allocation (the pages go back to the
  * system), each as RSS (what the machine gives the process) and as the V8 heap in use.
  *
- * 1. idle: right after the start, and again after a warm-up of sequential turns;
+ * 1. idle: right after the start, as `agentd serve` starts (turn threads as by default, started
+ *    only once the load calls for them) and as measured below, and again after a warm-up of
+ *    sequential turns;
  * 2. paused sessions: BENCH_MEMORY_PAUSED (2,000) turns that each end paused on an approval;
  * 3. live streams: BENCH_MEMORY_STREAMS (500) SSE turns held open at once, each read to its first
  *    frames while the model streams its answer a frame every 3 s.
@@ -28,8 +30,16 @@ const WARMUP = Number(process.env.BENCH_MEMORY_WARMUP ?? 500);
 const PACE_MS = 3000;
 
 const model = await startModelProcess(0);
+
+// First as `agentd serve` starts (its turn threads as configured by default, ready to start when
+// the load calls for them), idle: what a server that has run no turn holds, threads included.
+const asServed = await startAgentdProcess(model.url, { AGENTD_SHUTDOWN_GRACE_MS: '100' }, ['--expose-gc']);
+await new Promise((resolve) => setTimeout(resolve, 1000));
+const servedIdle = await asServed.ask<MemoryReadings>({ type: 'memory' });
+await asServed.stop();
+
 // Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
-// here would reach it. A turn thread costs 54 MB of its own once started (BENCHMARKS.md).
+// here would reach it. A turn thread costs some 40 MB of its own once started (BENCHMARKS.md, "An idle server").
 const server = await startAgentdProcess(model.url, { AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' }, ['--expose-gc']);
 const memory = () => server.ask<MemoryReadings>({ type: 'memory' });
 
@@ -127,7 +137,8 @@ const whole = (what: string, m: Memory) => `| ${what} | ${mb(m.rssAnon)} | ${mb(
 const columns = '| RSS without file pages | RSS | V8 heap in use | V8 heap reserved | outside the heap |\n|---|---|---|---|---|---|';
 const tables = (reading: keyof MemoryReadings, title: string) => [
   `| agentd, ${title} ${columns}`,
-  whole('idle, just started', idle[reading]),
+  whole('idle, just started as `agentd serve` starts', servedIdle[reading]),
+  whole('idle, just started, every turn on the server thread', idle[reading]),
   whole(`idle, after ${WARMUP} turns`, warm[reading]),
   '',
   `| each one held, ${title} ${columns}`,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createMCPClient, type CallToolResult, type ListToolsResult, type MCPClient, type MCPClientConfig } from '@ai-sdk/mcp';
+import type { CallToolResult, ListToolsResult, MCPClient, MCPClientConfig } from '@ai-sdk/mcp';
 import { dynamicTool, type ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
@@ -156,6 +156,8 @@ async function connectOne(server: McpServer, opts: ConnectOptions, siblings: Abo
   const signal = AbortSignal.any([deadline.signal, siblings, ...(opts.signal ? [opts.signal] : [])]);
   let client: MCPClient | undefined;
   const work = (async () => {
+    // Loaded with the first MCP server a turn uses, as the stdio transport is (below): 1–2 MB of heap a server without any keeps.
+    const { createMCPClient } = await import('@ai-sdk/mcp');
     client = await createMCPClient({
       transport: await transportFor(server, opts),
       clientName: 'agentd',

@@ -40,7 +40,9 @@ const WHOLE = 10;
 export class ServerLoad {
   readonly #above: number;
   readonly #sample: () => number;
-  readonly #timer: NodeJS.Timeout | undefined;
+  /** Readings are to begin at the next turn (`start`): none has been taken yet. */
+  #unstarted: boolean;
+  #timer: NodeJS.Timeout | undefined;
   /** In tenths, so the sums below are exact. */
   #share: number;
   /** Turns owed to the threads at the current share, in tenths; one goes each time it reaches a whole turn. */
@@ -51,7 +53,9 @@ export class ServerLoad {
    * `above` 0 sends every turn to a thread; `sample` is the load reader, the event loop's unless a
    * test gives one. `rising` is called once, the first time the load passes about half the line
    * (`WARM_FACTOR`): the turn threads start then, ready before they are needed, and a server that
-   * never gets busy never pays for them (BENCHMARKS.md, idle memory).
+   * never gets busy never pays for them (BENCHMARKS.md, "An idle server"). The readings start with the
+   * first turn: until then the only work is the server's own start (loading modules, compiling
+   * routes), and read as load it started a turn thread (some 40 MB) in every server, busy or not.
    */
   constructor(above: number, options: { sample?: () => number; start?: boolean; rising?: () => void } = {}) {
     this.#above = above;
@@ -59,7 +63,7 @@ export class ServerLoad {
     this.#share = above === 0 ? WHOLE : 0;
     this.#rising = options.rising;
     if (above === 0) this.#risen();
-    this.#timer = above > 0 && options.start !== false ? setInterval(() => this.update(), WINDOW_MS).unref() : undefined;
+    this.#unstarted = above > 0 && options.start !== false;
   }
 
   /** The share of turns (0–1) now sent to threads. */
@@ -69,6 +73,7 @@ export class ServerLoad {
 
   /** Whether the turn about to start goes to a thread: the share of them, spread evenly. */
   sendsTurn(): boolean {
+    if (this.#unstarted) this.#start();
     if (this.#share === 0) return false;
     this.#credit += this.#share;
     if (this.#credit < WHOLE) return false;
@@ -86,6 +91,13 @@ export class ServerLoad {
     if (this.#share === 0) this.#credit = 0;
   }
 
+  #start(): void {
+    this.#unstarted = false;
+    // The first window is the first turn's, not the time since the server started.
+    this.#sample();
+    this.#timer = setInterval(() => this.update(), WINDOW_MS).unref();
+  }
+
   #risen(): void {
     const rising = this.#rising;
     this.#rising = undefined;
@@ -93,6 +105,7 @@ export class ServerLoad {
   }
 
   stop(): void {
+    this.#unstarted = false;
     clearInterval(this.#timer);
   }
 }

@@ -1,7 +1,8 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { AgentEvent } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { knownFacts, learn, onLearned, type ModelFact } from './model-facts.ts';
+import { workerThread } from '../worker-thread.ts';
 import { batchedPerPass, fromWire, toColumns, type FromPool, type PooledTurnInput, type ToPool, type WorkerData, type WorkerSettings } from './turn-wire.ts';
 
 /** One turn's events as they arrive from its thread, read by one consumer. */
@@ -45,7 +46,7 @@ class PoolThread {
     if (this.closing) throw new AppError('unavailable', 'the server is shutting down; send the turn again once it is back');
     if (this.worker) return this.worker;
     const workerData: WorkerData = { settings: this.settings, facts: knownFacts() };
-    const worker = new Worker(this.entry, { workerData });
+    const worker = workerThread(this.entry, { workerData });
     // A thread that died meanwhile is gone with its turns, which have been told.
     this.post = batchedPerPass<FromPool>((batch) => this.worker === worker && worker.postMessage(batch));
     worker.on('message', (batch: ToPool[]) => {
@@ -107,6 +108,10 @@ class PoolThread {
     }
   }
 
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
   /** Starts the thread ahead of its first turn, which would otherwise wait for it to load (~0.3 s). */
   warm(): void {
     if (this.channels.size === 0) this.started().unref();
@@ -157,6 +162,11 @@ export class TurnPool {
 
   warm(): void {
     for (const thread of this.threads) thread.warm();
+  }
+
+  /** How many of its threads are started: each holds some 40 MB, and none is until the load calls for one. */
+  get running(): number {
+    return this.threads.filter((thread) => thread.running).length;
   }
 
   /** Takes no more turns: idle threads end at once, busy ones when their turns have ended. */

@@ -1,15 +1,10 @@
-import module from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { newId } from '../ids.ts';
 import { applyFact, onLearned } from './model-facts.ts';
+import { resolveModel } from './model.ts';
+import { pricingFrom } from './pricing.ts';
+import { runTurn } from './turn.ts';
 import { batchedPerPass, fromColumns, toWire, type FromPool, type ToPool, type WorkerData } from './turn-wire.ts';
-
-// Each thread compiles the AI SDK afresh; the cache (bin/agentd.js enables it for the main thread
-// only) halves a thread's start, 0.23 → 0.12 s of CPU. So the rest loads after it.
-module.enableCompileCache?.();
-const { resolveModel } = await import('./model.ts');
-const { pricingFrom } = await import('./pricing.ts');
-const { runTurn } = await import('./turn.ts');
 
 /**
  * A thread of the turn pool (turn-pool.ts): runs turns as the server's own thread would — the

@@ -14,7 +14,7 @@ import type { TurnInput } from '../agent/turn.ts';
 import { harnessInvocation, sandboxAvailable, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
 import { resolveModule } from './resolve-module.ts';
 import { canonical } from './canonical.ts';
-import { runAcpTurn, type GateAnswer } from './acp-turn.ts';
+import type { GateAnswer } from './acp-turn.ts';
 import type { Gated } from './update-teller.ts';
 import type { HarnessProcess } from './harness-connection.ts';
 import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
@@ -180,6 +180,8 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
   const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost };
+  // The ACP client loads with the first harness turn: a server that runs none keeps 3–5 MB of heap.
+  const { runAcpTurn } = await import('./acp-turn.ts');
   const turn = runAcpTurn({
     turnId: input.turnId,
     start: () => harnessProcess(harness, setup, reach),

@@ -3,12 +3,10 @@ import type { IncomingMessage } from 'node:http';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import pino from 'pino';
-import pinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { ServiceMetrics } from '../telemetry/metrics.ts';
-import { Tracing } from '../telemetry/tracing.ts';
 import { redactLogFields } from '../telemetry/log-redaction.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
@@ -81,9 +79,10 @@ const LOG_BATCH_MS = 250;
  * what is left when the process exits, a crash included; only a process killed outright (SIGKILL,
  * out of memory) can lose its last quarter second of lines.
  */
-function logDestination(config: Config, capture: AppDeps['logStream']): { stream?: { write(line: string): void } } {
+async function logDestination(config: Config, capture: AppDeps['logStream']): Promise<{ stream?: { write(line: string): void } }> {
   if (capture) return { stream: capture };
   if (config.logFormat !== 'pretty') return { stream: pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_BATCH_MS }) };
+  const { default: pinoPretty } = await import('pino-pretty');
   return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
 }
 
@@ -118,7 +117,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
-    logger: { level: config.logLevel, formatters: { log: redactLogFields }, ...logDestination(config, deps.logStream) },
+    logger: { level: config.logLevel, formatters: { log: redactLogFields }, ...(await logDestination(config, deps.logStream)) },
     logController: new AccessLog(),
     bodyLimit: config.maxBodyBytes,
     // Session ids in paths may be 128 characters (spec §2.1); the router's default of 100 would answer
@@ -173,10 +172,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     parseJson(request, body as string, done);
   });
 
-  const spans = config.otlp ? new Tracing(config.otlp, app.log) : undefined;
+  // The OpenTelemetry SDK and its exporters load only when spans are exported: some 4 MB of heap otherwise (BENCHMARKS.md, "An idle server").
+  const spans = config.otlp ? new (await import('../telemetry/tracing.ts')).Tracing(config.otlp, app.log) : undefined;
   // Its sources read the services made just below, when scraped.
   const metrics: ServiceMetrics | undefined = config.metrics
-    ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, placement: () => turns.placement, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight(), notifications: deps.store.notifications && (() => deps.store.notifications!.counts()) }, deps.store.engine)
+    ? new ServiceMetrics({ liveTurns: (): number => turns.live.size, placement: () => turns.placement, turnThreads: () => turns.threadsRunning, waiting: () => deps.store.interactions.waitingCounts(), casesInFlight: (): number => evaluations.inFlight(), notifications: deps.store.notifications && (() => deps.store.notifications!.counts()) }, deps.store.engine)
     : undefined;
   deps.store.timeQueries(metrics && ((ms) => metrics.query(deps.store.engine, ms)));
   const turns: TurnService = new TurnService({ store: deps.store, config, log: app.log, spans, metrics });

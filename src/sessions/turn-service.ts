@@ -85,6 +85,11 @@ export class TurnService {
     this.serverSecrets = serverKeys(deps.config);
   }
 
+  /** Turn threads started now. */
+  get threadsRunning(): number {
+    return this.pool?.running ?? 0;
+  }
+
   /**
    * Starts the turn an invoke asks for, or attaches to the live one (force with no input). A
    * re-post that only repeats answers given through the API gets their continuation instead: it

@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, sql, type CompiledQuery, type LogEvent } from 'kysely';
-import pg from 'pg';
 import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
@@ -13,7 +12,7 @@ import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { createMigrator, migrateToLatest } from './migrate.ts';
 import { OwnSchemaPostgresDialect } from './own-schema-dialect.ts';
-import { channelPrefix, createPgNotifications, type Notifications } from './notifications.ts';
+import type { Notifications } from './notifications.ts';
 import { createPausedStatesRepo, type PausedStatesRepo } from './paused-states.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import { runPreparedDirectly } from './prepared.ts';
@@ -70,13 +69,19 @@ export const DATABASE_FILE = 'agentd.db';
  * NUL character in text (SQLite can), so an id, slug or name with "\u0000" fails the query itself.
  */
 export function refusedValue(error: unknown): AppError | undefined {
-  if (error instanceof pg.DatabaseError && error.code === '22021') {
+  if (pgDatabaseError && error instanceof pgDatabaseError && error.code === '22021') {
     return new AppError('invalid-request', 'a text value in the request holds a NUL character (\\u0000), which the database cannot store; remove it');
   }
   return undefined;
 }
 
 const MEMORY = ':memory:';
+
+/**
+ * pg's error class, once a store on PostgreSQL has loaded pg: a server on SQLite never loads it
+ * (nor the notifications built on it), 1.4 MB of heap it has no use for (BENCHMARKS.md, "An idle server").
+ */
+let pgDatabaseError: typeof import('pg').DatabaseError | undefined;
 
 /** How long a readiness probe waits for the database. */
 const READINESS_TIMEOUT_MS = 2_000;
@@ -138,7 +143,9 @@ interface Engine {
   close(): Promise<void>;
 }
 
-function openPostgres(url: string, poolSize: number | undefined, listenUrl: string | undefined): Engine {
+async function openPostgres(url: string, poolSize: number | undefined, listenUrl: string | undefined): Promise<Engine> {
+  const [{ default: pg }, { channelPrefix, createPgNotifications }] = await Promise.all([import('pg'), import('./notifications.ts')]);
+  pgDatabaseError = pg.DatabaseError;
   const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
@@ -192,7 +199,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const url = options.databaseUrl;
   const postgres = isPostgresUrl(url);
   const kind = postgres ? 'postgres' : 'sqlite';
-  const engine = postgres ? openPostgres(url, options.poolSize, options.listenUrl) : openSqlite(location);
+  const engine = postgres ? await openPostgres(url, options.poolSize, options.listenUrl) : openSqlite(location);
   const db = engine.db;
   let schema: string | undefined;
   try {

@@ -1,6 +1,6 @@
 import { DatabaseSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
 import { SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, type Dialect, type KyselyPlugin } from 'kysely';
+import { workerThread } from '../worker-thread.ts';
 import { nodeSqliteDriver, type DirectRun } from './sqlite-driver.ts';
 
 /**
@@ -51,7 +51,7 @@ export function checkpointInBackground(db: DatabaseSync, location: string, { int
   const { page_size: pageSize } = db.prepare('PRAGMA page_size').get() as { page_size: number };
   db.exec(`PRAGMA wal_autocheckpoint = ${Math.max(1, Math.floor(walCeilingBytes / pageSize))}`);
   db.exec(`PRAGMA journal_size_limit = ${walCeilingBytes}`);
-  const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { location, intervalMs, ceilingBytes: walCeilingBytes } });
+  const worker = workerThread(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { location, intervalMs, ceilingBytes: walCeilingBytes } });
   worker.unref();
   return async () => {
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));

@@ -23,6 +23,8 @@ export interface MetricSources {
   casesInFlight(): number;
   /** Turns started on the server's thread and sent to a turn thread, since the start. */
   placement(): { server: number; threads: number };
+  /** Turn threads started now. */
+  turnThreads(): number;
   /** On PostgreSQL: NOTIFY statements this process sent and notifications it received (relayed turns, key revocations). */
   notifications?: (() => { sent: number; received: number }) | undefined;
 }
@@ -96,6 +98,9 @@ export class ServiceMetrics {
     );
     new Gauge({ name: 'agentd_live_turns', help: 'Turns running in this process now', registers: [registry], collect() {
       this.set(sources.liveTurns());
+    } });
+    new Gauge({ name: 'agentd_turn_threads', help: 'Turn threads started now: none until the load first calls for them (AGENTD_TURN_WORKERS, AGENTD_TURN_WORKERS_LOAD)', registers: [registry], collect() {
+      this.set(sources.turnThreads());
     } });
     new Gauge({ name: 'agentd_evaluation_cases_in_flight', help: 'Evaluation cases this process runs now', registers: [registry], collect() {
       this.set(sources.casesInFlight());

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -150,6 +150,36 @@ describe('agentd serve', () => {
     expect(server.child.exitCode).toBeNull();
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+  });
+
+  it('starts no turn thread while idle: its own start is not load', async () => {
+    // The line `agentd serve` has unless told otherwise (the suite sets one of its own).
+    await freshEnv({ AGENTD_TURN_WORKERS: '1', AGENTD_TURN_WORKERS_LOAD: '0.9', AGENTD_METRICS_TOKEN: 'metrics-token-of-the-test' });
+    // As a first start with no provider configured runs: on the demo model, whose start is work too.
+    const server = await startServe({ ...env, OPENAI_API_KEY: undefined, OPENAI_BASE_URL: undefined, AGENTD_DEFAULT_MODEL: undefined });
+    try {
+      // The load is read every 100 ms once it is read at all: ten readings' worth of idling.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-of-the-test' } })).text();
+      expect(metrics).toMatch(/^agentd_turn_threads\{[^}]*\} 0$/m);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  it('loads nothing of PostgreSQL, span export, harnesses or MCP until they are used', async () => {
+    await freshEnv();
+    const list = path.join(dataDir, 'loaded-modules.txt');
+    const server = await startServe({ ...env, LOADED_MODULES_FILE: list }, ['--import', path.join(import.meta.dirname, '../support/loaded-modules.mjs')]);
+    const res = await fetch(`${server.url}/ready`);
+    expect(res.status).toBe(200);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    const loaded = (await readFile(list, 'utf8')).split('\n');
+    expect(loaded).toContainEqual(expect.stringContaining('/node_modules/kysely/'));
+    const unused = loaded.filter((url) => /\/node_modules\/(pg|pino-pretty|@opentelemetry\/sdk-trace|@opentelemetry\/exporter-[^/]+|@agentclientprotocol\/sdk|@ai-sdk\/mcp)\//.test(url));
+    expect(unused).toEqual([]);
   });
 
   it('never writes API keys or request secrets to its logs', async () => {

@@ -57,6 +57,7 @@ describe('metrics', () => {
     expect(sample(text, 'agentd_pending_interactions')).toBe(1);
     expect(sample(text, 'agentd_paused_sessions')).toBe(1);
     expect(sample(text, 'agentd_live_turns')).toBe(0);
+    expect(sample(text, 'agentd_turn_threads')).toBe(h.app.turns.threadsRunning);
     // Where they went depends on the project's AGENTD_TURN_WORKERS_LOAD; both are counted either way.
     const { server, threads } = h.app.turns.placement;
     expect(server + threads).toBe(2);

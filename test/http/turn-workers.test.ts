@@ -29,6 +29,8 @@ afterAll(async () => {
   expect(pooled.app.turns.placement.server).toBe(0);
   expect(pooled.app.turns.placement.threads).toBeGreaterThan(0);
   expect(inline.app.turns.placement.threads).toBe(0);
+  expect(pooled.app.turns.threadsRunning).toBe(2);
+  expect(inline.app.turns.threadsRunning).toBe(0);
   await Promise.all([inline.close(), pooled.close()]);
 });
 
@@ -260,6 +262,27 @@ describe('where a turn runs', () => {
     always.update();
     expect(always.share).toBe(1);
     expect(Array.from({ length: 5 }, () => always.sendsTurn())).toEqual([true, true, true, true, true]);
+  });
+
+  it('reads the load from the first turn on: work before it (the server starting) starts no thread', async () => {
+    let rose = 0;
+    const load = new ServerLoad(0.9, { rising: () => rose++ });
+    const busy = (ms: number) => {
+      for (const until = performance.now() + ms; performance.now() < until; );
+    };
+    const idle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      busy(300);
+      await idle(350);
+      expect(rose).toBe(0);
+      expect(load.sendsTurn()).toBe(false);
+      // From the first turn on, a busy window is read as load.
+      busy(300);
+      await idle(250);
+      expect(rose).toBe(1);
+    } finally {
+      load.stop();
+    }
   });
 
   it('AGENTD_TURN_WORKERS_LOAD is a share from 0 to 1, 0.9 unless set; anything else stops the start, saying so', () => {

@@ -1,9 +1,9 @@
 import { tool } from 'ai';
-import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { confine } from './confine.ts';
 import { globMatcher } from './glob.ts';
 import { GREP_MAX_FILE_BYTES, GREP_MAX_MATCHES, type GrepRequest } from './grep-search.ts';
+import { workerThread } from '../../worker-thread.ts';
 import { ToolError } from './tool-error.ts';
 import { SKIPPED_DIRS } from './walk.ts';
 
@@ -50,7 +50,7 @@ export function grepTool(root: string, timeoutMs: number = GREP_TIMEOUT_MS) {
 function runInWorker(request: GrepRequest, timeoutMs: number, signal: AbortSignal | undefined): Promise<string> {
   signal?.throwIfAborted();
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./grep-worker.ts', import.meta.url), {
+    const worker = workerThread(new URL('./grep-worker.ts', import.meta.url), {
       workerData: request,
       resourceLimits: { maxOldGenerationSizeMb: 512 },
     });
