@@ -23,6 +23,8 @@ export interface Config {
   /** AGENTD_SECRET_KEY, which seals stored provider keys; unset, the store keeps one in the data folder. */
   secretKey: Buffer | undefined;
   maxBodyBytes: number;
+  /** Longest a request may take to arrive, headers and body (a client that stops sending gets 408). */
+  requestTimeoutMs: number;
   /** Largest file one `PUT /api/sessions/{id}/files` may upload. */
   maxUploadBytes: number;
   debug: boolean;
@@ -39,6 +41,8 @@ export interface Config {
   turnWorkersLoad: number;
   /** Longest wait for the model: its answer, a stream's first part, or the next one. */
   modelTimeoutMs: number;
+  /** How long a streamed reply waits for the turn's first output before it starts (an early failure is a JSON error until then). */
+  streamHoldMs: number;
   /** Longest a turn runs, from its start to its end or pause, tools and model calls together. */
   turnTimeoutMs: number;
   /** Coding-agent harness processes this server runs at once (each holds a few hundred MB). */
@@ -113,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evalPollMs: Math.max(10, int(env, 'AGENTD_EVAL_POLL_MS', 1000)),
     secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
+    requestTimeoutMs: Math.max(int(env, 'AGENTD_REQUEST_TIMEOUT_MS', 120_000), 100),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     debug: flag(env, 'AGENTD_DEBUG'),
     logLevel: env.AGENTD_LOG_LEVEL ?? 'info',
@@ -123,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
     turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
     modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
+    streamHoldMs: int(env, 'AGENTD_STREAM_HOLD_MS', 10_000),
     turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
     harnessMaxProcesses: int(env, 'AGENTD_HARNESS_MAX_PROCESSES', 8),
     harnessParkMs: int(env, 'AGENTD_HARNESS_PARK_MS', 120_000),

@@ -42,7 +42,9 @@ export interface TurnInput {
 function buildTools(input: TurnInput): ToolSet {
   const { template } = input;
   const builtins = builtinTools({ root: input.workdir, bash: input.config.bash, network: template.sandbox.permissions.network.mode });
-  const tools: ToolSet = {};
+  // No prototype: a client tool may be named `__proto__`, which on a plain object would set the
+  // prototype instead of adding the tool.
+  const tools: ToolSet = Object.create(null);
   for (const entry of template.tools) {
     if (entry.type === 'builtin') {
       tools[entry.name] = builtins[entry.name] as Tool;

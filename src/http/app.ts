@@ -8,6 +8,7 @@ import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { ServiceMetrics } from '../telemetry/metrics.ts';
 import { redactLogFields } from '../telemetry/log-redaction.ts';
+import { makeRedactor } from '../telemetry/redact.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
@@ -30,10 +31,11 @@ import { RunService } from '../evaluation/runs.ts';
 import { TestsetService } from '../evaluation/testsets.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
-import { checkBodyDepth } from './validate.ts';
+import { checkBodyDepth, jsonBodyError } from './validate.ts';
 import { openApiDocument } from './openapi.ts';
 import { consoleRoutes } from './console.ts';
 import { VERSION } from '../version.ts';
+import { isObject } from '../objects.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -87,6 +89,29 @@ async function logDestination(config: Config, capture: AppDeps['logStream']): Pr
 }
 
 /** Whether a request carries a body, by its framing headers. */
+/** The secret values a request carries (`secrets`, `credentials`): an error quoting what was sent must not echo them. */
+function requestSecrets(body: unknown): string[] {
+  if (!isObject(body)) return [];
+  const values = isObject(body.secrets) ? Object.values(body.secrets).filter((value): value is string => typeof value === 'string') : [];
+  return typeof body.credentials === 'string' ? [...values, body.credentials] : values;
+}
+
+const BAD_PERCENT = 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte such as %2F';
+
+/**
+ * The router refuses a path it cannot decode, but the query parser keeps a bad escape as it is,
+ * so `project_id=%zz` would be looked up as the text "%zz" (a 403) instead of refused.
+ */
+function checkQueryEncoding(url: string): void {
+  const start = url.indexOf('?');
+  if (start === -1 || !url.includes('%', start)) return;
+  try {
+    decodeURIComponent(url.slice(start + 1));
+  } catch {
+    throw new AppError('invalid-request', `${BAD_PERCENT} (in the query string)`);
+  }
+}
+
 function hasBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || (raw.headers['content-length'] !== undefined && raw.headers['content-length'] !== '0');
 }
@@ -130,7 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const failure =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? new AppError('invalid-request', `the URL has a path segment longer than ${MAX_PARAM_LENGTH} characters; no id is that long`)
-          : new AppError('invalid-request', 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte such as %2F');
+          : new AppError('invalid-request', BAD_PERCENT);
       // The option is typed for any route's reply schema; this one answers like every other error.
       return (reply as unknown as FastifyReply)
         .code(failure.status)
@@ -139,9 +164,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         .send(errorEnvelope(failure, {}, false));
     },
     clientErrorHandler,
-    // Node answers an HTTP/1.1 request without a Host header itself, with an empty 400; the
-    // onRequest hook below refuses it in the envelope instead.
-    http: { requireHostHeader: false },
+    // Fastify turns Node's limit on a whole request off; without one, a client that sends part of
+    // its body and stops holds its connection for good. Node watches for that only when the server
+    // is made with a limit (so it goes in `http` as well: Fastify's own option is set afterwards),
+    // and looks once per checking interval, kept below the limit.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)),
+      // Node answers an HTTP/1.1 request without a Host header itself, with an empty 400; the
+      // onRequest hook below refuses it in the envelope instead.
+      requireHostHeader: false,
+    },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
@@ -169,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '' && request.routeOptions.config.optionalBody) return done(null, undefined);
-    parseJson(request, body as string, done);
+    parseJson(request, body as string, (error, value) => (error && body !== '' ? done(jsonBodyError(body as string)) : done(error, value)));
   });
 
   // The OpenTelemetry SDK and its exporters load only when spans are exported: some 4 MB of heap otherwise (BENCHMARKS.md, "An idle server").
@@ -210,6 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     request.run = {};
     // Every reply says which contract it speaks, on the /api surface too.
     reply.header('x-request-id', request.id).header('x-ag-version', CONTRACT_VERSION);
+    checkQueryEncoding(request.url);
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       throw new AppError('invalid-request', 'the request has no Host header, which HTTP/1.1 requires; send one');
     }
@@ -221,6 +256,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
+  // A route that takes no body accepts an empty one whatever its Content-Type says (some clients
+  // send a form type on every POST): there is nothing to parse, so no parser is looked for.
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config.optionalBody && !hasBody(request.raw)) delete request.headers['content-type'];
+  });
+
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -228,7 +269,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (!appError) request.log.error({ err: error }, 'unhandled error');
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};
-    const body = errorEnvelope(failure, run, config.debug);
+    const body = errorEnvelope(failure, run, config.debug, makeRedactor(requestSecrets(request.body)));
     discardUnreadBody(request.raw, reply);
     return reply
       .code(failure.status)
@@ -256,7 +297,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const openapi = openApiDocument(VERSION);
   app.get('/openapi.json', async () => openapi);
   await app.register(consoleRoutes, { openapi, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
-  await app.register(invokeRoutes, { store: deps.store, turns });
+  await app.register(invokeRoutes, { store: deps.store, turns, streamHoldMs: config.streamHoldMs });
   await app.register(sessionRoutes, { store: deps.store, config, turns });
   await app.register(sessionFileRoutes, { store: deps.store, config });
   await app.register(interactionRoutes, { store: deps.store, interactions });

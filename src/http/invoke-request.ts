@@ -35,7 +35,12 @@ function fromChatTransport(body: Record<string, unknown>): Record<string, unknow
   const data = isObject(body.data) ? body.data : {};
   if (isObject(data.inputs) && data.inputs.messages != null) return undefined;
   const { messages, id, trigger: _trigger, messageId: _messageId, ...rest } = body;
-  const sessionId = rest.session_id ?? (typeof id === 'string' && SESSION_ID_PATTERN.test(id) ? id : undefined);
+  // The chat id names the session: one that cannot be a session id is refused, as an invalid
+  // session_id is, rather than dropped for a minted one (the chat would lose its history).
+  if (rest.session_id == null && id != null && (typeof id !== 'string' || !SESSION_ID_PATTERN.test(id))) {
+    throw new AppError('invalid-session-id', 'the chat id is the session id: it must be 1-128 letters, digits, ".", "_", ":" or "-" (at id)');
+  }
+  const sessionId = rest.session_id ?? id;
   return { ...rest, ...(sessionId ? { session_id: sessionId } : {}), data: { ...data, inputs: { ...(isObject(data.inputs) ? data.inputs : {}), messages } } };
 }
 

@@ -55,3 +55,31 @@ export function checkBodyDepth(body: unknown): void {
     }
   }
 }
+
+/**
+ * Why a JSON body was refused, said precisely. Fastify's parser answers every failure alike ("not
+ * valid JSON"), including a body that is valid JSON with a `__proto__` key (or `constructor` with
+ * `prototype`), which it refuses because a merge could turn such a key into a changed prototype.
+ * Run on the error path only: the body is parsed again to tell which it was and where.
+ */
+export function jsonBodyError(text: string): AppError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return new AppError('invalid-json', `the body is not valid JSON: ${(error as Error).message}`);
+  }
+  const pending: Array<{ value: unknown; path: PropertyKey[] }> = [{ value: parsed, path: [] }];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    const { value, path } = node;
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [key, child] of Object.entries(value)) {
+      const at = [...path, Array.isArray(value) ? Number(key) : key];
+      if (key === '__proto__' || (key === 'constructor' && typeof child === 'object' && child !== null && Object.hasOwn(child, 'prototype'))) {
+        return new AppError('invalid-request', `the body has a "${key}" key at ${jsonPath('', at)}, which could change what objects inherit; agentd refuses it, so rename the key`);
+      }
+      pending.push({ value: child, path: at });
+    }
+  }
+  return new AppError('invalid-json', 'the body is not valid JSON');
+}

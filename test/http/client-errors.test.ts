@@ -82,6 +82,18 @@ describe("errors from Node's HTTP parser", () => {
     expectRawEnvelope(await reply, 408, 'request-timeout', /in time/);
   });
 
+  it('a body that stops short of its Content-Length → 408 once the request time is up, not a connection held for good', async () => {
+    const slow = await startHarness({ env: { AGENTD_REQUEST_TIMEOUT_MS: '600' } });
+    try {
+      const head = `POST /services/agent/v0/invoke?project_id=${slow.projectId} HTTP/1.1\r\nHost: x\r\nAuthorization: ApiKey ${slow.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n`;
+      const res = await rawExchange(slow.url, `${head}{"data": {`, { end: false });
+      expectRawEnvelope(res, 408, 'request-timeout', /in time/);
+      expect(slow.model.requests).toHaveLength(0);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('headers over 16 KB on a request whose body fetch is still sending → a 431 the client reads, every time', async () => {
     const big = { url: `${h.url}/health`, method: 'POST', headers: { 'x-big': 'a'.repeat(20 * 1024) }, size: 5 * 1024 * 1024, streamed: false };
     for (const result of await upload(Array.from({ length: 6 }, () => big))) expectEnvelope(result, 431, 'headers-too-large', '16 KB');

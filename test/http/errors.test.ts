@@ -107,6 +107,15 @@ describe('request fields', () => {
     await expectError(await h.invoke(withAgent(template(), { version: '1999.01.01' })), 400, 'unsupported-version', /1999\.01\.01.*2025\.07\.14/);
   });
 
+  it('a message quoting a huge value keeps its start and end, not megabytes', async () => {
+    const res = await h.invoke(withAgent(template(), { version: `v${'9'.repeat(2_000_000)}` }));
+    expect(res.status).toBe(400);
+    const { status } = await res.json();
+    expect(status.type).toBe('unsupported-version');
+    expect(status.message.length).toBeLessThan(2_100);
+    expect(status.message).toMatch(/^version "v9+ … \[\d+ characters left out\] … 9+".*2025\.07\.14/);
+  });
+
   it('the current version is accepted', async () => {
     expect((await h.invoke(withAgent(template(), { version: '2025.07.14' }))).status).toBe(200);
   });
@@ -176,6 +185,17 @@ describe('the body itself', () => {
     await expectError(await h.invoke('{"data": {"inputs": '), 400, 'invalid-json');
   });
 
+  it('malformed JSON says what the parser met', async () => {
+    await expectError(await h.invoke('{"data": {"inputs": }'), 400, 'invalid-json', /not valid JSON: Unexpected token '\}', .*"inputs": \}/);
+  });
+
+  it.each([
+    ['{"tags": {"__proto__": {"admin": true}}}', /"__proto__" key at tags\b/],
+    ['{"data": {"inputs": {"messages": [{"role": "user", "content": "x", "constructor": {"prototype": {}}}]}}}', /"constructor" key at data\.inputs\.messages\[0\]\.constructor\b/],
+  ])('a body with a key that could change a prototype → 400 naming the key and where (%s)', async (raw, where) => {
+    await expectError(await h.invoke(raw), 400, 'invalid-request', where);
+  });
+
   it('an empty body → 400 invalid-json', async () => {
     await expectError(await h.invoke(''), 400, 'invalid-json');
   });
@@ -184,6 +204,18 @@ describe('the body itself', () => {
     const res = await rawPost(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, '', { authorization: `ApiKey ${h.apiKey}` });
     expect(res.status).toBe(400);
     expect(JSON.parse(res.text).status).toMatchObject({ code: 400, type: 'invalid-json', message: expect.stringMatching(/empty/) });
+  });
+
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream'])('a route that takes no body accepts an empty one sent as %s; invoke, which needs one, still says 415', async (type) => {
+    const auth = { authorization: `ApiKey ${h.apiKey}`, 'content-type': type };
+    const inspect = await rawPost(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, '', auth);
+    expect(inspect.status, inspect.text).toBe(200);
+    const stop = await rawPost(`${h.url}/api/sessions/${sid('no-turn')}/stop?project_id=${h.projectId}`, '', auth);
+    expect(JSON.parse(stop.text).status).toMatchObject({ code: 404, type: 'not-found' });
+    const invoke = await rawPost(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, '', auth);
+    expect(JSON.parse(invoke.text).status).toMatchObject({ code: 415, type: 'unsupported-media-type' });
+    const withBody = await rawPost(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, 'a=1', auth);
+    expect(JSON.parse(withBody.text).status).toMatchObject({ code: 415, type: 'unsupported-media-type' });
   });
 
   it.each(['[]', '"text"', '42', 'null', 'true'])('a JSON body that is not an object (%s) → 400', async (raw) => {
@@ -228,6 +260,14 @@ describe('the body itself', () => {
       expect(res.headers.get('x-ag-version')).toBe('2025.07.14');
       await expectError(res, 400, 'invalid-request', /URL/);
     }
+  });
+
+  it('a query string with bad percent-encoding → 400, not a lookup of the undecoded text', async () => {
+    for (const url of [`/api/sessions?project_id=%zz`, `/api/sessions?project_id=${h.projectId}&x=%zz`, `/services/agent/v0/inspect?project_id=${h.projectId}%ff`]) {
+      const res = await fetch(h.url + url, { method: url.includes('inspect') ? 'POST' : 'GET', headers: { authorization: `ApiKey ${h.apiKey}` } });
+      await expectError(res, 400, 'invalid-request', /query string/);
+    }
+    expect((await fetch(`${h.url}/api/sessions?project_id=${h.projectId}&id_prefix=a%3Ab`, { headers: { authorization: `ApiKey ${h.apiKey}` } })).status).toBe(200);
   });
 });
 

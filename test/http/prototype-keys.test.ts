@@ -58,3 +58,15 @@ describe('a caller’s name never finds an inherited property', () => {
     expect(body.data.outputs.usage.cost).toBeUndefined();
   });
 });
+
+describe('a client tool named like an inherited property', () => {
+  it.each(NAMES)('%s is offered to the model and pauses the turn when called', async (name) => {
+    h.model.script([{ toolCalls: [{ name, input: {} }] }]);
+    const agent = { ...template(), tools: [{ type: 'client', name }] };
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'call it' }], agent)));
+    const offered = (h.model.requests.at(-1)!.body as { tools?: Array<{ name?: string }> }).tools?.map((tool) => tool.name);
+    expect(offered).toEqual([name]);
+    expect(body.data.outputs.stop_reason).toBe('paused');
+    expect(body.data.outputs.pending_interaction).toMatchObject({ kind: 'client_tool', tool: name });
+  });
+});

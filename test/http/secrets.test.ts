@@ -126,6 +126,31 @@ describe('per-request secrets', () => {
     expect(turn!.request).toMatchObject({ tags: { note: expect.not.stringContaining(SECRET) }, meta: { who: expect.not.stringContaining(CREDENTIAL) } });
   });
 
+  it('are masked in a 4xx that quotes what the request sent', async () => {
+    const refused = [
+      withSecrets({ version: SECRET }),
+      invokeBody([{ role: 'user', content: 'go' }], { ...agent, llm: { provider: CREDENTIAL } }, { credentials: CREDENTIAL }),
+      { ...invokeBody([{ role: 'user', content: 'go' }], agent, { secrets: { OPENAI_API_KEY: SECRET } }), data: { inputs: { messages: [{ role: 'user', content: 'go' }] } }, references: { workflow: { slug: SECRET } } },
+      invokeBody(
+        [{ role: 'user', content: 'go' }, { role: 'tool', content: '', tool_call_id: 'c1', tool_name: 'write', input: {}, approval: { id: SECRET, approved: true } }],
+        agent,
+        { secrets: { OPENAI_API_KEY: SECRET } },
+      ),
+    ];
+    for (const body of refused) {
+      const res = await h.invoke(body);
+      const raw = await text(res);
+      expect(res.status, raw).toBeGreaterThanOrEqual(400);
+      expect(res.status, raw).toBeLessThan(500);
+      expect(raw).toContain('[redacted]');
+      expect(raw).not.toContain(SECRET);
+      expect(raw).not.toContain(CREDENTIAL);
+    }
+    const header = await h.invoke(withSecrets(), { headers: { 'x-ag-messages-format': SECRET } });
+    expect(header.status).toBe(400);
+    expect(await text(header)).not.toContain(SECRET);
+  });
+
   it('never appear in a reply, the database files or the logs', async () => {
     for (const body of bodies) {
       expect(body).not.toContain(SECRET);

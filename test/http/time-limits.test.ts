@@ -66,3 +66,40 @@ describe('the turn timeout', () => {
     expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'error' } });
   });
 });
+
+describe('a stream held for the first output', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ env: { AGENTD_STREAM_HOLD_MS: '200', AGENTD_MODEL_TIMEOUT_MS: '1500' } });
+  });
+  afterAll(async () => h.close());
+
+  const stream = (format?: 'vercel') =>
+    h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template()), { headers: { accept: 'text/event-stream', ...(format ? { 'x-ag-messages-format': format } : {}) } });
+
+  it('a model that fails at once still answers with the JSON error and its status', async () => {
+    h.model.script({ error: { status: 429, message: 'slow down' } });
+    await expectError(await stream(), 429, 'upstream-rate-limited');
+  });
+
+  it('starts once AGENTD_STREAM_HOLD_MS is up with nothing to send: turn_start first, a later failure told on the stream', async () => {
+    h.model.script({ text: 'late', latencyMs: 3_000 });
+    const res = await stream();
+    expect(res.status).toBe(200);
+    const { frames } = await readFrames(res);
+    expect(frames[0]).toMatchObject({ type: 'turn_start' });
+    expect(frames.find((f) => f.type === 'error')?.data).toMatchObject({ code: 504, type: 'upstream-timeout' });
+    expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'error' } });
+  });
+
+  it('a slow model still gets its whole answer on a stream that started early, in the Vercel format too', async () => {
+    h.model.script({ text: 'worth the wait', latencyMs: 600 });
+    const res = await stream('vercel');
+    expect(res.status).toBe(200);
+    const raw = await res.text();
+    expect(raw).toContain('"type":"start"');
+    const chunks = raw.split('\n\n').filter((frame) => frame.startsWith('data: {')).map((frame) => JSON.parse(frame.slice(6)));
+    expect(chunks.filter((chunk) => chunk.type === 'text-delta').map((chunk) => chunk.delta).join('')).toBe('worth the wait');
+    expect(raw.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+});

@@ -186,6 +186,17 @@ describe('invalid Vercel input', () => {
     expect(body.status.message).toMatch(/"never-asked".*\(data\.inputs\.messages\[1\]\.parts\[1\]\)$/);
   });
 
+  it('a chat id that cannot be a session id is a 400, not a minted session', async () => {
+    for (const id of ['../x', 'a/b', 'x'.repeat(129), '', 5]) {
+      const res = await h.invoke({ id, messages: [user('u1', 'hi')], trigger: 'submit-message', data: { parameters: { agent } } });
+      expect(res.status, JSON.stringify(id)).toBe(400);
+      const body = await res.json();
+      expect(body.status).toMatchObject({ code: 400, type: 'invalid-session-id' });
+      expect(body.status.message).toContain('(at id)');
+    }
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it('the chat transport body is checked the same way, and useChat surfaces the 400', async () => {
     const chat = agentdChat({
       api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`,

@@ -18,30 +18,51 @@ import { writeStream } from '../stream-reply.ts';
 export interface InvokeDeps {
   store: Store;
   turns: TurnService;
+  /** Longest a stream is held back waiting for the turn's first output (see firstEvents). */
+  streamHoldMs: number;
+}
+
+interface FirstEvents {
+  head: AgentEvent[];
+  rest: AsyncIterator<AgentEvent>;
+  /** The read of `rest` still in flight when the hold ran out: the stream's next event. */
+  pending?: Promise<IteratorResult<AgentEvent>>;
 }
 
 /**
  * Holds back a stream until the turn has produced something beyond its start, so a turn that
  * fails at once (bad provider key, rate limit) still answers with a JSON error carrying the real
- * status, as spec §4.2 asks. A turn relayed from another replica is not held back: its follower's
- * stream starts at once, and what becomes of the turn (its process dying included) is told on it.
+ * status, as spec §4.2 asks. Held for `holdMs` at most: a model slow to its first output (one that
+ * reasons first can take minutes) would otherwise keep the connection silent, headers and all,
+ * long enough for a proxy to cut it; past that the stream starts, with the turn's start and then
+ * keepalives, and a failure is told on it. A turn relayed from another replica is not held back:
+ * its follower's stream starts at once, and what becomes of the turn (its process dying included)
+ * is told on it.
  */
-async function firstEvents(turn: LiveTurn): Promise<{ head: AgentEvent[]; rest: AsyncIterator<AgentEvent> }> {
+async function firstEvents(turn: LiveTurn, holdMs: number): Promise<FirstEvents> {
   const rest = turn.follow()[Symbol.asyncIterator]();
   const head: AgentEvent[] = [];
   if (turn.relayed) return { head, rest };
-  for (;;) {
-    const next = await rest.next();
-    if (next.done) break;
-    head.push(next.value);
-    if (next.value.type !== 'turn_start') break;
+  let timer: NodeJS.Timeout | undefined;
+  const held = new Promise<'held'>((resolve) => (timer = setTimeout(resolve, holdMs, 'held')));
+  try {
+    for (;;) {
+      const pending = rest.next();
+      const next = await Promise.race([pending, held]);
+      if (next === 'held') return { head, rest, pending };
+      if (next.done) break;
+      head.push(next.value);
+      if (next.value.type !== 'turn_start') break;
+    }
+  } finally {
+    clearTimeout(timer);
   }
   return { head, rest };
 }
 
-async function* concat(head: AgentEvent[], rest: AsyncIterator<AgentEvent>): AsyncGenerator<AgentEvent> {
+async function* concat({ head, rest, pending }: FirstEvents): AsyncGenerator<AgentEvent> {
   yield* head;
-  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+  for (let next = await (pending ?? rest.next()); !next.done; next = await rest.next()) yield next.value;
 }
 
 export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Promise<void> {
@@ -66,10 +87,10 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     const headers = runHeaders(run);
     if (!stream) return replyJson(reply, turn, call, headers);
 
-    const { head, rest } = await firstEvents(turn);
-    if (turn.failure && head.some((e) => e.type === 'error')) throw turn.failure;
+    const first = await firstEvents(turn, deps.streamHoldMs);
+    if (turn.failure && first.head.some((e) => e.type === 'error')) throw turn.failure;
     reply.hijack();
-    await writeStream(reply.raw, { ...replyHeaders(reply), ...headers }, concat(head, rest), {
+    await writeStream(reply.raw, { ...replyHeaders(reply), ...headers }, concat(first), {
       wire: wire === 'json' ? 'sse' : wire,
       // The caller that sent the continued message holds it; one that attached does not.
       vercel: call.format === 'vercel' ? vercelStart(turn, continuedMessage(call.request, call.format) === undefined) : undefined,
