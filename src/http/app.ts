@@ -32,6 +32,8 @@ import { TestsetService } from '../evaluation/testsets.ts';
 import { InteractionService } from '../interactions/service.ts';
 import { runHeaders } from './run-headers.ts';
 import { checkBodyDepth, jsonBodyError } from './validate.ts';
+import { authenticate } from './auth.ts';
+import type { VerifiedApiKey } from '../store/api-keys.ts';
 import { openApiDocument } from './openapi.ts';
 import { consoleRoutes } from './console.ts';
 import { VERSION } from '../version.ts';
@@ -48,6 +50,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
     run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined };
+    /** The caller's key, once verified (http/auth.ts). */
+    apiKey: VerifiedApiKey | undefined;
   }
   interface FastifyContextConfig {
     /** The route needs no body, so an empty one is no body whatever its content type says. */
@@ -240,6 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await spans?.close();
   });
   app.decorateRequest('run', null as never);
+  app.decorateRequest('apiKey', undefined);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};
     // Every reply says which contract it speaks, on the /api surface too.
@@ -254,6 +259,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity' && hasBody(request.raw)) {
       throw new AppError('unsupported-media-type', `the body is sent with Content-Encoding "${coding}", which this server does not decode; send it uncompressed`, { headers: { 'accept-encoding': 'identity' } });
     }
+  });
+
+  // Every route of the API and the services needs a key: checked before the body is read (auth.ts).
+  app.addHook('onRequest', async (request) => {
+    const route = request.routeOptions.url;
+    if (request.method !== 'OPTIONS' && route !== undefined && (route.startsWith('/api/') || route.startsWith('/services/'))) await authenticate(deps.store, request);
   });
 
   // A route that takes no body accepts an empty one whatever its Content-Type says (some clients

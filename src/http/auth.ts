@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
+import type { VerifiedApiKey } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import type { Role } from '../store/schema.ts';
 
@@ -25,11 +26,11 @@ export interface AuthorizeOptions {
 export const SERVICES: AuthorizeOptions = { projectRequired: true };
 
 /**
- * Authenticates a request for one project (spec §5, design.md §4): no or unknown key → 401; a
- * missing `project_id` where one is required → 400; a key of another project, or a role below
- * `need` → 403. A key of another project gets the same answer whether that project exists or not.
+ * Who is calling (spec §5): no or unknown key → 401. The app runs it as a request arrives, before
+ * its body is read, so a caller without a valid key is told that first, whatever it sent, and its
+ * body is never parsed; `authorize` then decides what the key may do.
  */
-export async function authorize(store: Store, request: FastifyRequest, need: Role, options: AuthorizeOptions = {}): Promise<Principal> {
+export async function authenticate(store: Store, request: FastifyRequest): Promise<VerifiedApiKey> {
   const header = request.headers.authorization;
   const match = header ? SCHEME.exec(header) : null;
   if (!match) {
@@ -37,6 +38,17 @@ export async function authorize(store: Store, request: FastifyRequest, need: Rol
   }
   const key = await store.apiKeys.verify(match[1]!);
   if (!key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
+  request.apiKey = key;
+  return key;
+}
+
+/**
+ * Authorizes a request for one project (spec §5, design.md §4): no or unknown key → 401; a
+ * missing `project_id` where one is required → 400; a key of another project, or a role below
+ * `need` → 403. A key of another project gets the same answer whether that project exists or not.
+ */
+export async function authorize(store: Store, request: FastifyRequest, need: Role, options: AuthorizeOptions = {}): Promise<Principal> {
+  const key = request.apiKey ?? (await authenticate(store, request));
   const given = (request.query as Record<string, unknown> | undefined)?.project_id;
   if (Array.isArray(given)) {
     throw new AppError('invalid-request', 'the query parameter project_id is given more than once; give it once');

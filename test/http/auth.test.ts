@@ -115,6 +115,17 @@ describe('authorization', () => {
     await expectError(res, 401, 'unauthenticated');
   });
 
+  it.each([
+    ['/services/agent/v0/invoke', 'application/json', '{bad'],
+    ['/services/agent/v0/invoke', 'text/plain', 'hello'],
+    ['/services/agent/v0/invoke', 'application/json', '{"__proto__": {}}'],
+    ['/api/sessions/interactions/query', 'application/json', '{bad'],
+    ['/api/simple/testsets/import', 'text/csv', 'a,b\n"unclosed'],
+  ])('a body that cannot even be read, with no key, is a 401 too (%s, %s)', async (route, type, raw) => {
+    const res = await fetch(`${h.url}${route}?project_id=${h.projectId}`, { method: 'POST', headers: { 'content-type': type }, body: raw });
+    await expectError(res, 401, 'unauthenticated');
+  });
+
   it('a refused request runs nothing', async () => {
     h.model.reset();
     await post({});

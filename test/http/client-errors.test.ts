@@ -159,7 +159,7 @@ describe('a body over the limit, sent with fetch', () => {
 
   it('a client that sends the whole refused body can go on using the connection', async () => {
     const body = 'x'.repeat(2 * MB);
-    const refused = `POST /services/agent/v0/invoke?project_id=${h.projectId} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const refused = `POST /services/agent/v0/invoke?project_id=${h.projectId} HTTP/1.1\r\nHost: x\r\nAuthorization: ApiKey ${h.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
     const res = await rawExchange(h.url, `${refused}GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(res.status).toBe(413);
     expect(res.body).toMatch(/"payload-too-large".*HTTP\/1\.1 200 OK.*\{"status":"ok"\}$/s);
