@@ -30,8 +30,9 @@ create   Creates an API key for a project (creating the project if it does not e
          one line: {"project_id": "...", "api_key": "..."}.
 list     Lists a project's keys by id and prefix (never the key itself), role, and when each was
          created and last used.
-revoke   Revokes a key; requests using it are refused at once, by every server of a PostgreSQL
-         deployment too (they are told; should one miss it, its key cache forgets within a minute).
+revoke   Revokes a key; requests using it are refused at once: by a server on the same SQLite
+         file (it sees the write at its next request), and by every server of a PostgreSQL
+         deployment (they are told; should one miss it, its key cache forgets within a minute).
 
 Beside the server, these work on its database: the one \`agentd serve\` uses (AGENTD_DATA_DIR,
 or DATABASE_URL). With --url they go through that server's API instead, with an admin key

@@ -1,5 +1,7 @@
+import { isDeepStrictEqual } from 'node:util';
 import { messagePath } from '../contract/message-sources.ts';
 import type { Message } from '../contract/messages.ts';
+import { toolOutputText } from '../contract/tool-messages.ts';
 import type { HistoryCall } from '../agent/history.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';
@@ -30,6 +32,9 @@ export async function readInBandAnswers(
   if (trailing.length === 0) return { history, answered: [] };
   const pending = await store.interactions.listPending(projectId, sessionId);
   const pendingByCall = new Map(pending.map((r) => [r.tool_call_id, r]));
+  // A continuation of answers given through the API (`outOfBand`) gives no others: a re-post that
+  // repeats them was checked against them already (`earlierAnswers`).
+  const answeredBefore = outOfBand.size ? new Map<string, InteractionRecord>() : await settledOfLastPause(store, projectId, sessionId, trailing, pendingByCall);
   const out = history.slice();
   const answered: InBandAnswers['answered'] = [];
 
@@ -44,7 +49,7 @@ export async function readInBandAnswers(
         throw new AppError('invalid-approval', `approval "${record.id}" belongs to tool call "${record.tool_call_id}", not "${call.toolCallId}" (${at()})`);
       }
       if (record.status !== 'pending' && !(record.status === 'responded' && outOfBand.has(record.id))) {
-        throw new AppError('interaction-not-pending', lateAnswer(record.id, record.status, ` (${at('.approval')})`));
+        throw new AppError('interaction-not-pending', lateAnswer(record.id, record, ` (${at('.approval')})`));
       }
       out[call.index] = { ...history[call.index]!, input: record.request.args };
       answered.push({ id: record.id, answer: { approved: call.approval.approved, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
@@ -52,6 +57,10 @@ export async function readInBandAnswers(
     }
     if (call.result) {
       const record = pendingByCall.get(call.toolCallId);
+      const before = answeredBefore.get(call.toolCallId);
+      if (before) {
+        throw new AppError('interaction-not-pending', lateAnswer(before.id, before, ` (${messagePath(history, call.result.index)})`));
+      }
       if (record?.kind === 'client_tool') {
         answered.push({ id: record.id, answer: call.result.isError ? { error: call.result.content } : { output: call.result.content } });
       }
@@ -76,6 +85,33 @@ export async function readInBandAnswers(
   return { history: out, answered };
 }
 
+/**
+ * The interactions of the session's last pause that the re-post gives a result for while nothing
+ * waits on them any more, by tool call: a result is a client tool's answer (or, re-posted as
+ * `output-denied`, an approval's), and a second answer is refused as a second decision is. The
+ * results of calls of earlier pauses are the conversation's history: the turn that took them up
+ * paused again. Only a re-post that carries such results reads the records again.
+ */
+async function settledOfLastPause(
+  store: Store,
+  projectId: string,
+  sessionId: string,
+  trailing: HistoryCall[],
+  pendingByCall: ReadonlyMap<string, InteractionRecord>,
+): Promise<Map<string, InteractionRecord>> {
+  if (!trailing.some((call) => call.result && !pendingByCall.has(call.toolCallId))) return new Map();
+  const others = trailing.filter((call) => !pendingByCall.has(call.toolCallId)).map((call) => call.toolCallId);
+  const newest = new Map<string, InteractionRecord>();
+  for (const record of await store.interactions.ofToolCalls(projectId, sessionId, others)) {
+    if (!newest.has(record.tool_call_id)) newest.set(record.tool_call_id, record);
+  }
+  const records = [...newest.values(), ...trailing.flatMap((call) => pendingByCall.get(call.toolCallId) ?? [])];
+  if (records.length === 0) return newest;
+  const lastPause = records.reduce((a, b) => (b.created_at > a.created_at ? b : a)).turn_id;
+  const results = new Set(trailing.filter((call) => call.result).map((call) => call.toolCallId));
+  return new Map([...newest].filter(([call, record]) => results.has(call) && record.turn_id === lastPause));
+}
+
 /** What a re-post's answers were already given as, through the API. */
 export type EarlierAnswers =
   /** Answered, and not yet taken up: the re-post's turn is their continuation. */
@@ -83,12 +119,35 @@ export type EarlierAnswers =
   /** Taken up by this turn already: the re-post follows it. */
   | { continuation: string };
 
+/** Whether the re-post says of `call` what the API's answer in `record` said. */
+function sameAnswer(call: HistoryCall, record: InteractionRecord): boolean {
+  const answer = record.answer ?? {};
+  if (record.kind === 'user_approval') return call.approval?.approved === undefined || answer.approved === call.approval.approved;
+  if (record.kind !== 'client_tool' || !call.result) return true;
+  if (typeof answer.error === 'string') return call.result.isError && call.result.content === answer.error;
+  if (call.result.isError) return false;
+  // As the continuation gave it to the model (continuation.ts); an object may come back re-serialized.
+  const output = 'output' in answer ? answer.output : answer;
+  return call.result.content === toolOutputText(output) || isDeepStrictEqual(parsedJson(call.result.content), output);
+}
+
+function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const answeredThroughApi = (record: InteractionRecord) => record.status === 'responded' || (record.status === 'resolved' && record.resolution?.via === 'out_of_band');
+
 /**
  * Reads a re-post that only repeats answers given through the API. The reference's client-tool
  * lifecycle does so: it answers the call with `/transition`, then re-posts it in band with its
  * result. Such a re-post asks to see the continuation, not to answer twice. Undefined when the
- * re-post answers something itself, gives another decision than the API did, or answers nothing
- * that was paused on.
+ * re-post answers something itself or answers nothing that was paused on. One that answers a call
+ * otherwise than the API did is a second answer, a 409: refused here, before it could take the
+ * session over from the continuation the API's answer started.
  */
 export async function earlierAnswers(store: Store, projectId: string, sessionId: string, trailing: HistoryCall[]): Promise<EarlierAnswers | undefined> {
   const answering = trailing.filter((call) => call.result !== undefined || call.approval?.approved !== undefined);
@@ -105,8 +164,8 @@ export async function earlierAnswers(store: Store, projectId: string, sessionId:
   // Calls of earlier pauses in the same stretch of the conversation are history by now.
   const paused = found.reduce((a, b) => (b.record.created_at > a.record.created_at ? b : a)).record.turn_id;
   const current = found.filter(({ record }) => record.turn_id === paused);
-  const otherDecision = current.some(({ call, record }) => record.kind === 'user_approval' && call.approval?.approved !== undefined && record.answer?.approved !== call.approval.approved);
-  if (otherDecision) return undefined;
+  const other = current.find(({ call, record }) => answeredThroughApi(record) && !sameAnswer(call, record));
+  if (other) throw new AppError('interaction-not-pending', lateAnswer(other.record.id, other.record, ' again (the answer given through the API differs from this re-post)'));
   const records = current.map(({ record }) => record);
   if (records.every((r) => r.status === 'responded')) return { responded: new Set(records.map((r) => r.id)) };
   const takenBy = new Set(records.map((r) => (r.status === 'resolved' && r.resolution?.via === 'out_of_band' ? r.resolution.turn_id : undefined)));

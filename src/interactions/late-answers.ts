@@ -1,4 +1,5 @@
 import type { InteractionStatus } from '../contract/interactions.ts';
+import type { InteractionRecord } from '../store/interactions.ts';
 
 /**
  * What a caller whose answer came too late can do instead, by the interaction's status now: a
@@ -12,8 +13,15 @@ const NEXT_STEP: Partial<Record<InteractionStatus, string>> = {
   cancelled: 'a newer turn of the session abandoned it: send a new message to go on',
 };
 
-/** The 409 message for answering interaction `id`, which is `status` and no longer pending. */
-export function lateAnswer(id: string, status: InteractionStatus | undefined, where = ''): string {
-  const next = status && NEXT_STEP[status];
+/**
+ * A cancel through the transition operation leaves a resolution on the record (the one it was
+ * sent, else `{via: "transition"}`); a turn that abandons a pause leaves none.
+ */
+const CANCELLED_THROUGH_API = 'it was cancelled through the API (POST /api/sessions/interactions/transition): send a new message to go on';
+
+/** The 409 message for answering interaction `id`, which is no longer pending (`record` as it is now). */
+export function lateAnswer(id: string, record: Pick<InteractionRecord, 'status' | 'resolution'> | undefined, where = ''): string {
+  const status = record?.status;
+  const next = status === 'cancelled' && record?.resolution ? CANCELLED_THROUGH_API : status && NEXT_STEP[status];
   return `interaction "${id}" is ${status ?? 'gone'}, not pending; it cannot be answered${where}${next ? `; ${next}` : ''}`;
 }

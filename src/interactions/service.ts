@@ -31,15 +31,31 @@ const ANSWER_SCHEMA = { user_approval: ApprovalAnswer, client_tool: ClientToolAn
 
 /**
  * Legal moves of the transition operation (design.md §4). Answering (`pending → responded`) needs
- * an answer, so it goes through respond, or comes with one as its resolution; `resolved` and
- * `cancelled` are final.
+ * an answer, so it goes through respond, or comes with one as its resolution. `resolved` says a
+ * turn took the answer up, which only that turn can say: set from outside, it would leave the
+ * paused turn waiting for good on an interaction nothing answers. `resolved` and `cancelled` are
+ * final.
  */
 const MOVES: Record<InteractionStatus, readonly InteractionStatus[]> = {
   pending: [],
   responded: [],
-  resolved: ['pending', 'responded'],
+  resolved: [],
   cancelled: ['pending', 'responded'],
 };
+
+/** What to do instead of a move the transition operation does not make. */
+function instead(from: InteractionStatus, to: InteractionStatus): string {
+  const resolvedBy = '; an interaction is resolved by the turn that takes its answer up';
+  if (from === 'pending' && to === 'responded') return '; send its answer as the resolution, or answer it with POST /api/sessions/interactions/{id}/respond';
+  if (from === 'pending' && to === 'resolved') {
+    return `${resolvedBy}: answer it with POST /api/sessions/interactions/{id}/respond (or a transition to responded with the answer as its resolution), or drop it with a transition to cancelled`;
+  }
+  if (from === 'responded' && to === 'resolved') return `${resolvedBy}, and this one is answered already: its turn continues by itself`;
+  return '';
+}
+
+/** Marks a cancel made here when the caller sent no resolution: a turn that abandons a pause leaves none (late-answers.ts). */
+const CANCELLED_HERE = { via: 'transition' };
 
 /**
  * The answer a resolution sent with `responded` gives, as `respond` takes it: the reference's
@@ -108,7 +124,7 @@ export class InteractionService {
     const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalized });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);
-      throw new AppError('interaction-not-pending', lateAnswer(id, now?.status));
+      throw new AppError('interaction-not-pending', lateAnswer(id, now));
     }
     this.continueInBackground(projectId, record.turn_id, state);
     return interactionView(answered);
@@ -124,14 +140,9 @@ export class InteractionService {
     if (change.status === 'responded' && change.resolution) return this.respond(projectId, record.id, answerOfResolution(record.kind, change.resolution));
     const from = MOVES[change.status];
     if (!from.includes(record.status)) {
-      const hint = change.status === 'responded' ? '; send its answer as the resolution, or answer it with POST /api/sessions/interactions/{id}/respond' : '';
-      throw new AppError('interaction-not-pending', `interaction "${record.id}" cannot move from ${record.status} to ${change.status}${hint}`);
+      throw new AppError('interaction-not-pending', `interaction "${record.id}" cannot move from ${record.status} to ${change.status}${instead(record.status, change.status)}`);
     }
-    const moved = await this.store.interactions.transition(projectId, record.id, {
-      from,
-      to: change.status,
-      ...(change.resolution ? { resolution: change.resolution } : {}),
-    });
+    const moved = await this.store.interactions.transition(projectId, record.id, { from, to: change.status, resolution: change.resolution ?? CANCELLED_HERE });
     if (!moved) throw new AppError('interaction-not-pending', `interaction "${record.id}" changed meanwhile; read it again`);
     return interactionView(moved);
   }

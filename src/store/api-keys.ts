@@ -41,6 +41,11 @@ export interface ApiKeysOptions {
   now?: () => number;
   /** PostgreSQL: a revoke here is told to every replica, whose caches forget the key at once. */
   notifications?: Notifications | undefined;
+  /**
+   * SQLite: a number that moves when another connection, such as `agentd keys revoke` in another
+   * process, has committed to the database file (`PRAGMA data_version`); the cache is dropped then.
+   */
+  dataVersion?: (() => number) | undefined;
 }
 
 const KEY_PREFIX = 'agd_';
@@ -64,9 +69,33 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
   // Map keeps insertion order, so the first entry is the oldest one: evicting it bounds memory.
   // Another replica's revoke cannot reach this cache; the TTL bounds how long a revoked key works there.
   const cache = new Map<string, { value: VerifiedApiKey; expiresAt: number }>();
-  // Bumped when a revoke has committed: a lookup that was in flight across it may have read the
-  // key as live and must not cache that, or the revoked key would keep working for a whole TTL.
+  // Bumped when a revoke has committed (or, on SQLite, another process has written: it may have
+  // been one): a lookup that was in flight across it may have read the key as live and must not
+  // cache that, or the revoked key would keep working for a whole TTL.
   let revocations = 0;
+  const dataVersion = options.dataVersion;
+  let seenVersion: number | undefined;
+  let versionRead = false;
+  const versionStale = () => void (versionRead = false);
+
+  /**
+   * SQLite has no notifications: another process's revoke shows only as a commit this connection
+   * did not make, and then the cache goes, all of it (such commits are rare: `agentd keys`, not
+   * the checkpoint thread, whose checkpoints leave the number alone). Read once an event-loop
+   * iteration, as it takes and drops a WAL read lock (3.7 µs, where a cache hit costs 0.8):
+   * a request sent after the revoke committed is read from its socket in a later iteration than
+   * any that read the number before the commit, so it is refused all the same.
+   */
+  function dropIfWrittenElsewhere(): void {
+    if (!dataVersion || versionRead) return;
+    versionRead = true;
+    setImmediate(versionStale);
+    const version = dataVersion();
+    if (version === seenVersion) return;
+    seenVersion = version;
+    cache.clear();
+    revocations += 1;
+  }
 
   function remember(hash: string, value: VerifiedApiKey): void {
     cache.delete(hash);
@@ -103,6 +132,7 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
     // Garbage never reaches the database: a flood of junk headers costs a regex test each.
     if (typeof key !== 'string' || !KEY_PATTERN.test(key)) return undefined;
     const keyHash = hashApiKey(key);
+    dropIfWrittenElsewhere();
     const generation = revocations;
     const cached = cache.get(keyHash);
     if (cached) {

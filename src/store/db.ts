@@ -140,6 +140,8 @@ interface Engine {
   /** PostgreSQL: the schema the tables live in (the first of the connection's search_path). */
   schema(): Promise<string | undefined>;
   notifications(schema: string | undefined): Notifications | undefined;
+  /** SQLite on a file: what moves when another connection commits to it (api-keys.ts). */
+  dataVersion?: () => number;
   close(): Promise<void>;
 }
 
@@ -178,11 +180,14 @@ function openSqlite(location: string): Engine {
     return answer;
   });
   const stopCheckpoints = checkpointInBackground(sqlite, location);
+  // Read on the connection itself, past Kysely's executor: requests read it (api-keys.ts).
+  const version = sqlite.prepare('PRAGMA data_version');
   return {
     db,
     timer,
     schema: async () => undefined,
     notifications: () => undefined,
+    ...(location === MEMORY ? {} : { dataVersion: () => (version.get() as { data_version: number }).data_version }),
     close: async () => {
       await stopCheckpoints();
       await db.destroy();
@@ -216,7 +221,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   return {
     db,
     projects: createProjectsRepo(db),
-    apiKeys: createApiKeysRepo(db, { ...options.apiKeys, notifications }),
+    apiKeys: createApiKeysRepo(db, { ...options.apiKeys, notifications, dataVersion: engine.dataVersion }),
     sessions,
     turns: createTurnsRepo(db, kind, { sessions, leases }),
     interactions: createInteractionsRepo(db),
