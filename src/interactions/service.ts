@@ -48,7 +48,7 @@ function instead(from: InteractionStatus, to: InteractionStatus): string {
   const resolvedBy = '; an interaction is resolved by the turn that takes its answer up';
   if (from === 'pending' && to === 'responded') return '; send its answer as the resolution, or answer it with POST /api/sessions/interactions/{id}/respond';
   if (from === 'pending' && to === 'resolved') {
-    return `${resolvedBy}: answer it with POST /api/sessions/interactions/{id}/respond (or a transition to responded with the answer as its resolution), or drop it with a transition to cancelled`;
+    return `${resolvedBy}: answer it with POST /api/sessions/interactions/{id}/respond (or a transition with the answer as its resolution, an approval's as {verdict, tool_call_id}), or drop it with a transition to cancelled`;
   }
   if (from === 'responded' && to === 'resolved') return `${resolvedBy}, and this one is answered already: its turn continues by itself`;
   return '';
@@ -138,6 +138,13 @@ export class InteractionService {
     }
     // The reference's client-tool lifecycle answers here: `responded`, with the answer as its resolution.
     if (change.status === 'responded' && change.resolution) return this.respond(projectId, record.id, answerOfResolution(record.kind, change.resolution));
+    // Its settlement of an approval is `resolved` with `{verdict, tool_call_id}`: an answer while the
+    // approval waits, and a repeat of the answer once given (the turn resolves it itself).
+    if (change.status === 'resolved' && change.resolution && record.kind === 'user_approval') {
+      const answer = answerOfResolution(record.kind, change.resolution);
+      if (record.status === 'pending') return this.respond(projectId, record.id, answer);
+      if (record.answer?.approved === answer.approved && record.status !== 'cancelled') return interactionView(record);
+    }
     const from = MOVES[change.status];
     if (!from.includes(record.status)) {
       throw new AppError('interaction-not-pending', `interaction "${record.id}" cannot move from ${record.status} to ${change.status}${instead(record.status, change.status)}`);

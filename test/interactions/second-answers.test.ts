@@ -149,16 +149,25 @@ describe('a late answer is told how the interaction was closed', () => {
 });
 
 describe('transition to resolved', () => {
-  it('is refused for a pending approval, which stays answerable: respond still runs the tool', async () => {
-    const { session, id } = await pausedOnWrite();
-    await expectError(await transition({ interaction_id: id, status: 'resolved', resolution: { approved: true } }), 409, 'interaction-not-pending', /cannot move from pending to resolved.*\/respond/);
+  it('without an answer is refused for a pending approval, which stays answerable', async () => {
+    const { id } = await pausedOnWrite();
+    await expectError(await transition({ interaction_id: id, status: 'resolved' }), 409, 'interaction-not-pending', /cannot move from pending to resolved.*\/respond/);
     expect(await record(id)).toMatchObject({ status: 'pending', answer: null });
-    expect(existsSync(path.join(h.sessionDir(session), 'out.txt'))).toBe(false);
+  });
 
-    expect((await h.respond(id, { approved: true })).status).toBe(200);
-    await until(() => record(id), (r) => r?.status === 'resolved');
+  it.each([
+    ['the reference’s settlement', (call: string) => ({ verdict: 'approved', tool_call_id: call })],
+    ['an answer', () => ({ approved: true })],
+  ])('with %s answers a pending approval: the tool runs, and the same settlement again is a 200, another a 409', async (_name, resolution) => {
+    const { session, id } = await pausedOnWrite();
+    const call = (await record(id))!.tool_call_id;
+    const moved = await transition({ interaction_id: id, status: 'resolved', resolution: resolution(call) });
+    expect(moved.status).toBe(200);
     await until(() => turnsOf(session), (turns) => turns.length === 2 && turns[0]!.status === 'completed');
     expect(readFileSync(path.join(h.sessionDir(session), 'out.txt'), 'utf8')).toBe('x');
+    expect(await record(id)).toMatchObject({ status: 'resolved', answer: { approved: true } });
+    expect((await transition({ interaction_id: id, status: 'resolved', resolution: resolution(call) })).status).toBe(200);
+    await expectError(await transition({ interaction_id: id, status: 'resolved', resolution: { verdict: 'denied', tool_call_id: call } }), 409, 'interaction-not-pending');
   });
 
   it('is refused for a client tool, and for an answered one, whose turn continues by itself', async () => {
