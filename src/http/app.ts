@@ -92,7 +92,6 @@ async function logDestination(config: Config, capture: AppDeps['logStream']): Pr
   return { stream: pinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) };
 }
 
-/** Whether a request carries a body, by its framing headers. */
 /** The secret values a request carries (`secrets`, `credentials`): an error quoting what was sent must not echo them. */
 function requestSecrets(body: unknown): string[] {
   if (!isObject(body)) return [];
@@ -116,6 +115,7 @@ function checkQueryEncoding(url: string): void {
   }
 }
 
+/** Whether a request carries a body, by its framing headers. */
 function hasBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || (raw.headers['content-length'] !== undefined && raw.headers['content-length'] !== '0');
 }
@@ -259,17 +259,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity' && hasBody(request.raw)) {
       throw new AppError('unsupported-media-type', `the body is sent with Content-Encoding "${coding}", which this server does not decode; send it uncompressed`, { headers: { 'accept-encoding': 'identity' } });
     }
-  });
-
-  // Every route of the API and the services needs a key: checked before the body is read (auth.ts).
-  app.addHook('onRequest', async (request) => {
+    // Every route of the API and the services needs a key: checked before the body is read (auth.ts).
     const route = request.routeOptions.url;
     if (request.method !== 'OPTIONS' && route !== undefined && (route.startsWith('/api/') || route.startsWith('/services/'))) await authenticate(deps.store, request);
-  });
-
-  // A route that takes no body accepts an empty one whatever its Content-Type says (some clients
-  // send a form type on every POST): there is nothing to parse, so no parser is looked for.
-  app.addHook('onRequest', async (request) => {
+    // A route that takes no body accepts an empty one whatever its Content-Type says (some clients
+    // send a form type on every POST): there is nothing to parse, so no parser is looked for.
     if (request.routeOptions.config.optionalBody && !hasBody(request.raw)) delete request.headers['content-type'];
   });
 
