@@ -6,7 +6,9 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
  * The console's build: web/ → dist/console, served by agentd at `/` (src/http/console.ts). It
- * imports the project's own client from src/client, type-only contract imports included.
+ * imports the project's own client from src/client, type-only contract imports included, and the
+ * server's own native → UI message conversion (src/stream/native-to-ui.ts, browser-safe), so a turn
+ * the chat did not follow reads there as its stream would have built it.
  */
 export default defineConfig({
   root: here('.'),

@@ -23,7 +23,16 @@ function script(req: RecordedRequest): FakeReply {
   if (said === 'slow') return { text: 'first words, then more words, then the last words', chunkDelayMs: 600 };
   if (said === 'html') return { text: '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>' };
   if (said === 'think') return { reasoning: 'Let me think about that.', text: 'Thought it through.' };
+  if (said === 'sleep') return { toolCalls: [{ name: 'bash', input: { command: 'sleep 20; echo slept' } }] };
   return { text: `You said: ${said}` };
+}
+
+/** The numbers the browser draws before the items of the page's numbered lists, as a screen reader is told them. */
+async function listNumbers(page: Page): Promise<string[]> {
+  const cdp = await page.context().newCDPSession(page);
+  const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+  await cdp.detach();
+  return nodes.filter((n) => n.role?.value === 'ListMarker').map((n) => String(n.name?.value ?? '').trim());
 }
 
 const run = !!chromiumPath && consoleBuilt;
@@ -127,6 +136,27 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByRole('button', { name: 'Send' }).waitFor();
     await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, id, { limit: 1 }))[0]?.status).toBe('cancelled');
+    await conversation().getByText('Stopped: the turn was cancelled').waitFor();
+  });
+
+  it('says a turn stopped while its approved call ran, and still does after a reload', async () => {
+    await page.getByRole('link', { name: 'New chat' }).click();
+    await send('sleep');
+    await conversation().getByRole('button', { name: 'Approve' }).click();
+    const id = sessionId();
+    // The continuation runs the call on the server (sleeping) when Stop is pressed.
+    await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, id, { limit: 2 })).map((t) => t.status)).toEqual(['running', 'paused']);
+    await page.getByRole('button', { name: 'Stop' }).click();
+    const answer = conversation().locator('article.message.assistant');
+    for (const reloaded of [false, true]) {
+      if (reloaded) await page.reload();
+      await answer.getByText('Stopped: the turn was cancelled before it finished.').waitFor();
+      // Neither the pause it continued nor a call still in flight.
+      const badges = await answer.locator('.badge').allTextContents();
+      expect(badges, reloaded ? 'after a reload' : 'after Stop').toContain('cancelled');
+      expect(badges).not.toContain('paused');
+      expect(badges).not.toContain('answered');
+    }
   });
 
   it('answers a pending approval from the session page; the turn goes on by itself', async () => {
@@ -142,6 +172,42 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await page.getByText('Approved: the turn goes on by itself.').waitFor();
     await expect.poll(() => existsSync(path.join(h.sessionDir(session), 'note.txt'))).toBe(true);
     await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, session, { limit: 1 }))[0]?.status).toBe('completed');
+    // The paused turn and its continuation, numbered as they ran; the answered call no longer waits.
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(() => listNumbers(page)).toEqual(['2.', '1.']);
+    const call = page.locator('li.turn').nth(1).getByRole('group', { name: 'Tool call write' });
+    await expect.poll(() => call.locator('.badge').textContent()).toBe('approved');
+    expect(await page.getByText('awaiting approval').count()).toBe(0);
+  });
+
+  it('shows in the chat an approval answered on the session page, and what the turn did after it', async () => {
+    await page.goto(`${h.url}/#/chat`);
+    await send('write answered elsewhere');
+    await conversation().getByRole('button', { name: 'Approve' }).waitFor();
+    const id = sessionId();
+    await page.getByRole('link', { name: 'Session', exact: true }).click();
+    await page.getByRole('group', { name: 'Waiting for an answer: write' }).getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(async () => (await h.store.turns.listForSession(h.projectId, id, { limit: 1 }))[0]?.status).toBe('completed');
+    await page.getByRole('link', { name: 'Open in chat' }).click();
+    for (const reloaded of [false, true]) {
+      if (reloaded) await page.reload();
+      await conversation().getByText('Tool said: wrote 18 bytes to note.txt').waitFor();
+      const call = conversation().getByRole('group', { name: 'Tool call write' });
+      expect(await call.locator('.badge').allTextContents(), reloaded ? 'after a reload' : 'back in the chat').toEqual(['done']);
+      expect(await conversation().getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    }
+  });
+
+  it('says the server cannot be reached in the words every page uses', async () => {
+    const other = await openPage(browser, h.url);
+    await signIn(other.page, h.apiKey);
+    await other.page.goto(`${h.url}/#/chat`);
+    await other.page.route((url) => url.pathname === '/services/agent/v0/invoke', (route) => route.abort('connectionrefused'));
+    await other.page.getByLabel('Message').fill('anyone there?');
+    await other.page.getByRole('button', { name: 'Send' }).click();
+    const alert = other.page.locator('.conversation').getByRole('alert');
+    await expect.poll(() => alert.textContent()).toMatch(/^network: could not reach http:\/\/127\.0\.0\.1:\d+: .+; is agentd running there\?$/);
+    await other.page.context().close();
   });
 
   it('reopens a paused session in the chat with its pending approval, answerable there', async () => {

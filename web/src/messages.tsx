@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import type { UIMessage } from 'ai';
+import type { InteractionState } from './interactions.ts';
 import { Badge, Json, VIEWER_NOTE } from './ui.tsx';
 
 /**
@@ -27,6 +28,15 @@ const STATES: Record<ToolPart['state'], [label: string, tone: string]> = {
   'output-error': ['failed', 'failed'],
   'output-denied': ['denied', 'failed'],
 };
+/** How a turn that ended short reads under its message; the other ends need no words. */
+const ENDINGS: Partial<Record<string, string>> = {
+  cancelled: 'Stopped: the turn was cancelled before it finished.',
+  interrupted: 'Interrupted: the server stopped before the turn finished.',
+  error: 'The turn failed.',
+};
+/** Part states of a call still in flight: in a message whose turn ended short, it never finished. */
+const UNSETTLED = new Set<ToolPart['state']>(['input-streaming', 'input-available', 'approval-responded']);
+
 const toolName = (part: ToolPart) => ('toolName' in part && typeof part.toolName === 'string' ? part.toolName : part.type.replace(/^tool-/, ''));
 
 /** Approve, or deny with a reason the model is told. */
@@ -66,14 +76,15 @@ export function ApprovalButtons({ label, decide, canAct }: { label: string; deci
   );
 }
 
-function ToolCall({ part, decide, canAct }: { part: ToolPart; decide?: Decide; canAct: boolean }) {
+function ToolCall({ part, decide, canAct, ended }: { part: ToolPart; decide?: Decide; canAct: boolean; ended: boolean }) {
   const name = toolName(part);
   const approval = 'approval' in part ? part.approval : undefined;
+  const stopped = ended && UNSETTLED.has(part.state);
   return (
     <div className={`tool-call state-${part.state}`} role="group" aria-label={`Tool call ${name}`}>
       <div className="tool-head">
         <span className="tool-name">{name}</span>
-        <Badge value={STATES[part.state]?.[1] ?? 'running'} label={STATES[part.state]?.[0] ?? part.state} />
+        {stopped ? <Badge value="cancelled" label="stopped" /> : <Badge value={STATES[part.state]?.[1] ?? 'running'} label={STATES[part.state]?.[0] ?? part.state} />}
       </div>
       <details open={part.state !== 'output-available'}>
         <summary>Input</summary>
@@ -98,6 +109,7 @@ function ToolCall({ part, decide, canAct }: { part: ToolPart; decide?: Decide; c
 
 export function UiMessageView({ message, decide, canAct }: { message: UIMessage; decide?: Decide; canAct: boolean }) {
   const metadata = message.metadata as { usage?: { total?: number; cost?: number }; stop_reason?: string } | undefined;
+  const ending = metadata?.stop_reason ? ENDINGS[metadata.stop_reason] : undefined;
   return (
     <article className={`message ${message.role}`} aria-label={message.role === 'user' ? 'You' : 'Agent'}>
       <p className="who">{message.role === 'user' ? 'You' : 'Agent'}</p>
@@ -110,11 +122,12 @@ export function UiMessageView({ message, decide, canAct }: { message: UIMessage;
               <div className="text">{part.text}</div>
             </details>
           );
-        if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} {...(decide ? { decide } : {})} />;
+        if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} {...(decide ? { decide } : {})} />;
         if (part.type === 'step-start') return null;
         return <Json key={index} value={part} />;
       })}
       {metadata?.stop_reason && metadata.stop_reason !== 'end_turn' ? <Badge value={metadata.stop_reason} /> : null}
+      {ending ? <p className="muted ending">{ending}</p> : null}
       {metadata?.usage?.total !== undefined ? (
         <p className="usage muted">
           {metadata.usage.total} tokens{metadata.usage.cost !== undefined ? ` · $${metadata.usage.cost.toFixed(4)}` : ''}
@@ -135,7 +148,17 @@ export interface NativeMessage {
   approval?: { id: string; approved?: boolean; reason?: string };
 }
 
-export function NativeMessagesView({ messages }: { messages: readonly unknown[] }) {
+/** A stored call's approval: as the turn recorded it, or, still open there, as its interaction stands now. */
+function approvalBadge(approval: NonNullable<NativeMessage['approval']>, interaction: InteractionState | undefined) {
+  const approved = approval.approved ?? (typeof interaction?.answer?.approved === 'boolean' ? interaction.answer.approved : undefined);
+  if (approved !== undefined) return <Badge value={approved ? 'completed' : 'failed'} label={approved ? 'approved' : 'denied'} />;
+  if (interaction?.status === 'pending') return <Badge value="pending" label="awaiting approval" />;
+  if (interaction?.status === 'cancelled') return <Badge value="cancelled" label="approval cancelled" />;
+  // Not known to be waiting (answered, or its interaction not read): it must not look like it waits.
+  return <Badge value="asked" label="asked for approval" />;
+}
+
+export function NativeMessagesView({ messages, interactions }: { messages: readonly unknown[]; interactions?: ReadonlyMap<string, InteractionState> | undefined }) {
   return (
     <div className="native-messages">
       {(messages as NativeMessage[]).map((m, index) => {
@@ -144,7 +167,7 @@ export function NativeMessagesView({ messages }: { messages: readonly unknown[] 
             <div key={index} className="tool-call" role="group" aria-label={`Tool call ${m.tool_name}`}>
               <div className="tool-head">
                 <span className="tool-name">{m.tool_name}</span>
-                {m.approval ? <Badge value={m.approval.approved === undefined ? 'pending' : m.approval.approved ? 'completed' : 'failed'} label={m.approval.approved === undefined ? 'awaiting approval' : m.approval.approved ? 'approved' : 'denied'} /> : null}
+                {m.approval ? approvalBadge(m.approval, interactions?.get(m.approval.id)) : null}
               </div>
               <Json value={m.input ?? null} label={`Input of ${m.tool_name}`} />
             </div>

@@ -2,10 +2,12 @@ import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { Link, useLocation } from 'wouter';
+import { AgentdError } from '../../../src/client/index.ts';
 import { CHAT_STORAGE_PREFIX, useAuth } from '../auth.tsx';
 import { AgentPicker, bodyOf, describeChoice, type AgentChoice } from '../agent-picker.tsx';
+import { reconcile, useServerState } from '../chat-sync.ts';
 import { ApprovalButtons, NativeMessagesView, UiMessageView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Page, Time, VIEWER_NOTE, errorText } from '../ui.tsx';
 
 /**
  * A chat with an agent, through the AI SDK's own `useChat` on the invoke endpoint's Vercel stream:
@@ -30,8 +32,19 @@ function load(key: string): Saved | undefined {
   }
 }
 
+/** The chat's requests, failing as the client's do when the server cannot be reached, so the chat says so as every page does. */
+const reachingFetch: typeof fetch = async (input, init) => {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    if (init?.signal?.aborted) throw error;
+    throw new AgentdError({ code: 0, type: 'network', message: `could not reach ${window.location.origin}: ${(error as Error).message}; is agentd running there?` }, { cause: error });
+  }
+};
+
 /** The server's envelope inside a transport error, as one line. */
 function chatError(error: Error): string {
+  if (error instanceof AgentdError) return errorText(error);
   try {
     const body = JSON.parse(error.message) as { status?: { code?: number; type?: string; message?: string } };
     if (body.status?.message) return `${body.status.code ?? ''} ${body.status.type ?? 'error'}: ${body.status.message}`.trim();
@@ -67,10 +80,11 @@ function Chat({ sessionId }: { sessionId: string }) {
         api: `/services/agent/v0/invoke?project_id=${encodeURIComponent(signed.projectId)}`,
         headers: { authorization: `ApiKey ${signed.key}`, 'x-ag-messages-format': 'vercel' },
         body: () => bodyOf(choiceRef.current),
+        fetch: reachingFetch,
       }),
     [signed],
   );
-  const { messages, sendMessage, status, stop, error, addToolApprovalResponse, resumeStream, clearError } = useChat({
+  const { messages, setMessages, sendMessage, status, stop, error, addToolApprovalResponse, resumeStream, clearError } = useChat({
     id: sessionId,
     transport,
     messages: saved?.messages ?? [],
@@ -80,16 +94,22 @@ function Chat({ sessionId }: { sessionId: string }) {
   });
   const busy = status === 'submitted' || status === 'streaming';
 
-  // Kept as it changes, and once more as the page goes away (a reload mid-turn keeps what was sent).
+  // Kept as it changes (at once when the chat settles, so a view opened right after a pause finds
+  // it; while a turn streams, after a quiet 250 ms), and once more as the page goes away (a reload
+  // mid-turn keeps what was sent).
   const latest = useRef<Saved>({ messages, choice });
   latest.current = { messages, choice };
   const persist = useCallback(() => {
     if (latest.current.messages.length) localStorage.setItem(storageKey, JSON.stringify(latest.current));
   }, [storageKey]);
   useEffect(() => {
+    if (!busy) {
+      persist();
+      return;
+    }
     const timer = setTimeout(persist, 250);
     return () => clearTimeout(timer);
-  }, [messages, choice, persist]);
+  }, [messages, choice, persist, busy]);
   useEffect(() => {
     window.addEventListener('pagehide', persist);
     return () => window.removeEventListener('pagehide', persist);
@@ -100,13 +120,20 @@ function Chat({ sessionId }: { sessionId: string }) {
     end.current?.scrollIntoView({ block: 'end' });
   }, [messages]);
 
+  // What the server kept, whenever no turn streams here: a turn answered elsewhere, stopped or
+  // ended while this page was away goes into the conversation this browser holds. Only a new read
+  // brings something to write in (a stream that started meanwhile is left alone).
+  const server = useServerState(sessionId, !busy);
+  useEffect(() => {
+    const next = server.state && !busy ? reconcile(latest.current.messages, server.state) : undefined;
+    if (next) setMessages(next);
+  }, [server.state]);
+
   // A session this browser holds no conversation of (it ran elsewhere, or this browser forgot it)
   // shows what the server kept of it: each turn's output. A pause among them is still answerable,
   // through the interactions API; the turn then goes on by itself, followed live when caught.
-  const kept = useApi(saved ? null : ['session', sessionId], () => client.sessions.get(sessionId, { limit: 20 }).catch(() => undefined));
-  const pending = useApi(busy ? null : ['pending', sessionId, messages.length, status], () => client.interactions.query({ session_id: sessionId, status: 'pending' }));
   const known = approvalIds(messages);
-  const unseen = (pending.data?.interactions ?? []).filter((i) => !known.has(i.id));
+  const unseen = (server.state?.pending ?? []).filter((i) => !known.has(i.id));
   const [answerError, setAnswerError] = useState<unknown>();
 
   async function answerOutOfBand(id: string, approved: boolean, reason?: string) {
@@ -128,13 +155,13 @@ function Chat({ sessionId }: { sessionId: string }) {
       if (now?.status === 'resolved' || now?.status === 'cancelled') break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    await Promise.all([pending.mutate(), caught ? undefined : kept.mutate()]);
+    server.refresh();
   }
   // A turn followed live here (its message is `msg-<turn id>`) is shown live, not twice, and so is
   // every later one: a continuation answered here goes on building the paused turn's message, and
   // the kept list, read again once it ended, would show it a second time as a turn of its own.
   const shownLive = new Set(messages.map((m) => m.id));
-  const keptOldestFirst = [...(kept.data?.turns ?? [])].reverse();
+  const keptOldestFirst = saved ? [] : [...(server.state?.turns ?? [])].reverse();
   const firstLive = keptOldestFirst.findIndex((turn) => shownLive.has(`msg-${turn.id}`));
   const keptTurns = firstLive === -1 ? keptOldestFirst : keptOldestFirst.slice(0, firstLive);
 
@@ -188,7 +215,7 @@ function Chat({ sessionId }: { sessionId: string }) {
                 <p className="muted">
                   <Badge value={turn.status} /> <Time iso={turn.started_at} />
                 </p>
-                {turn.outputs ? <NativeMessagesView messages={turn.outputs.messages} /> : null}
+                {turn.outputs ? <NativeMessagesView messages={turn.outputs.messages} interactions={server.state?.byId} /> : null}
               </div>
             ))}
           </section>
@@ -226,7 +253,7 @@ function Chat({ sessionId }: { sessionId: string }) {
           </p>
         ) : null}
         <ErrorNote error={answerError} />
-        <ErrorNote error={pending.error} what="Pending approvals" />
+        <ErrorNote error={server.error} what="Pending approvals" />
         <div ref={end} />
       </div>
       <form className="composer" onSubmit={send}>

@@ -25,7 +25,7 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
       <ErrorNote error={runs.error ?? results.error} />
       {!results.data && !results.error ? <Loading /> : null}
       {runA && runB ? (
-        <p>
+        <p className="wrap">
           A: <Link href={`/evaluations/${encodeURIComponent(runA.id)}`}>{runA.name ?? runA.id}</Link> · B:{' '}
           <Link href={`/evaluations/${encodeURIComponent(runB.id)}`}>{runB.name ?? runB.id}</Link>
         </p>

@@ -137,32 +137,34 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
       <h2 id="metrics-title">Metrics</h2>
       <ErrorNote error={error} />
       {rows.length ? (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Step</th>
-              <th scope="col">Metric</th>
-              {['count', 'mean', 'p50', 'p90', 'p95', 'p99', 'min', 'max'].map((h) => (
-                <th key={h} scope="col" className="num">
-                  {h}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map(({ step, name, stats }) => (
-              <tr key={`${step}/${name}`}>
-                <td className="mono">{step}</td>
-                <th scope="row">{name}</th>
-                {[stats.count, stats.mean, stats.p50, stats.p90, stats.p95, stats.p99, stats.min, stats.max].map((v, i) => (
-                  <td key={i} className="num">
-                    {formatNumber(v)}
-                  </td>
+        <div className="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Step</th>
+                <th scope="col">Metric</th>
+                {['count', 'mean', 'p50', 'p90', 'p95', 'p99', 'min', 'max'].map((h) => (
+                  <th key={h} scope="col" className="num">
+                    {h}
+                  </th>
                 ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map(({ step, name, stats }) => (
+                <tr key={`${step}/${name}`}>
+                  <td className="mono">{step}</td>
+                  <th scope="row">{name}</th>
+                  {[stats.count, stats.mean, stats.p50, stats.p90, stats.p95, stats.p99, stats.min, stats.max].map((v, i) => (
+                    <td key={i} className="num">
+                      {formatNumber(v)}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : (
         <p className="muted">No metrics yet.</p>
       )}

@@ -31,44 +31,46 @@ export function EvaluationsPage() {
       {!runs.data && !runs.error ? <Loading /> : null}
       {runs.data?.evaluations.length === 0 ? <p className="muted">No evaluation runs yet.</p> : null}
       {runs.data?.evaluations.length ? (
-        <table>
-          <caption className="visually-hidden">Evaluation runs, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Compare</th>
-              <th scope="col">Run</th>
-              <th scope="col">Status</th>
-              <th scope="col">Progress</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {runs.data.evaluations.map((run) => {
-              const p = run.data.progress;
-              const label = run.name ?? run.id;
-              return (
-                <tr key={run.id}>
-                  <td>
-                    <input type="checkbox" checked={picked.includes(run.id)} onChange={() => toggle(run.id)} aria-label={`Pick ${label} to compare`} />
-                  </td>
-                  <th scope="row">
-                    <Link href={`/evaluations/${encodeURIComponent(run.id)}`}>{label}</Link>
-                  </th>
-                  <td>
-                    <Badge value={run.data.status} />
-                  </td>
-                  <td>
-                    <progress max={p.total || 1} value={p.success + p.failure + p.cancelled} aria-label={`${label} progress`} /> {p.success + p.failure + p.cancelled}/{p.total}
-                    {p.failure ? <span className="bad-text"> · {p.failure} failed</span> : null}
-                  </td>
-                  <td>
-                    <Time iso={run.created_at} />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Evaluation runs, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Compare</th>
+                <th scope="col">Run</th>
+                <th scope="col">Status</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {runs.data.evaluations.map((run) => {
+                const p = run.data.progress;
+                const label = run.name ?? run.id;
+                return (
+                  <tr key={run.id}>
+                    <td>
+                      <input type="checkbox" checked={picked.includes(run.id)} onChange={() => toggle(run.id)} aria-label={`Pick ${label} to compare`} />
+                    </td>
+                    <th scope="row" className="wrap">
+                      <Link href={`/evaluations/${encodeURIComponent(run.id)}`}>{label}</Link>
+                    </th>
+                    <td>
+                      <Badge value={run.data.status} />
+                    </td>
+                    <td>
+                      <progress max={p.total || 1} value={p.success + p.failure + p.cancelled} aria-label={`${label} progress`} /> {p.success + p.failure + p.cancelled}/{p.total}
+                      {p.failure ? <span className="bad-text"> · {p.failure} failed</span> : null}
+                    </td>
+                    <td>
+                      <Time iso={run.created_at} />
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       ) : null}
       {pager(runs.data?.next)}
     </Page>

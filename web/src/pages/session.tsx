@@ -1,6 +1,7 @@
 import { useRef, useState, type ChangeEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
+import { readInteractions } from '../interactions.ts';
 import { ApprovalButtons, NativeMessagesView } from '../messages.tsx';
 import { Badge, ErrorNote, Json, Loading, Page, Time, VIEWER_NOTE, formatCost, useApi } from '../ui.tsx';
 
@@ -8,8 +9,15 @@ import { Badge, ErrorNote, Json, Loading, Page, Time, VIEWER_NOTE, formatCost, u
 export function SessionPage({ sessionId }: { sessionId: string }) {
   const { client } = useAuth();
   const session = useApi(['session', sessionId], () => client.sessions.get(sessionId, { limit: 50 }), { refreshInterval: (data) => (data?.live_turn ? 1000 : 0) });
-  const pending = useApi(['pending', sessionId], () => client.interactions.query({ session_id: sessionId, status: 'pending' }));
-  const refresh = () => Promise.all([session.mutate(), pending.mutate()]);
+  const turns = session.data?.turns ?? [];
+  // Read again whenever the newest turn changes: turns write files, answer and raise interactions.
+  const interactions = useApi(session.data ? ['interactions', sessionId, turns[0]?.id, turns[0]?.status] : null, () => readInteractions(client, sessionId), {
+    keepPreviousData: true,
+  });
+  // Each turn is numbered here, not by <ol reversed> (Chromium counts items added after the first
+  // render twice). With older turns left unread a turn's number is unknown: none beats a wrong one.
+  const numbered = !session.data?.next;
+  const refresh = () => Promise.all([session.mutate(), interactions.mutate()]);
 
   return (
     <Page
@@ -41,13 +49,13 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
           ) : null}
         </p>
       ) : null}
-      <PendingInteractions interactions={pending.data?.interactions ?? []} error={pending.error} onAnswered={refresh} />
+      <PendingInteractions interactions={interactions.data?.pending ?? []} error={interactions.error} onAnswered={refresh} />
       <h2>Turns</h2>
       {!session.data && !session.error ? <Loading /> : null}
       {session.data?.turns.length === 0 ? <p className="muted">No turns yet.</p> : null}
-      <ol className="turns" reversed>
-        {session.data?.turns.map((turn) => (
-          <li key={turn.id} className="turn">
+      <ol className={numbered ? 'turns' : 'turns unnumbered'}>
+        {turns.map((turn, index) => (
+          <li key={turn.id} className="turn" value={numbered ? turns.length - index : undefined}>
             <details open={turn.status === 'paused' || turn.status === 'running'}>
               <summary>
                 <Badge value={turn.status} /> {turn.stop_reason && turn.stop_reason !== turn.status ? <Badge value={turn.stop_reason} /> : null} <Time iso={turn.started_at} />
@@ -79,13 +87,13 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
                 ) : null}
               </dl>
               {turn.error ? <p className="error-note">{`${turn.error.code} ${turn.error.type ?? ''}: ${turn.error.message}`}</p> : null}
-              {turn.outputs ? <NativeMessagesView messages={turn.outputs.messages} /> : null}
+              {turn.outputs ? <NativeMessagesView messages={turn.outputs.messages} interactions={interactions.data?.byId} /> : null}
             </details>
           </li>
         ))}
       </ol>
       {session.data?.next ? <p className="muted">Older turns are not shown.</p> : null}
-      <Files sessionId={sessionId} version={`${session.data?.turns[0]?.id}:${session.data?.turns[0]?.status}`} />
+      <Files sessionId={sessionId} version={`${turns[0]?.id}:${turns[0]?.status}`} />
     </Page>
   );
 }

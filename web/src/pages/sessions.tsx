@@ -52,43 +52,45 @@ export function SessionsPage() {
         sessions.data.sessions.length === 0 ? (
           <p className="muted">No sessions{prefix || status ? ' match' : ' yet: start one in Chat'}.</p>
         ) : (
-          <table>
-            <caption className="visually-hidden">Sessions, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Session</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Latest turn</th>
-                <th scope="col">Waiting</th>
-                <th scope="col" className="num">
-                  Tokens
-                </th>
-                <th scope="col" className="num">
-                  Cost
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {sessions.data.sessions.map((s) => (
-                <tr key={s.id}>
-                  <th scope="row">
-                    <Link href={`/sessions/${encodeURIComponent(s.id)}`} className="mono">
-                      {s.id}
-                    </Link>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Sessions, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Session</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Latest turn</th>
+                  <th scope="col">Waiting</th>
+                  <th scope="col" className="num">
+                    Tokens
                   </th>
-                  <td>
-                    <Time iso={s.updated_at} />
-                  </td>
-                  <td>
-                    {s.live_turn ? <Badge value="running" /> : s.last_turn ? <Badge value={s.last_turn.stop_reason ?? s.last_turn.status} /> : <span className="muted">none</span>}
-                  </td>
-                  <td>{s.pending_interactions ? <Badge value="pending" label={`${s.pending_interactions} to answer`} /> : null}</td>
-                  <td className="num">{s.last_turn?.usage?.total ?? '–'}</td>
-                  <td className="num">{formatCost(s.last_turn?.usage?.cost)}</td>
+                  <th scope="col" className="num">
+                    Cost
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {sessions.data.sessions.map((s) => (
+                  <tr key={s.id}>
+                    <th scope="row" className="wrap">
+                      <Link href={`/sessions/${encodeURIComponent(s.id)}`} className="mono">
+                        {s.id}
+                      </Link>
+                    </th>
+                    <td>
+                      <Time iso={s.updated_at} />
+                    </td>
+                    <td>
+                      {s.live_turn ? <Badge value="running" /> : s.last_turn ? <Badge value={s.last_turn.stop_reason ?? s.last_turn.status} /> : <span className="muted">none</span>}
+                    </td>
+                    <td>{s.pending_interactions ? <Badge value="pending" label={`${s.pending_interactions} to answer`} /> : null}</td>
+                    <td className="num">{s.last_turn?.usage?.total ?? '–'}</td>
+                    <td className="num">{formatCost(s.last_turn?.usage?.cost)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )
       ) : null}
       {pager(sessions.data?.next)}

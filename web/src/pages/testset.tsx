@@ -16,7 +16,7 @@ export function TestsetPage({ id }: { id: string }) {
       {!view && !testset.error ? <Loading /> : null}
       {view ? (
         <>
-          <p className="muted">
+          <p className="muted wrap">
             <span className="mono">{view.slug}</span> · version {view.version} · {rows.length} rows · revision <span className="mono">{view.revision_id}</span> · updated <Time iso={view.updated_at} />
           </p>
           <div className="table-wrap">

@@ -14,37 +14,39 @@ export function TestsetsPage() {
       {!testsets.data && !testsets.error ? <Loading /> : null}
       {testsets.data?.testsets.length === 0 ? <p className="muted">No test sets yet.</p> : null}
       {testsets.data?.testsets.length ? (
-        <table>
-          <caption className="visually-hidden">Test sets</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Slug</th>
-              <th scope="col" className="num">
-                Rows
-              </th>
-              <th scope="col" className="num">
-                Version
-              </th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {testsets.data.testsets.map((t) => (
-              <tr key={t.id}>
-                <th scope="row">
-                  <Link href={`/testsets/${encodeURIComponent(t.id)}`}>{t.name ?? t.slug}</Link>
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Test sets</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Slug</th>
+                <th scope="col" className="num">
+                  Rows
                 </th>
-                <td className="mono">{t.slug}</td>
-                <td className="num">{t.data.testcase_ids.length}</td>
-                <td className="num">{t.version}</td>
-                <td>
-                  <Time iso={t.updated_at} />
-                </td>
+                <th scope="col" className="num">
+                  Version
+                </th>
+                <th scope="col">Updated</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {testsets.data.testsets.map((t) => (
+                <tr key={t.id}>
+                  <th scope="row" className="wrap">
+                    <Link href={`/testsets/${encodeURIComponent(t.id)}`}>{t.name ?? t.slug}</Link>
+                  </th>
+                  <td className="mono wrap">{t.slug}</td>
+                  <td className="num">{t.data.testcase_ids.length}</td>
+                  <td className="num">{t.version}</td>
+                  <td>
+                    <Time iso={t.updated_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : null}
     </Page>
   );

@@ -20,41 +20,45 @@ export function WorkflowPage({ id }: { id: string }) {
       <ErrorNote error={workflow.error ?? revisions.error} />
       {!revisions.data && !revisions.error ? <Loading /> : null}
       {workflow.data ? (
-        <p className="muted">
+        <p className="muted wrap">
           <span className="mono">{workflow.data.slug}</span> · {workflow.data.family} · variants: {workflow.data.variants.map((v) => v.slug).join(', ')}
         </p>
       ) : null}
       <h2>Revisions</h2>
-      <table>
-        <caption className="visually-hidden">Revisions, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Revision</th>
-            <th scope="col">Slug</th>
-            <th scope="col">Committed</th>
-            <th scope="col">Diff</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.map((r) => (
-            <tr key={r.id}>
-              <th scope="row">{label(r)}</th>
-              <td className="mono">{r.slug}</td>
-              <td>
-                <Time iso={r.created_at} />
-              </td>
-              <td>
-                <label className="inline">
-                  <input type="radio" name="diff-a" checked={left === r.id} onChange={() => setLeft(r.id)} /> A
-                </label>{' '}
-                <label className="inline">
-                  <input type="radio" name="diff-b" checked={right === r.id} onChange={() => setRight(r.id)} /> B
-                </label>
-              </td>
+      <div className="table-wrap">
+        <table>
+          <caption className="visually-hidden">Revisions, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Revision</th>
+              <th scope="col">Slug</th>
+              <th scope="col">Committed</th>
+              <th scope="col">Diff</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {list.map((r) => (
+              <tr key={r.id}>
+                <th scope="row" className="wrap">
+                  {label(r)}
+                </th>
+                <td className="mono wrap">{r.slug}</td>
+                <td>
+                  <Time iso={r.created_at} />
+                </td>
+                <td>
+                  <label className="inline">
+                    <input type="radio" name="diff-a" checked={left === r.id} onChange={() => setLeft(r.id)} /> A
+                  </label>{' '}
+                  <label className="inline">
+                    <input type="radio" name="diff-b" checked={right === r.id} onChange={() => setRight(r.id)} /> B
+                  </label>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {a && b ? <RevisionDiff a={a.data} b={b.data} title={`${label(a)} → ${label(b)}`} /> : <p className="hint">Pick A and B to see what changed between two revisions.</p>}
       {canAct && workflow.data ? <Deploy workflowSlug={workflow.data.slug} revisions={list.map((r) => ({ id: r.id, label: label(r) }))} /> : <p className="hint">{VIEWER_NOTE}</p>}
       {list[0] ? (

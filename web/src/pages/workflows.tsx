@@ -18,31 +18,33 @@ export function WorkflowsPage() {
         </p>
       ) : null}
       {workflows.data?.workflows.length ? (
-        <table>
-          <caption className="visually-hidden">Workflows</caption>
-          <thead>
-            <tr>
-              <th scope="col">Workflow</th>
-              <th scope="col">Family</th>
-              <th scope="col">Variants</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {workflows.data.workflows.map((w) => (
-              <tr key={w.id}>
-                <th scope="row">
-                  <Link href={`/workflows/${encodeURIComponent(w.id)}`}>{w.name ?? w.slug}</Link> <span className="mono muted">{w.slug}</span>
-                </th>
-                <td>{w.family}</td>
-                <td>{w.variants.map((v) => `${v.slug} (v${v.latest_version ?? 0})`).join(', ')}</td>
-                <td>
-                  <Time iso={w.updated_at} />
-                </td>
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Workflows</caption>
+            <thead>
+              <tr>
+                <th scope="col">Workflow</th>
+                <th scope="col">Family</th>
+                <th scope="col">Variants</th>
+                <th scope="col">Updated</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {workflows.data.workflows.map((w) => (
+                <tr key={w.id}>
+                  <th scope="row" className="wrap">
+                    <Link href={`/workflows/${encodeURIComponent(w.id)}`}>{w.name ?? w.slug}</Link> <span className="mono muted">{w.slug}</span>
+                  </th>
+                  <td>{w.family}</td>
+                  <td className="wrap">{w.variants.map((v) => `${v.slug} (v${v.latest_version ?? 0})`).join(', ')}</td>
+                  <td>
+                    <Time iso={w.updated_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : null}
       <h2>Environments</h2>
       <ErrorNote error={environments.error} />
