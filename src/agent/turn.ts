@@ -126,6 +126,12 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   let steps = 0;
   let lastStepHadCalls = false;
   const usage: Usage = { input: 0, output: 0, total: 0 };
+  /** Model calls that finished: a turn that fails or is cancelled after one still reports what they used. */
+  let finishedCalls = 0;
+  const usageEvent = (): AgentEvent => {
+    const cost = input.pricing?.(template.llm.provider, template.llm.model, usage);
+    return { type: 'usage', data: cost === undefined ? usage : { ...usage, cost } };
+  };
 
   /** Outcomes told in the order the calls were made, as the model reads them, whichever finished first. */
   async function* told(stepCalls: StepCall[]): AsyncGenerator<AgentEvent, ToolPart[]> {
@@ -245,6 +251,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
             break;
           }
           case 'finish':
+            finishedCalls++;
             finishReason = part.finishReason.unified;
             usage.input += part.usage.inputTokens.total ?? 0;
             usage.output += part.usage.outputTokens.total ?? 0;
@@ -276,12 +283,13 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       }
     }
   } catch (error) {
+    // The tokens already spent are told, before the caller's error and `done`.
+    if (finishedCalls > 0) yield usageEvent();
     if (signal.aborted) throw signal.reason ?? error;
     throw toModelError(error);
   }
 
-  const cost = input.pricing?.(template.llm.provider, template.llm.model, usage);
-  yield { type: 'usage', data: cost === undefined ? usage : { ...usage, cost } };
+  yield usageEvent();
 
   let stopReason: StopReason = 'end_turn';
   if (pending.length) stopReason = 'paused';

@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AgentEvent } from '../contract/events.ts';
 import { ndjsonLine, sseFrame } from '../stream/native-frames.ts';
-import { VERCEL_DONE, VERCEL_HEADERS, VercelProjector, vercelSseFrame, type VercelProjectorOptions } from '../stream/vercel.ts';
+import { VERCEL_DONE, VERCEL_FORMAT_HEADERS, VERCEL_HEADERS, VercelProjector, vercelSseFrame, type VercelProjectorOptions } from '../stream/vercel.ts';
 import type { Wire } from './negotiate.ts';
 
 const CONTENT_TYPE: Record<Exclude<Wire, 'json'>, string> = {
@@ -26,7 +26,7 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
   const projector = target.vercel ? new VercelProjector(target.vercel) : undefined;
   res.writeHead(200, {
     ...headers,
-    ...(projector ? VERCEL_HEADERS : {}),
+    ...(projector ? (target.wire === 'sse' ? VERCEL_HEADERS : VERCEL_FORMAT_HEADERS) : {}),
     'content-type': CONTENT_TYPE[target.wire],
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',

@@ -429,7 +429,13 @@ export class TurnService {
     const { redact, redactEvent, state, unrecorded, span, metrics } = how;
     const { store, log } = this.deps;
     const folder = new TurnFolder();
+    // Messages and thoughts begun and not yet ended: a turn that fails midway, whatever its engine
+    // (harnesses and a dying turn thread included), ends them before its error, so every reader
+    // (the fold, each projection, a replay) gets whole parts.
+    const unended = new Map<string, 'message_end' | 'thought_end'>();
     const emit = (event: AgentEvent) => {
+      if (event.type === 'message_start' || event.type === 'thought_start') unended.set(event.data.id, event.type === 'message_start' ? 'message_end' : 'thought_end');
+      else if (event.type === 'message_end' || event.type === 'thought_end') unended.delete(event.data.id);
       folder.push(event);
       span?.event(event);
       metrics?.event(event);
@@ -480,6 +486,8 @@ export class TurnService {
         await store.pausedStates.removeSession(turn.projectId, turn.sessionId);
       }
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
+      // Through the redactor, which still holds the end of a text that might begin a secret.
+      for (const [id, type] of unended) for (const event of redactEvent({ type, data: { id } })) emit(event);
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
       emit(doneEvent(aborted ? (status as 'interrupted' | 'cancelled') : 'error'));
     }

@@ -11,13 +11,23 @@ import { addUsage } from './usage.ts';
  * correctness: every chunk must find the part it refers to.
  */
 
+/** Say the chunks (and a JSON reply's messages) are the Vercel representation, on any wire. */
+export const VERCEL_FORMAT_HEADERS: Readonly<Record<string, string>> = {
+  'x-ag-messages-format': 'vercel',
+  'x-ag-messages-version': 'v1',
+};
+
+/**
+ * The SSE stream's headers. Only it says `x-vercel-ai-ui-message-stream`: that header tells an AI
+ * SDK client to read the body as the UI message stream over SSE, which the same chunks as NDJSON
+ * lines are not.
+ */
 export const VERCEL_HEADERS: Readonly<Record<string, string>> = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
   'x-vercel-ai-ui-message-stream': 'v1',
   'x-accel-buffering': 'no',
-  'x-ag-messages-format': 'vercel',
-  'x-ag-messages-version': 'v1',
+  ...VERCEL_FORMAT_HEADERS,
 };
 
 /** The SDK's transport ignores it, but its own server writes it and other clients wait for it. */
