@@ -67,4 +67,11 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that goes away early (`agentd eval compare A B | head -1`) is no failure of the command:
+// the rest of its output has nowhere to go, so it ends there, as Unix tools do.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(process.exitCode ?? 0);
+});
+
 process.exitCode = await main(process.argv.slice(2));

@@ -50,8 +50,13 @@ export interface EngineDeps {
   metrics?: ServiceMetrics | undefined;
 }
 
-/** Errors that would fail again the same way: retrying them only burns the provider's quota. */
+/**
+ * Errors that would fail again the same way: retrying them only burns the provider's quota. A
+ * key the provider refused, or none at all, is one of them (`upstream-auth`; its 424 is shared
+ * with an MCP server out of reach, which may come back).
+ */
 const PERMANENT = new Set([400, 401, 403, 404, 413, 422]);
+const permanent = (failure: AppError) => PERMANENT.has(failure.status) || failure.type === 'upstream-auth';
 
 /** Why an in-flight case stopped without an outcome of its own. */
 const STOPPED = new Error('the evaluation run was stopped');
@@ -385,7 +390,7 @@ class RunDriver {
     }
     const failure = error!;
     const failures = attempts.filter((a) => a.status === 'failure' && a.started_at >= this.startedAt).length;
-    if (failures <= spec.concurrency.max_retries && !PERMANENT.has(failure.status)) {
+    if (failures <= spec.concurrency.max_retries && !permanent(failure)) {
       metrics?.caseAttempt('retry');
       const delay = Math.max(spec.concurrency.retry_delay * 1000, waitAsked(failure));
       await this.write(result.id, { status: 'pending', retry_in_ms: delay, attempts, error: toResultError(failure), ...ids });

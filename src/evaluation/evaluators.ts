@@ -2,6 +2,7 @@ import type { EvaluatorScore, EvaluatorSpec } from '../contract/evaluations.ts';
 import type { Message } from '../contract/messages.ts';
 import { AppError } from '../errors.ts';
 import type { SpanIds } from '../telemetry/tracing.ts';
+import { regexTest } from './regex-test.ts';
 
 /**
  * The built-in evaluators of an evaluation run (spec §2.8): each scores one turn's output against
@@ -83,7 +84,11 @@ export async function evaluate(spec: EvaluatorSpec, name: string, context: Evalu
     case 'regex': {
       const error = regexError(spec.pattern, spec.flags);
       if (error) return failed(`invalid regular expression: ${error}`);
-      return scored(new RegExp(spec.pattern, spec.flags).test(output));
+      try {
+        return scored(await regexTest(spec.pattern, spec.flags ?? '', output));
+      } catch (failure) {
+        return failed(messageOf(failure));
+      }
     }
     case 'json_valid': {
       try {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { agentdCommand } from '../support/child-server.ts';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { AGENTD_BIN, agentdCommand } from '../support/child-server.ts';
 
 /**
  * The commands made of subcommands share one way in (`runSubcommand`, src/cli/remote.ts): what
@@ -35,5 +37,18 @@ describe.each(COMMANDS)('agentd $name', ({ name, choices }) => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--no-such-flag/);
     expect(run.stderr).toMatch(new RegExp(`Usage:\\s+agentd ${name} `));
+  });
+});
+
+describe('a reader that goes away early', () => {
+  it('ends the command quietly, as `| head -1` expects, not with a stack trace', async () => {
+    const child = spawn(process.execPath, [AGENTD_BIN, 'eval', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The pipe's reading end is closed before the command writes: its first write fails with EPIPE.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const [code] = await once(child, 'exit');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });

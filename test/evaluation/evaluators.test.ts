@@ -3,6 +3,7 @@ import { EvaluatorSpec, type EvaluatorScore } from '../../src/contract/evaluatio
 import type { Message } from '../../src/contract/messages.ts';
 import { AppError } from '../../src/errors.ts';
 import { checkEvaluators, evaluate, finalText, names, type Complete, type EvaluationContext } from '../../src/evaluation/evaluators.ts';
+import { regexTest } from '../../src/evaluation/regex-test.ts';
 
 /**
  * The built-in evaluators: every kind passing and failing, the per-case errors that must not throw,
@@ -104,6 +105,27 @@ describe('regex', () => {
     expect(score.score).toBeUndefined();
     expect(score.pass).toBeUndefined();
     expect(score.error).toMatch(/^invalid regular expression: .*unclosed/);
+  });
+
+  it('a pattern that backtracks without end fails its case and never stalls the server’s thread', async () => {
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    try {
+      const score = await run({ kind: 'regex', pattern: '(a+)+$' }, turn(`${'a'.repeat(40)}b`));
+      expect(score).toMatchObject({ name: 'regex', kind: 'regex', error: expect.stringMatching(/ran longer than 2000 ms.*simplify it/) });
+      // The event loop went on while the thread was stuck: about 100 ticks in 2 s, never none.
+      expect(ticks).toBeGreaterThan(20);
+    } finally {
+      clearInterval(ticker);
+    }
+  });
+
+  it('tests queued behind one that runs over its time are answered by a new thread', async () => {
+    const stuck = regexTest('(a+)+$', '', `${'a'.repeat(40)}b`, 300);
+    const behind = [regexTest('^x', '', 'xyz', 300), regexTest('^x', 'i', 'XYZ', 300), regexTest('^y', '', 'xyz', 300)];
+    await expect(stuck).rejects.toThrow(/ran longer than 300 ms/);
+    expect(await Promise.all(behind)).toEqual([true, true, false]);
+    expect(await regexTest('b$', '', 'ab')).toBe(true);
   });
 });
 

@@ -26,6 +26,7 @@ function script(req: RecordedRequest) {
   if (text.startsWith('flaky') && n === 1) return { error: { status: 503, message: 'down once' } };
   if (text.startsWith('limited') && n === 1) return { error: { status: 429, headers: { 'retry-after': '1' }, message: 'slow down' } };
   if (text.startsWith('slow')) return { text: `answer to ${text}`, latencyMs: 60_000 };
+  if (text.startsWith('keyless')) return { error: { status: 401, message: 'Incorrect API key provided' } };
   return { text: `answer to ${text}`, latencyMs: 20, usage: { input: 10, output: 5 } };
 }
 
@@ -138,6 +139,14 @@ describe('evaluation runs', () => {
     expect((await metrics({ metrics: { run_id: run.id, status: 'errors' } })).count).toBe(0);
     await expectError(await api('POST', '/evaluations/metrics/query', { metrics: { run_id: run.id, timestamps: true } }), 400, 'invalid-request', /timestamps/);
     await expectError(await api('POST', '/evaluations/metrics/query', {}), 400, 'invalid-request', /metrics/);
+  });
+
+  it('does not retry a key the provider refuses: it would fail the same way', async () => {
+    const run = await ended((await evaluate(await testset([row('keyless-1')]), { concurrency: { batch_size: 1, max_retries: 3, retry_delay: 0 } })).id);
+    expect(run.data.progress).toMatchObject({ total: 1, failure: 1 });
+    const [result] = await results(run.id);
+    expect(result.attempts).toHaveLength(1);
+    expect(result.attempts[0]).toMatchObject({ status: 'failure', error: { code: 424, type: 'upstream-auth' } });
   });
 
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {

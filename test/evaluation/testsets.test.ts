@@ -236,6 +236,12 @@ describe('importing a file', () => {
     await expectError(await post('/simple/testsets/import?testset=no-such-testset', 'question\nq\n', 'text/csv'), 404, 'not-found', /no-such-testset/);
   });
 
+  it('refuses a file nested deeper than a JSON body may be, as a 400 naming where, in JSONL and in a CSV cell', async () => {
+    const deep = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
+    await expectError(await post('/simple/testsets/import', `{"input": "a", "x": ${deep(5000)}}\n`, 'application/x-ndjson'), 400, 'invalid-request', /deeper than 100 levels at testcases\[0\]\.data\.x/);
+    await expectError(await post('/simple/testsets/import', `messages\n"${deep(6000)}"\n`, 'text/csv'), 400, 'invalid-request', /deeper than 100 levels at testcases\[0\]\.data\.messages/);
+  });
+
   it('refuses a bad row naming its line, and a type it does not read', async () => {
     const before = (await okJsonText(await api('GET', '/simple/testsets/'))).body.count;
     await expectError(await post('/simple/testsets/import', 'question,expected\nfine,1\nnot, fine, at all\n', 'text/csv'), 400, 'invalid-request', /CSV line 3 has 3 fields; the header has 2/);

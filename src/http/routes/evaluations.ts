@@ -11,7 +11,7 @@ import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
-import { parseWith } from '../validate.ts';
+import { checkBodyDepth, parseWith } from '../validate.ts';
 
 export interface EvaluationRoutesDeps {
   store: Store;
@@ -67,6 +67,8 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     }
     const rows = format === 'csv' ? parseCsv(request.body, query.delimiter === 'tab' ? '\t' : query.delimiter) : parseJsonl(request.body);
     const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
+    // A file's JSON is held to the nesting a JSON body is held to (storing it walks it recursively).
+    checkBodyDepth({ testcases });
     const input = { slug: query.slug, name: query.name, data: { testcases } };
     return testsetReply(query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input));
   });
