@@ -259,12 +259,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity' && hasBody(request.raw)) {
       throw new AppError('unsupported-media-type', `the body is sent with Content-Encoding "${coding}", which this server does not decode; send it uncompressed`, { headers: { 'accept-encoding': 'identity' } });
     }
+    // Read once: Fastify builds `routeOptions` anew on every read. Its `config` holds the route's url.
+    const route = request.routeOptions.config;
     // Every route of the API and the services needs a key: checked before the body is read (auth.ts).
-    const route = request.routeOptions.url;
-    if (request.method !== 'OPTIONS' && route !== undefined && (route.startsWith('/api/') || route.startsWith('/services/'))) await authenticate(deps.store, request);
+    if (request.method !== 'OPTIONS' && route.url !== undefined && (route.url.startsWith('/api/') || route.url.startsWith('/services/'))) await authenticate(deps.store, request);
     // A route that takes no body accepts an empty one whatever its Content-Type says (some clients
     // send a form type on every POST): there is nothing to parse, so no parser is looked for.
-    if (request.routeOptions.config.optionalBody && !hasBody(request.raw)) delete request.headers['content-type'];
+    if (route.optionalBody && !hasBody(request.raw)) delete request.headers['content-type'];
   });
 
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
