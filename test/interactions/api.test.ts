@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { builtin, expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { builtin, expectError, type Harness, invokeBody, readJson, sid, startHarness, template, until } from '../support/harness.ts';
 
 let h: Harness;
 let viewerKey: string;
@@ -25,15 +25,6 @@ function api(method: string, route: string, body?: unknown, auth: { key?: string
   });
 }
 const respond = (id: string, answer: unknown, auth?: { key?: string; project?: string }) => api('POST', `/api/sessions/interactions/${id}/respond`, { answer }, auth);
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (ok(value)) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not reached in time');
-}
 
 const writeAgent = template({ tools: [builtin('write')], mode: 'ask' });
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { builtin, expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { builtin, expectError, type Harness, invokeBody, readJson, sid, startHarness, template, until } from '../support/harness.ts';
 
 /**
  * An interaction takes one answer (design.md §4): a client tool's result given again, in band or
@@ -26,15 +26,6 @@ function api(route: string, body: unknown) {
 const transition = (body: Record<string, unknown>) => api('/api/sessions/interactions/transition', body);
 const record = (id: string) => h.store.interactions.get(h.projectId, id);
 const turnsOf = (session: string) => h.store.turns.listForSession(h.projectId, session, { limit: 10 });
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (ok(value)) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not reached in time');
-}
 
 const pickColor = { type: 'client', name: 'pick_color', input_schema: { type: 'object' } };
 const colorAgent = template({ tools: [pickColor] });

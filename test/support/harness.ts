@@ -241,3 +241,13 @@ let seq = 0;
 export function sid(prefix = 's'): string {
   return `${prefix}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/** Reads until `ok` holds for what was read (every 25 ms, for 10 s at most), and returns it. */
+export async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await read();
+    if (ok(value)) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('condition not reached in time');
+}
