@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { fitUsage } from './usage.ts';
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -10,7 +11,7 @@ export function parseFlags<O extends Options>(argv: string[], options: O, usage:
   try {
     return parseArgs({ args: argv, options }).values;
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${usage}`);
+    process.stderr.write(`${(error as Error).message}\n\n${fitUsage(usage)}`);
     return undefined;
   }
 }
@@ -31,12 +32,12 @@ export function parseCommand<O extends Options>(
   try {
     const { values, positionals } = parseArgs({ args: argv, options: { ...options, ...HELP }, allowPositionals });
     if ((values as { help?: boolean }).help) {
-      process.stdout.write(usage);
+      process.stdout.write(fitUsage(usage));
       return 0;
     }
     return { values, positionals };
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${usage}`);
+    process.stderr.write(`${(error as Error).message}\n\n${fitUsage(usage)}`);
     return 2;
   }
 }

@@ -1,5 +1,6 @@
 import { parseFlags } from './args.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
+import { fitUsage } from './usage.ts';
 
 const USAGE = `Usage: agentd demo-model [--port N]
 
@@ -15,7 +16,7 @@ export async function demoModelCommand(argv: string[]): Promise<number> {
   const values = parseFlags(argv, { port: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
   if (!values) return 2;
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(fitUsage(USAGE));
     return 0;
   }
   const port = Number(values.port ?? 11434);

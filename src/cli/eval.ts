@@ -18,8 +18,8 @@ const USAGE = `Usage:
   agentd eval stop RUN
 
 run      Creates an evaluation run over a test set, shows its progress, then its metrics. Exits 0
-         when every case succeeded, 1 when some failed or the run did not finish, so it fits in a
-         CI pipeline. Ctrl-C asks whether to stop the run or leave it running.
+         when every case succeeded and passed its evaluators, 1 when some failed or scored low or
+         the run did not finish, so it fits in a CI pipeline. Ctrl-C asks whether to stop the run or leave it running.
            --testset ID            a test set revision id (or a test set's id: its newest revision)
          the agent (default: the built-in agent with its default template):
            --revision ID           a workflow revision
@@ -209,7 +209,13 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
       current = (await client.evaluations.get(current.id)).evaluation;
     }
     progress.finish(toCounts(current));
-    return await report(client, current, values.json === true);
+    const status = await report(client, current, values.json === true);
+    if (status !== 0 || !evaluators?.length) return status;
+    // For CI a case its evaluators fail (or could not score) has failed too, as a failed turn has.
+    const low = (await allResults(client, current.id)).filter(caseFailed).length;
+    if (low === 0) return 0;
+    process.stderr.write(`${low} case${low === 1 ? '' : 's'} scored low (agentd eval show ${current.id} --cases --failed)\n`);
+    return 1;
   } finally {
     process.off('SIGINT', onSigint);
   }

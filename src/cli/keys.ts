@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import { isAppError } from '../errors.ts';
 import { openStore, type Store } from '../store/db.ts';
 import { ROLES, type Role } from '../store/schema.ts';
+import { fitUsage } from './usage.ts';
 
 /** `agentd keys …`: API keys from the command line, for the operator of this server. */
 
@@ -192,7 +193,7 @@ async function revoke(args: string[], config: Config, io: CliIo): Promise<number
 }
 
 function help(io: CliIo): number {
-  io.stdout(USAGE);
+  io.stdout(fitUsage(USAGE));
   return EXIT_OK;
 }
 
@@ -207,14 +208,14 @@ export async function keysCommand(argv: string[], config: Config, io: CliIo = pr
   const [subcommand, ...rest] = argv;
   if (subcommand === undefined || subcommand === '--help' || subcommand === '-h' || subcommand === 'help') {
     if (subcommand === undefined) {
-      io.stderr(`agentd keys needs a subcommand.\n\n${USAGE}`);
+      io.stderr(`agentd keys needs a subcommand.\n\n${fitUsage(USAGE)}`);
       return EXIT_USAGE;
     }
     return help(io);
   }
   const run = Object.hasOwn(SUBCOMMANDS, subcommand) ? SUBCOMMANDS[subcommand] : undefined;
   if (!run) {
-    io.stderr(`Unknown subcommand "${subcommand}" for agentd keys.\n\n${USAGE}`);
+    io.stderr(`Unknown subcommand "${subcommand}" for agentd keys.\n\n${fitUsage(USAGE)}`);
     return EXIT_USAGE;
   }
   try {

@@ -1,4 +1,5 @@
 import { loadConfig } from '../config.ts';
+import { fitUsage } from './usage.ts';
 
 /**
  * Each command is loaded when it runs: the server's dependencies (Fastify, the AI SDK, the
@@ -50,12 +51,12 @@ Run "agentd <command> --help" for a command's options.
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write(fitUsage(USAGE));
     return command ? 0 : 2;
   }
   const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!run) {
-    process.stderr.write(`agentd: unknown command "${command}"\n\n${USAGE}`);
+    process.stderr.write(`agentd: unknown command "${command}"\n\n${fitUsage(USAGE)}`);
     return 2;
   }
   try {

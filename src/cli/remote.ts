@@ -2,6 +2,7 @@ import { createClient, type AgentdClient } from '../client/index.ts';
 import { AgentdError } from '../client/errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { parseCommand, type FlagValues, type Options } from './args.ts';
+import { fitUsage } from './usage.ts';
 
 /**
  * Where the client commands (`invoke`, `run-many`, `testsets`, `eval`) find the server: flags, else
@@ -100,7 +101,7 @@ export async function runSubcommand<O extends Options>(
 ): Promise<number> {
   const [sub, ...rest] = argv;
   if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(usage);
+    process.stdout.write(fitUsage(usage));
     return sub ? 0 : 2;
   }
   const parsed = parseCommand(rest, options, usage, true);

@@ -49,7 +49,8 @@ function readInputs(file: string): InvokeBody[] {
   } catch (error) {
     throw new CliError(`--input ${file} cannot be read: ${(error as Error).message}`);
   }
-  const lines = text.split(/\r?\n/);
+  // A byte-order mark, as some editors save UTF-8, is no part of the first line (the server's import drops it too).
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   const inputs: InvokeBody[] = [];
   for (const [i, text] of lines.entries()) {
     if (text.trim() === '') continue;

@@ -5,6 +5,7 @@ import { openStore } from '../store/db.ts';
 import { resumeAnswered } from '../interactions/continuation.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import { DEMO_PROVIDER, type Config } from '../config.ts';
+import { fitUsage } from './usage.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -21,7 +22,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   const values = parseFlags(argv, { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
   if (!values) return 2;
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(fitUsage(USAGE));
     return 0;
   }
   const port = values.port !== undefined ? Number(values.port) : config.port;

@@ -150,6 +150,14 @@ describe('agentd run-many', () => {
     expect(run.stderr).toMatch(/--input line 2 is not JSON/);
   });
 
+  it('reads a file saved with a byte-order mark', async () => {
+    const inputs = await file('bom.jsonl', '\uFEFF{"message": "with a mark"}\n');
+    const out = path.join(dir, 'bom-out.jsonl');
+    const run = await agentd(['run-many', '--input', inputs, '--out', out, '--template', templateFile]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse((await readFile(out, 'utf8')).trim())).toMatchObject({ index: 0, status: 'success' });
+  });
+
   it('names the file it cannot read or write, before running anything', async () => {
     const missing = await agentd(['run-many', '--input', path.join(dir, 'no-such.jsonl'), '--out', path.join(dir, 'unused.jsonl')]);
     expect(missing.code).toBe(2);

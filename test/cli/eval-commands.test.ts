@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type AgentdClient } from '../../src/client/index.ts';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
@@ -112,6 +115,21 @@ describe('agentd eval run by application, and stop', () => {
     const both = await agentdCommand(['eval', 'run', '--testset', testset, '--app', 'bot', '--revision', french.id], env);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain('--revision names the agent by itself');
+  });
+
+  it('run exits 1 when a case scores low on its evaluators, though every turn succeeded, and 0 when all pass', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-eval-cli-'));
+    const file = path.join(dir, 'evaluators.json');
+    await writeFile(file, JSON.stringify(evaluators));
+    wrong = new Set(['what is 3*3']);
+    const low = await agentdCommand(['eval', 'run', '--testset', testset, '--evaluators', file], env);
+    expect(low.stdout).toContain('3 succeeded, 0 failed');
+    expect(low.stderr).toMatch(/1 case scored low \(agentd eval show \S+ --cases --failed\)/);
+    expect(low.code).toBe(1);
+    wrong = new Set();
+    const passed = await agentdCommand(['eval', 'run', '--testset', testset, '--evaluators', file], env);
+    expect(passed.code, passed.stderr).toBe(0);
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('stops a running run', async () => {
