@@ -101,7 +101,12 @@ export class TurnService {
     const { plan } = planned;
     const { trailing } = collectCalls(plan.messages);
     const earlier = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
-    if (!earlier) return this.run(plan);
+    if (!earlier) {
+      // A forced re-post whose answers were given already is refused before it takes the session:
+      // the turn it would cancel may be the one those answers started.
+      if (plan.force && trailing.length) await readInBandAnswers(this.deps.store, plan.projectId, plan.sessionId, plan.messages, trailing);
+      return this.run(plan);
+    }
     return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded, trailing);
   }
 

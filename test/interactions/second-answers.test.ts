@@ -172,3 +172,20 @@ describe('transition to resolved', () => {
     expect(await record(p.id)).toMatchObject({ status: 'resolved', resolution: { via: 'out_of_band', turn_id: continuation!.id } });
   });
 });
+
+describe('a forced re-post of an answer already given in band', () => {
+  it('is refused before it takes the session: the turn that answer started runs on to its end', async () => {
+    const session = sid('gate-force');
+    h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'out.txt', content: 'x' } }] }, { text: 'written', latencyMs: 800 }]);
+    const paused = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write it' }], writeAgent, { session_id: session })));
+    const id = paused.data.outputs.pending_interaction.id as string;
+    const [call] = paused.data.outputs.messages as Array<Record<string, unknown>>;
+    const answered = invokeBody([{ role: 'user', content: 'write it' }, { ...call, approval: { id, approved: true } }], writeAgent, { session_id: session });
+    const first = h.invoke(answered);
+    await until(() => record(id), (r) => r?.status === 'resolved');
+    await expectError(await h.invoke(answered, { headers: { 'x-ag-session-control': 'force' } }), 409, 'interaction-not-pending');
+    const done = await readJson(await first);
+    expect(done.data.outputs.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'written' });
+    expect((await turnsOf(session))[0]).toMatchObject({ status: 'completed' });
+  });
+});
