@@ -52,7 +52,7 @@ export function negotiate(accept: string | undefined, streamFlag: boolean | unde
     throw new AppError(
       'not-acceptable',
       stream
-        ? `the request asks for a stream (flags.stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream, application/x-ndjson or application/jsonl, or drop flags.stream`
+        ? `the request asks for a stream (flags.stream is true, or the body is useChat's, which is answered with its stream) but Accept "${accept}" only allows a JSON reply; accept text/event-stream, application/x-ndjson or application/jsonl, or set flags.stream to false`
         : `the request asks for a single JSON reply but Accept "${accept}" only allows a stream; accept application/json, or set flags.stream to true`,
     );
   }

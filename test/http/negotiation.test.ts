@@ -106,6 +106,11 @@ describe('406 Not Acceptable', () => {
     await expectError(res, 406, 'not-acceptable', /flags\.stream/);
   });
 
+  it('Accept: application/json + a useChat body → 406 saying the body is what asks for a stream', async () => {
+    const chat = { id: 'negotiate-chat', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }], trigger: 'submit-message', data: { parameters: { agent: template() } } };
+    await expectError(await h.invoke(chat, { headers: { accept: 'application/json' } }), 406, 'not-acceptable', /the body is useChat's.*set flags\.stream to false/);
+  });
+
   it('Accept: text/event-stream + flags.stream: false → 406', async () => {
     const res = await h.invoke(body({ flags: { stream: false } }), { headers: { accept: 'text/event-stream' } });
     await expectError(res, 406, 'not-acceptable', /application\/json/);
