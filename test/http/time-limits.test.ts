@@ -70,7 +70,8 @@ describe('the turn timeout', () => {
 describe('a stream held for the first output', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ env: { AGENTD_STREAM_HOLD_MS: '200', AGENTD_MODEL_TIMEOUT_MS: '1500' } });
+    // The hold leaves room for a turn's start on a thread of its own (the first one starts it).
+    h = await startHarness({ env: { AGENTD_STREAM_HOLD_MS: '2000', AGENTD_MODEL_TIMEOUT_MS: '4000' } });
   });
   afterAll(async () => h.close());
 
@@ -83,7 +84,7 @@ describe('a stream held for the first output', () => {
   });
 
   it('starts once AGENTD_STREAM_HOLD_MS is up with nothing to send: turn_start first, a later failure told on the stream', async () => {
-    h.model.script({ text: 'late', latencyMs: 3_000 });
+    h.model.script({ text: 'late', latencyMs: 8_000 });
     const res = await stream();
     expect(res.status).toBe(200);
     const { frames } = await readFrames(res);
@@ -93,7 +94,7 @@ describe('a stream held for the first output', () => {
   });
 
   it('a slow model still gets its whole answer on a stream that started early, in the Vercel format too', async () => {
-    h.model.script({ text: 'worth the wait', latencyMs: 600 });
+    h.model.script({ text: 'worth the wait', latencyMs: 3_000 });
     const res = await stream('vercel');
     expect(res.status).toBe(200);
     const raw = await res.text();
