@@ -50,8 +50,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What is known of the run so far, so an error reply can still name its session and trace. */
     run: { sessionId?: string | undefined; traceId?: string | undefined; spanId?: string | undefined };
-    /** The caller's key, once verified (http/auth.ts). */
-    apiKey: VerifiedApiKey | undefined;
+    /**
+     * The caller's key, once verified (http/auth.ts). Not named `apiKey`: the log formatter copies
+     * every object with such a field to censor it (telemetry/log-redaction.ts), and the access
+     * line logs the request.
+     */
+    verifiedKey: VerifiedApiKey | undefined;
   }
   interface FastifyContextConfig {
     /** The route needs no body, so an empty one is no body whatever its content type says. */
@@ -244,7 +248,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await spans?.close();
   });
   app.decorateRequest('run', null as never);
-  app.decorateRequest('apiKey', undefined);
+  app.decorateRequest('verifiedKey', undefined);
   app.addHook('onRequest', async (request, reply) => {
     request.run = {};
     // Every reply says which contract it speaks, on the /api surface too.

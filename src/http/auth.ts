@@ -38,7 +38,7 @@ export async function authenticate(store: Store, request: FastifyRequest): Promi
   }
   const key = await store.apiKeys.verify(match[1]!);
   if (!key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
-  request.apiKey = key;
+  request.verifiedKey = key;
   return key;
 }
 
@@ -48,7 +48,7 @@ export async function authenticate(store: Store, request: FastifyRequest): Promi
  * `need` → 403. A key of another project gets the same answer whether that project exists or not.
  */
 export async function authorize(store: Store, request: FastifyRequest, need: Role, options: AuthorizeOptions = {}): Promise<Principal> {
-  const key = request.apiKey ?? (await authenticate(store, request));
+  const key = request.verifiedKey ?? (await authenticate(store, request));
   const given = (request.query as Record<string, unknown> | undefined)?.project_id;
   if (Array.isArray(given)) {
     throw new AppError('invalid-request', 'the query parameter project_id is given more than once; give it once');
