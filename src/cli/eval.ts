@@ -77,7 +77,7 @@ async function report(client: AgentdClient, run: Run, json: boolean): Promise<nu
       `run ${run.id}: ${run.data.status} — ${progress.success} succeeded, ${progress.failure} failed, ${progress.cancelled} cancelled, ${progress.pending + progress.running} left of ${progress.total}\n`,
     );
     if (run.data.error) process.stdout.write(`error: ${run.data.error.message}\n`);
-    if (metrics[0]) process.stdout.write(`\n${metricsTable(metrics[0])}`);
+    if (metrics[0]) process.stdout.write(`\n${metricsTable(metrics[0], terminalWidth())}`);
   }
   return run.data.status === 'success' ? 0 : 1;
 }

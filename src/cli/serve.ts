@@ -76,7 +76,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     banner.push(
       'agentd: first start — created project "default".',
       `  project id: ${first.project.id}`,
-      `  API key:    ${first.apiKey.key}`,
+      `  API key:    ${first.apiKey.key}  (admin: it runs turns and manages keys and connections)`,
       '  The key is shown only this once; keep it: sign in to the console with it. More keys: npm run agentd -- keys create --project NAME',
       `  For the command line: export AGENTD_URL=${local} AGENTD_PROJECT_ID=${first.project.id} AGENTD_API_KEY=${first.apiKey.key}`,
     );

@@ -6,8 +6,9 @@ import type { Store } from './db.ts';
 export const DEFAULT_PROJECT_NAME = 'default';
 
 /**
- * On a fresh database, creates the `default` project and one editor key so a first `agentd serve`
- * is usable at once. The caller prints the key: it is never shown again. Undefined once any
+ * On a fresh database, creates the `default` project and one admin key so a first `agentd serve`
+ * is usable at once: the only key there is must be able to make the others and the project's
+ * connections from the console, not only from a shell on the server's machine. The caller prints the key: it is never shown again. Undefined once any
  * project exists, so later starts print nothing.
  */
 export async function bootstrapFirstRun(store: Store): Promise<{ project: Project; apiKey: CreatedApiKey } | undefined> {
@@ -20,6 +21,6 @@ export async function bootstrapFirstRun(store: Store): Promise<{ project: Projec
     if (isAppError(error)) return undefined;
     throw error;
   }
-  const apiKey = await store.apiKeys.create(project.id, 'editor');
+  const apiKey = await store.apiKeys.create(project.id, 'admin');
   return { project, apiKey };
 }

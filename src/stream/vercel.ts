@@ -169,7 +169,10 @@ export class VercelProjector {
         this.#usage = addUsage(this.#usage, event.data);
         break;
       case 'error':
-        out.push({ type: 'error', errorText: event.data.message });
+        // A stopped turn is no failure: `abort` is how the SDK's own server ends one, and it
+        // leaves useChat ready with what was streamed, where `error` would show a failed chat.
+        if (event.data.type === 'turn-cancelled') out.push({ type: 'abort', reason: event.data.message });
+        else out.push({ type: 'error', errorText: event.data.message });
         break;
       case 'done':
         this.#done(out, event);

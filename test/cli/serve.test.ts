@@ -46,6 +46,10 @@ describe('agentd serve', () => {
       const res = await invoke(server.url, projectId, key, { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } });
       expect(res.status).toBe(200);
       expect((await res.json()).data.outputs.messages.at(-1).content).toBe('hello from serve');
+      // The only key there is manages the others: it is the project's admin key.
+      const keys = await fetch(`${server.url}/api/keys`, { headers: { authorization: `ApiKey ${key}` } });
+      expect(keys.status).toBe(200);
+      expect((await keys.json()).keys).toEqual([expect.objectContaining({ role: 'admin' })]);
     } finally {
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);

@@ -34,15 +34,15 @@ describe('projects', () => {
     await store.close();
   });
 
-  it('bootstraps a default project and editor key on first run only', async () => {
+  it('bootstraps a default project and admin key on first run only', async () => {
     const store = await openStore({ dataDir: path.join(dir, 'bootstrap') });
     const first = await bootstrapFirstRun(store);
     expect(first?.project.name).toBe('default');
-    expect(first?.apiKey.role).toBe('editor');
+    expect(first?.apiKey.role).toBe('admin');
     expect(await store.apiKeys.verify(first!.apiKey.key)).toEqual({
       key_id: first!.apiKey.id,
       project_id: first!.project.id,
-      role: 'editor',
+      role: 'admin',
     });
     expect(await bootstrapFirstRun(store)).toBeUndefined();
     await store.close();

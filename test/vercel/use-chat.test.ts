@@ -255,6 +255,25 @@ describe('useChat: more of what a front end does', () => {
     expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
   });
 
+  it('a turn stopped from elsewhere (the Stop endpoint) leaves the chat ready with what had streamed, not in error', async () => {
+    h.model.script({ text: 'a long answer that nobody waits for', chunkDelayMs: 300 });
+    const chat = chatFor(template(), () => false);
+    void chat.sendMessage({ text: 'go on' });
+    await waitFor(async () => texts(assistants(chat).at(-1)).join('').length > 0, 'the first words of the answer');
+    const stop = await fetch(`${h.url}/api/sessions/${chat.id}/stop?project_id=${h.projectId}`, {
+      method: 'POST',
+      headers: { authorization: `ApiKey ${h.apiKey}` },
+    });
+    expect(stop.status).toBe(200);
+    await chat.untilFinished(1);
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    const answer = texts(assistants(chat).at(-1)).join('');
+    expect(answer.length).toBeGreaterThan(0);
+    expect('a long answer that nobody waits for'.startsWith(answer)).toBe(true);
+    expect(assistants(chat).at(-1)!.metadata).toMatchObject({ stop_reason: 'cancelled' });
+  });
+
   it('two gated calls in one step: the chat re-posts once both are answered, one approved and one denied', async () => {
     h.model.script([
       { toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'A' } }, { name: 'write', input: { path: 'b.txt', content: 'B' } }] },
