@@ -55,73 +55,75 @@ export function defaultTemplate(defaultLlm: { provider: string; model: string })
   };
 }
 
-const PATH = 'data.parameters.agent';
+/** Where a request's template is, unless it came from elsewhere (an inline revision). */
+const TEMPLATE_PATH = 'data.parameters.agent';
 
 function fail(type: ErrorType, message: string): never {
   throw new AppError(type, message);
 }
 
-function checkShape(raw: unknown): void {
+function checkShape(raw: unknown, at: string): void {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    fail('invalid-template-shape', `the agent template must be an object at ${PATH}`);
+    fail('invalid-template-shape', `the agent template must be an object at ${at}`);
   }
   const obj = raw as Record<string, unknown>;
   for (const key of PRE_MIGRATION_KEYS) {
     if (key in obj) {
       fail(
         'invalid-template-shape',
-        `"${key}" at ${PATH}.${key} is a pre-migration flat key; use the nested layout (instructions.agents_md, llm.model, mcps, harness.kind)`,
+        `"${key}" at ${at}.${key} is a pre-migration flat key; use the nested layout (instructions.agents_md, llm.model, mcps, harness.kind)`,
       );
     }
   }
   for (const key of ['harness', 'sandbox', 'runner'] as const) {
     if (typeof obj[key] === 'string') {
-      fail('invalid-template-shape', `${PATH}.${key} must be an object such as {"kind": "${obj[key]}"}, not a string (pre-migration layout)`);
+      fail('invalid-template-shape', `${at}.${key} must be an object such as {"kind": "${obj[key]}"}, not a string (pre-migration layout)`);
     }
   }
 }
 
-function checkKind(kind: string | null | undefined, known: readonly string[], where: string): void {
+function checkKind(kind: string | null | undefined, known: readonly string[], at: string, where: string): void {
   if (kind != null && !known.includes(kind)) {
-    fail('unsupported-kind', `unknown kind "${kind}" at ${PATH}.${where}; known: ${known.join(', ')}`);
+    fail('unsupported-kind', `unknown kind "${kind}" at ${at}.${where}; known: ${known.join(', ')}`);
   }
 }
 
 /**
  * Validates a raw template and fills defaults. The error type names the rule that was broken so a
  * client can tell a stale template (invalid-template-shape) from a typo (unknown-template-key).
+ * `at` is where the template sits in the request, which the errors name.
  */
-export function parseTemplate(raw: unknown, defaultLlm: { provider: string; model: string }): EffectiveTemplate {
+export function parseTemplate(raw: unknown, defaultLlm: { provider: string; model: string }, at = TEMPLATE_PATH): EffectiveTemplate {
   const base = defaultTemplate(defaultLlm);
   if (raw === undefined || raw === null) return base;
-  checkShape(raw);
+  checkShape(raw, at);
   const parsed = AgentTemplate.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = issue.path;
-    if (issue.code === 'unrecognized_keys') fail('unknown-template-key', describeIssue(PATH, issue));
+    if (issue.code === 'unrecognized_keys') fail('unknown-template-key', describeIssue(at, issue));
     if (path[0] === 'runner' && path[1] === 'permissions' && path[2] === 'default') {
-      fail('invalid-permission-mode', `${jsonPath(PATH, path)} must be one of allow, ask, allow_reads, deny`);
+      fail('invalid-permission-mode', `${jsonPath(at, path)} must be one of allow, ask, allow_reads, deny`);
     }
-    fail('invalid-request', describeIssue(PATH, issue));
+    fail('invalid-request', describeIssue(at, issue));
   }
   const t = parsed.data;
-  checkKind(t.harness?.kind, HARNESS_KINDS, 'harness.kind');
-  checkKind(t.runner?.kind, RUNNER_KINDS, 'runner.kind');
-  checkKind(t.sandbox?.kind, SANDBOX_KINDS, 'sandbox.kind');
+  checkKind(t.harness?.kind, HARNESS_KINDS, at, 'harness.kind');
+  checkKind(t.runner?.kind, RUNNER_KINDS, at, 'runner.kind');
+  checkKind(t.sandbox?.kind, SANDBOX_KINDS, at, 'sandbox.kind');
 
   const seen = new Set<string>();
   for (const [i, tool] of (t.tools ?? []).entries()) {
-    if (seen.has(tool.name)) fail('invalid-request', `duplicate tool name "${tool.name}" at ${PATH}.tools[${i}].name`);
+    if (seen.has(tool.name)) fail('invalid-request', `duplicate tool name "${tool.name}" at ${at}.tools[${i}].name`);
     if (tool.type === 'client' && (BUILTIN_TOOLS as readonly string[]).includes(tool.name)) {
-      fail('invalid-request', `client tool "${tool.name}" at ${PATH}.tools[${i}].name uses a built-in tool's name`);
+      fail('invalid-request', `client tool "${tool.name}" at ${at}.tools[${i}].name uses a built-in tool's name`);
     }
     seen.add(tool.name);
   }
 
   const skillNames = new Set<string>();
   for (const [i, skill] of (t.skills ?? []).entries()) {
-    if (skillNames.has(skill.name)) fail('invalid-request', `duplicate skill name "${skill.name}" at ${PATH}.skills[${i}].name`);
+    if (skillNames.has(skill.name)) fail('invalid-request', `duplicate skill name "${skill.name}" at ${at}.skills[${i}].name`);
     skillNames.add(skill.name);
   }
 
@@ -138,7 +140,7 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
   let effectiveLlm: EffectiveLlm | ProjectLlm;
   if (connection.mode === 'project') {
     if (!connection.slug) {
-      fail('invalid-request', `${PATH}.llm.connection.slug is required with mode "project": the slug of a connection of this project (GET /api/connections lists them)`);
+      fail('invalid-request', `${at}.llm.connection.slug is required with mode "project": the slug of a connection of this project (GET /api/connections lists them)`);
     }
     effectiveLlm = { ...(provider ? { provider } : {}), ...(model ? { model } : {}), connection: { mode: 'project', slug: connection.slug }, extras: llm.extras ?? {} };
   } else {

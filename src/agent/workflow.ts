@@ -33,6 +33,8 @@ function workflowSchemas(parameters: Record<string, unknown>) {
 /** What inspect describes: a configuration as resolved from the request (configs/run-config.ts). */
 export interface InspectedConfig {
   agent: unknown;
+  /** Where the template is in the request, for its errors. */
+  agentAt?: string;
   revision?: { id: string; slug: string; version: number; artifact: { slug: string; name: string | null; description: string | null } };
   embedded: boolean;
 }
@@ -44,7 +46,7 @@ export interface InspectedConfig {
  * inline revision's.
  */
 export function inspectAgentWorkflow(request: InspectRequest, defaultLlm: { provider: string; model: string }, config: InspectedConfig): InspectResponse {
-  const agent = config.agent === undefined ? defaultTemplate(defaultLlm) : parseTemplate(config.agent, defaultLlm);
+  const agent = config.agent === undefined ? defaultTemplate(defaultLlm) : parseTemplate(config.agent, defaultLlm, config.agentAt);
   const parameters = { agent };
   const stored = config.revision;
   const sample = { inputs: { messages: [{ role: 'user', content: 'Hello!' }] } };

@@ -1,13 +1,17 @@
 import { EMBED_KEY, EmbedSpec } from '../contract/configs.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
-import { AppError } from '../errors.ts';
+import { AppError, isAppError } from '../errors.ts';
 import { isObject } from '../objects.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import { resolveReferences } from './references.ts';
 import { selectPath } from './select-path.ts';
 
-/** How deep embeds may nest and how many one configuration may hold (the reference's limits). */
-export const EMBED_LIMITS = { depth: 10, count: 100 } as const;
+/**
+ * How deep embeds may nest and how many one configuration may hold (the reference's limits), and
+ * how much they may bring in altogether (JSON characters): without it, 100 embeds of a revision
+ * near the body limit make a small request resolve a gigabyte.
+ */
+export const EMBED_LIMITS = { depth: 10, count: 100, chars: 10 * 1024 * 1024 } as const;
 
 const child = (base: string, key: string | number) => (typeof key === 'number' ? `${base}[${key}]` : `${base}.${key}`);
 
@@ -37,6 +41,16 @@ export interface EmbedContext {
   root?: RevisionRecord | undefined;
 }
 
+/**
+ * A reference's own errors name the request's `references.…`; inside an embed they are about
+ * that embed's `@ag.references`, at its place, or a caller with several cannot tell which failed.
+ */
+function inEmbed(error: unknown, where: string): unknown {
+  if (!isAppError(error)) return error;
+  const message = error.message.replace(/\breferences\./g, '@ag.references.').replace(/\bselector\.key\b/g, '@ag.selector.key');
+  return new AppError(error.type, `in the @ag.embed at ${where}: ${message}`, { status: error.status, ...(error.headers ? { headers: error.headers } : {}) });
+}
+
 const label = (r: RevisionRecord) => `${r.artifact.kind} "${r.artifact.slug}" v${r.version}`;
 
 /**
@@ -45,7 +59,11 @@ const label = (r: RevisionRecord) => `${r.artifact.kind} "${r.artifact.slug}" v$
  * deeper or wider than EMBED_LIMITS; neither can loop or run away.
  */
 export async function resolveEmbeds(value: unknown, base: string, context: EmbedContext): Promise<unknown> {
-  const seen = { count: 0 };
+  const seen = { count: 0, chars: 0 };
+  // One configuration names the same revision many times over (a tool in every template): each is
+  // read from the store, parsed and measured once.
+  const found = new Map<string, Promise<RevisionRecord | undefined>>();
+  const sizes = new Map<string, number>();
   const walk = async (node: unknown, where: string, chain: readonly RevisionRecord[]): Promise<unknown> => {
     if (Array.isArray(node)) {
       const out: unknown[] = [];
@@ -66,7 +84,17 @@ export async function resolveEmbeds(value: unknown, base: string, context: Embed
     if (++seen.count > EMBED_LIMITS.count) {
       throw new AppError('embed-limit', `more than ${EMBED_LIMITS.count} @ag.embed references in one configuration (the one over is at ${where})`);
     }
-    const revision = await resolveReferences(context.repo, context.projectId, spec['@ag.references'], spec['@ag.selector'], { environmentItself: true });
+    const lookup = JSON.stringify([spec['@ag.references'], spec['@ag.selector']?.key ?? null]);
+    let pending = found.get(lookup);
+    if (!pending) {
+      pending = resolveReferences(context.repo, context.projectId, spec['@ag.references'], spec['@ag.selector'], { environmentItself: true }).catch(
+        (error: unknown) => {
+          throw inEmbed(error, where);
+        },
+      );
+      found.set(lookup, pending);
+    }
+    const revision = await pending;
     if (!revision) throw new AppError('invalid-request', `${at}.@ag.references names nothing: give a workflow or environment reference`);
     if (revision.variant.id === context.committingTo || chain.some((r) => r.id === revision.id)) {
       const path = [...chain, revision].map(label).join(' → ');
@@ -78,6 +106,13 @@ export async function resolveEmbeds(value: unknown, base: string, context: Embed
     const path = spec['@ag.selector']?.path;
     // A workflow's configuration is its parameters; an environment's, its deployments.
     const selected = path ? selectPath(revision.data, path, `${at}.@ag.selector.path`) : revision.artifact.kind === 'environment' ? revision.data : selectPath(revision.data, 'parameters', `${at} (no @ag.selector.path)`);
+    const sizeKey = `${revision.id}\u0000${path ?? ''}`;
+    let size = sizes.get(sizeKey);
+    if (size === undefined) sizes.set(sizeKey, (size = JSON.stringify(selected)?.length ?? 0));
+    seen.chars += size;
+    if (seen.chars > EMBED_LIMITS.chars) {
+      throw new AppError('embed-limit', `the @ag.embed references of this configuration bring in more than ${EMBED_LIMITS.chars} characters of JSON (passed at ${where})`);
+    }
     return walk(selected, where, [...chain, revision]);
   };
   return walk(value, base, context.root ? [context.root] : []);

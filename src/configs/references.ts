@@ -124,6 +124,13 @@ async function resolveChain(
       parseVersion(refs.variant?.version, `references.${keys.variant}.version`) ??
       parseVersion(refs.artifact?.version, `references.${keys.artifact}.version`);
     found = await repo.revisionOf(variantId, version);
+    if (!found && kind === 'environment') {
+      // An environment's one variant is an implementation detail: it is deployed to, not committed.
+      throw new AppError(
+        'unknown-reference',
+        version === undefined ? `references.${keys.artifact} names an environment that deploys nothing yet; deploy a revision to it first` : `references.${keys.artifact} names an environment that has no revision v${version}`,
+      );
+    }
     if (!found) {
       throw new AppError(
         'unknown-reference',

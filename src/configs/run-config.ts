@@ -12,6 +12,8 @@ export interface RunConfigRequest {
   selector?: Selector | null | undefined;
   /** `data.parameters`, or an inline revision's: when given, it runs and references only name the run. */
   parameters?: Record<string, unknown> | null | undefined;
+  /** Where those parameters are in the request, for errors (default `data.parameters`). */
+  parametersAt?: string;
   /** `x-ag-workflow-embeds: resolve` or `flags.resolve`. */
   resolveEmbeds: boolean;
 }
@@ -19,11 +21,30 @@ export interface RunConfigRequest {
 export interface RunConfig {
   /** The raw agent template; undefined runs the default one. */
   agent: unknown;
+  /** Where the template is in the request, for its errors. */
+  agentAt: string;
   parameters: Record<string, unknown>;
   /** The stored revision that supplied the parameters. */
   revision?: RevisionRecord;
   /** True when embeds were resolved, so a request made from this one must ask for that too. */
   embedded: boolean;
+}
+
+/**
+ * The parameters an inline revision (`data.revision`, spec §2.2) gives a run, checked as a stored
+ * one is at commit: its data an object, its `uri` the agent workflow, its parameters an object.
+ * Undefined when it carries none (the references, if any, then decide).
+ */
+export function inlineRevisionParameters(revision: Record<string, unknown> | null | undefined, where: string): Record<string, unknown> | undefined {
+  if (revision == null || revision.data == null) return undefined;
+  const data = revision.data;
+  if (!isObject(data)) throw new AppError('invalid-request', `${where}.data must be an object with the revision's parameters`);
+  if (data.uri != null && data.uri !== AGENT_WORKFLOW_URI) {
+    throw new AppError('invalid-request', `${where}.data.uri ${JSON.stringify(data.uri)} is not a workflow this server runs; known: ${AGENT_WORKFLOW_URI}`);
+  }
+  if (data.parameters == null) return undefined;
+  if (!isObject(data.parameters)) throw new AppError('invalid-request', `${where}.data.parameters must be an object (with the agent template under "agent")`);
+  return data.parameters;
 }
 
 /** The parameters a stored revision gives a run: its `data.parameters`, or the selector's sub-path. */
@@ -57,12 +78,16 @@ export async function resolveRunConfig(repo: ConfigsRepo, projectId: string, req
       }
     }
   }
-  const embedAt = findEmbed(parameters, 'data.parameters');
+  const at = (request.parameters != null && request.parametersAt) || 'data.parameters';
+  const embedAt = findEmbed(parameters, at);
   if (embedAt) {
     if (!request.resolveEmbeds) {
       throw new AppError('unresolved-embed', `${embedAt} is an @ag.embed; send x-ag-workflow-embeds: resolve (or flags.resolve: true) to have it resolved`);
     }
-    parameters = (await resolveEmbeds(parameters, 'data.parameters', { repo, projectId, root: revision })) as Record<string, unknown>;
+    const resolved = await resolveEmbeds(parameters, at, { repo, projectId, root: revision });
+    // An embed in place of the parameters themselves must bring parameters, not a text or a list.
+    if (!isObject(resolved)) throw new AppError('invalid-request', `the @ag.embed at ${embedAt} resolves to a ${Array.isArray(resolved) ? 'list' : typeof resolved}; parameters must be an object`);
+    parameters = resolved;
   }
-  return { agent: parameters.agent, parameters, ...(revision ? { revision } : {}), embedded: embedAt !== undefined };
+  return { agent: parameters.agent, agentAt: `${at}.agent`, parameters, ...(revision ? { revision } : {}), embedded: embedAt !== undefined };
 }

@@ -7,7 +7,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
 import { continuedMessage, inboundMessages } from './inbound.ts';
-import { resolveRunConfig } from '../configs/run-config.ts';
+import { inlineRevisionParameters, resolveRunConfig } from '../configs/run-config.ts';
 import type { ConfigsRepo } from '../store/configs.ts';
 
 export interface StartTurn {
@@ -73,14 +73,15 @@ export function checkVersion(version: string | null | undefined): void {
 export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ plan: TurnPlan } | { attach: { sessionId: string } }> {
   const { request, projectId } = params;
   checkVersion(request.version);
-  const inlineRevision = request.data?.revision?.data as { parameters?: Record<string, unknown> } | undefined;
+  const inlineParameters = inlineRevisionParameters(request.data?.revision, 'data.revision');
   const configuration = await resolveRunConfig(deps.configs, projectId, {
     references: request.references,
     selector: request.selector,
-    parameters: request.data?.parameters ?? inlineRevision?.parameters,
+    parameters: request.data?.parameters ?? inlineParameters,
+    parametersAt: request.data?.parameters != null ? 'data.parameters' : 'data.revision.data.parameters',
     resolveEmbeds: params.resolveEmbeds,
   });
-  const template = parseTemplate(configuration.agent, deps.config.defaultLlm);
+  const template = parseTemplate(configuration.agent, deps.config.defaultLlm, configuration.agentAt);
   const { revision } = configuration;
 
   const messages = inboundMessages(request, params.format);

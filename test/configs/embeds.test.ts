@@ -123,6 +123,41 @@ describe('@ag.embed', () => {
     await expectError(res, 400, 'embed-limit', /more than 100/);
   });
 
+  it(`embeds that bring in more than ${EMBED_LIMITS.chars} characters altogether are refused, before the turn`, async () => {
+    // Each under the body limit, and few: only their weight together is too much. Before the
+    // limit, 100 embeds of a 9 MB revision made a 10 KB request resolve 900 MB on the server's thread.
+    const size = Math.ceil(EMBED_LIMITS.chars / 4);
+    await createWorkflow(h, 'heavy-text', { text: 'x'.repeat(size) });
+    const heavy = (n: number) => Array.from({ length: n }, () => embed({ workflow: { slug: 'heavy-text' } }, 'parameters.text'));
+    const { res } = await run({ data: { ...hello, parameters: { agent: template(), notes: heavy(5) } } }, RESOLVE);
+    await expectError(res, 400, 'embed-limit', /data\.parameters\.notes\[3\]/);
+    expect(h.model.requests).toEqual([]);
+    const inspect = await fetch(`${h.url}/services/agent/v0/inspect?project_id=${h.projectId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `ApiKey ${h.apiKey}`, ...RESOLVE },
+      body: JSON.stringify({ revision: { data: { parameters: { agent: template(), notes: heavy(5) } } } }),
+    });
+    await expectError(inspect, 400, 'embed-limit');
+    expect((await run({ data: { ...hello, parameters: { agent: template(), notes: heavy(3) } } }, RESOLVE)).res.status).toBe(200);
+  });
+
+  it.each([
+    ['an unknown workflow', embed({ workflow: { slug: 'no-such-tool' } }, 'parameters.tool'), 404],
+    ['two families at once', embed({ workflow: { slug: 'color-tool' }, application: { slug: 'color-tool' } }, 'parameters.tool'), 400],
+    ['a version that is not a number', embed({ workflow: { slug: 'color-tool', version: 'latest' } }, 'parameters.tool'), 400],
+  ])('a reference inside an embed that names %s says which embed it is', async (_what, second, status) => {
+    const agent = { ...template(), tools: [embed({ workflow: { slug: 'color-tool' } }, 'parameters.tool'), second] };
+    const { res } = await run({ data: { ...hello, parameters: { agent } } }, RESOLVE);
+    const body = await expectError(res, status, undefined, /in the @ag\.embed at data\.parameters\.agent\.tools\[1\]/);
+    expect(body.status.message).not.toMatch(/(^|[^.@])references\./);
+  });
+
+  it('an environment that deploys nothing yet says so, not that a variant lacks a revision', async () => {
+    await configsApi(h, 'POST', '/environments', { slug: 'empty-env' });
+    const { res } = await run({ references: { environment: { slug: 'empty-env' } }, data: hello });
+    await expectError(res, 404, 'unknown-reference', /deploys nothing yet; deploy a revision to it first/);
+  });
+
   it('an embed of something unknown, or malformed, is refused at commit', async () => {
     const unknown = await configsApi(h, 'POST', '/workflows', { slug: 'dangling', data: { parameters: { agent: { ...template(), skills: [embed({ workflow: { slug: 'no-such-skill' } }, 'parameters.skill')] } } } });
     await expectError(unknown, 404, 'unknown-reference', /no-such-skill/);

@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import { InspectRequest } from '../../contract/inspect.ts';
 import { checkVersion } from '../../sessions/invoke-plan.ts';
 import { inspectAgentWorkflow } from '../../agent/workflow.ts';
-import { resolveRunConfig } from '../../configs/run-config.ts';
+import { inlineRevisionParameters, resolveRunConfig } from '../../configs/run-config.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize, SERVICES } from '../auth.ts';
 import { embedsHeader } from '../invoke-request.ts';
@@ -17,11 +17,11 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
     const { projectId } = await authorize(deps.store, request, 'viewer', SERVICES);
     const body = parseWith(InspectRequest, request.body);
     checkVersion(body.version);
-    const inline = body.revision?.data as { parameters?: Record<string, unknown> } | undefined;
     const config = await resolveRunConfig(deps.store.configs, projectId, {
       references: body.references,
       selector: body.selector,
-      parameters: inline?.parameters,
+      parameters: inlineRevisionParameters(body.revision, 'revision'),
+      parametersAt: 'revision.data.parameters',
       resolveEmbeds: body.flags?.resolve ?? embedsHeader(request) === 'resolve',
     });
     return inspectAgentWorkflow(body, deps.config.defaultLlm, config);
