@@ -13,6 +13,8 @@ export interface InBandAnswers {
   history: Message[];
   /** Interaction ids this turn answers; claimed (resolved) before the turn runs. */
   answered: Array<{ id: string; answer: Record<string, unknown> }>;
+  /** The turn that paused on those interactions. */
+  pausedTurnId?: string;
 }
 
 /**
@@ -37,6 +39,7 @@ export async function readInBandAnswers(
   const answeredBefore = outOfBand.size ? new Map<string, InteractionRecord>() : await settledOfLastPause(store, projectId, sessionId, trailing, pendingByCall);
   const out = history.slice();
   const answered: InBandAnswers['answered'] = [];
+  let pausedTurnId: string | undefined;
 
   for (const call of trailing) {
     const at = (detail = '') => messagePath(history, call.index, detail);
@@ -53,6 +56,7 @@ export async function readInBandAnswers(
       }
       out[call.index] = { ...history[call.index]!, input: record.request.args };
       answered.push({ id: record.id, answer: { approved: call.approval.approved, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
+      pausedTurnId = record.turn_id;
       continue;
     }
     if (call.result) {
@@ -63,11 +67,13 @@ export async function readInBandAnswers(
       }
       if (record?.kind === 'client_tool') {
         answered.push({ id: record.id, answer: call.result.isError ? { error: call.result.content } : { output: call.result.content } });
+        pausedTurnId = record.turn_id;
       }
       // A Vercel tool part re-posted as `output-denied` is a denial given in band too: it comes
       // with its denial result already, so only the record is left to settle.
       if (record?.kind === 'user_approval' && call.approval?.id === record.id && call.approval.approved === false) {
         answered.push({ id: record.id, answer: { approved: false, ...(call.approval.reason ? { reason: call.approval.reason } : {}) } });
+        pausedTurnId = record.turn_id;
       }
       continue;
     }
@@ -82,7 +88,7 @@ export async function readInBandAnswers(
         : `tool call "${call.toolCallId}" has no result (${at()}); append its tool-result message`,
     );
   }
-  return { history: out, answered };
+  return { history: out, answered, ...(pausedTurnId ? { pausedTurnId } : {}) };
 }
 
 /**

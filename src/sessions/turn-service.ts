@@ -299,15 +299,29 @@ export class TurnService {
     return { connection, template: runnable, model: resolveModel(runnable.llm, config, secrets, connection) };
   }
 
-  private async begin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
+  /**
+   * A pause answered in band goes on under the stored revision it paused under, as one answered
+   * through the API does: the references re-posted with the answer may name a newer revision by
+   * now, one without the tool that waits on the answer. A template sent inline is the caller's to
+   * change, and runs as sent.
+   */
+  private async pausedUnder(plan: TurnPlan, pausedTurnId: string | undefined): Promise<TurnPlan> {
+    if (!pausedTurnId || plan.record.revision === undefined) return plan;
+    const state = (await this.deps.store.pausedStates.get(plan.projectId, pausedTurnId)) as PausedState | undefined;
+    if (!state?.revision) return plan;
+    return { ...plan, template: state.template, record: { ...plan.record, revision: state.revision } };
+  }
+
+  private async begin(given: TurnPlan, turnId: string): Promise<LiveTurn> {
     const { store, config } = this.deps;
-    const { projectId, sessionId, messages, secrets } = plan;
-    const outOfBand = plan.outOfBand ?? new Set<string>();
+    const { projectId, sessionId, messages, secrets } = given;
+    const outOfBand = given.outOfBand ?? new Set<string>();
+    const { trailing } = collectCalls(messages);
+    const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
+    const plan = await this.pausedUnder(given, answers.pausedTurnId);
     // A coding-agent harness and its model endpoint are settled here too, before any answer is claimed.
     const { connection, template, model, harness, endpoint } = await this.modelFor(projectId, plan.template, secrets);
     const lastWords = harness ? await this.lastWords(projectId, sessionId) : {};
-    const { trailing } = collectCalls(messages);
-    const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
     if (harness) harnessEntry(harness);
 
     // Made here only for what needs it before the turn; tools make it when they first run.
