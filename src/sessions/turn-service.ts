@@ -21,7 +21,7 @@ import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redac
 import type { ServiceMetrics, TurnMetrics } from '../telemetry/metrics.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
-import { TurnSpan } from '../telemetry/turn-span.ts';
+import { requestAttributes, TurnSpan } from '../telemetry/turn-span.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
 import { harnessEntry, harnessFor, runHarnessTurn } from '../harnesses/harness-turn.ts';
 import { endParked } from '../harnesses/parked.ts';
@@ -344,6 +344,8 @@ export class TurnService {
     const trace = startSpan(plan.traceparent);
     const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
+    // What the caller sent may repeat its own secrets (in tags, meta…); the record never does.
+    const request = redact(plan.record);
     const record: NewTurn = {
       id: turnId,
       project_id: projectId,
@@ -351,8 +353,7 @@ export class TurnService {
       trace_id: trace.traceId,
       span_id: trace.spanId,
       ...(trace.parentSpanId ? { parent_span_id: trace.parentSpanId } : {}),
-      // What the caller sent may repeat its own secrets (in tags, meta…); the record never does.
-      request: redact(plan.record),
+      request,
       started_at: new Date().toISOString(),
     };
     // Taken from here to the turn's end, with nothing awaited before the try that gives it back.
@@ -418,6 +419,7 @@ export class TurnService {
             internal: plan.privateSession === true,
             startedAt: record.started_at!,
             calls: trailing,
+            links: request.links,
             attributes: {
               'gen_ai.conversation.id': sessionId,
               'gen_ai.provider.name': template.llm.provider,
@@ -426,6 +428,7 @@ export class TurnService {
               'agentd.turn.id': turnId,
               'agentd.evaluation.run_id': evaluation?.run_id,
               'agentd.evaluation.result_id': evaluation?.result_id,
+              ...requestAttributes(request),
             },
           })
         : undefined;

@@ -1,5 +1,5 @@
 import { OpenTelemetry } from '@ai-sdk/otel';
-import { context, diag, DiagLogLevel, type DiagLogger, ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Context, type Tracer } from '@opentelemetry/api';
+import { context, diag, DiagLogLevel, type DiagLogger, ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Context, type Link, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { ExportResultCode, setGlobalErrorHandler, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -87,9 +87,9 @@ export class Tracing {
   }
 
   /** A span with ids chosen beforehand, under its parent's trace when it has one. */
-  startWithIds(ids: SpanIds, name: string, kind: SpanKind, startMs: number, attributes: Record<string, string | number | boolean>) {
+  startWithIds(ids: SpanIds, name: string, kind: SpanKind, startMs: number, attributes: Record<string, string | number | boolean>, links: Link[] = []) {
     const parent = ids.parentSpanId ? trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.traceId, spanId: ids.parentSpanId, traceFlags: TraceFlags.SAMPLED, isRemote: true }) : ROOT_CONTEXT;
-    return this.ids.next(ids, () => this.tracer.startSpan(name, { kind, startTime: startMs, attributes }, parent));
+    return this.ids.next(ids, () => this.tracer.startSpan(name, { kind, startTime: startMs, attributes, links }, parent));
   }
 
   /** A child of `parent` that started and ended in the past (a model call or a tool run, as a turn's events recover them). */

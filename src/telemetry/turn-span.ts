@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { AgentEvent, Usage } from '../contract/events.ts';
 import type { SpanIds, Tracing } from './tracing.ts';
 import { TurnTimeline, type ToolResult } from './turn-timeline.ts';
@@ -12,6 +12,8 @@ export interface TurnSpanStart extends SpanIds {
   attributes: Record<string, AttributeValue | undefined>;
   /** Calls of the conversation this turn may settle (a continuation's): their tools run from its start. */
   calls: ReadonlyArray<{ toolCallId: string; toolName: string }>;
+  /** The request's `links` (spec §2.1), by name: other runs this one relates to. */
+  links?: unknown;
 }
 
 export interface TurnSpanEnd {
@@ -42,7 +44,7 @@ export class TurnSpan {
     this.tracing = tracing;
     this.startMs = Date.parse(start.startedAt);
     this.model = { provider: start.attributes['gen_ai.provider.name'], name: start.attributes['gen_ai.request.model'] };
-    this.span = tracing.startWithIds(start, 'invoke_agent', start.internal ? SpanKind.INTERNAL : SpanKind.SERVER, this.startMs, { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) });
+    this.span = tracing.startWithIds(start, 'invoke_agent', start.internal ? SpanKind.INTERNAL : SpanKind.SERVER, this.startMs, { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) }, spanLinks(start.links));
     this.context = trace.setSpan(ROOT_CONTEXT, this.span);
     this.timeline = new TurnTimeline(this.startMs, start.calls, { modelCall: (s, e, error) => this.modelSpan(s, e, error), toolRun: (result, call, at) => this.toolSpan(result, call, at) });
   }
@@ -100,5 +102,41 @@ export class TurnSpan {
 function defined(values: Record<string, AttributeValue | undefined>): Record<string, AttributeValue> {
   const out: Record<string, AttributeValue> = {};
   for (const [key, value] of Object.entries(values)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+/** Enough of a request's `tags` and `meta` for a trace to be found by them, not a copy of a payload. */
+const REQUEST_ATTRIBUTES = { perField: 64, chars: 1_000 } as const;
+
+/**
+ * A request's `tags` and `meta` (spec §2.1: "recorded on the trace") as `agentd.tags.<key>` and
+ * `agentd.meta.<key>`: a string, number or boolean as it is, anything else as its JSON, each cut
+ * to REQUEST_ATTRIBUTES.chars, and the first REQUEST_ATTRIBUTES.perField of each. The caller gives
+ * the request as stored, its secrets already masked.
+ */
+export function requestAttributes(request: { tags?: unknown; meta?: unknown }): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
+  for (const field of ['tags', 'meta'] as const) {
+    const pairs = request[field];
+    if (pairs === null || typeof pairs !== 'object') continue;
+    for (const [key, value] of Object.entries(pairs).slice(0, REQUEST_ATTRIBUTES.perField)) {
+      if (value === null || value === undefined) continue;
+      const plain = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : JSON.stringify(value);
+      out[`agentd.${field}.${key}`] = typeof plain === 'string' ? plain.slice(0, REQUEST_ATTRIBUTES.chars) : plain;
+    }
+  }
+  return out;
+}
+
+/** The request's `links` as span links; a pair whose ids are not a trace's and a span's is left out. */
+function spanLinks(links: unknown): Link[] {
+  if (links === null || typeof links !== 'object') return [];
+  const out: Link[] = [];
+  for (const [name, link] of Object.entries(links)) {
+    const { trace_id: traceId, span_id: spanId } = (link ?? {}) as { trace_id?: unknown; span_id?: unknown };
+    if (typeof traceId !== 'string' || typeof spanId !== 'string') continue;
+    const context = { traceId: traceId.toLowerCase(), spanId: spanId.toLowerCase(), traceFlags: TraceFlags.SAMPLED, isRemote: true };
+    if (trace.isSpanContextValid(context)) out.push({ context, attributes: { 'agentd.link.name': name } });
+  }
   return out;
 }

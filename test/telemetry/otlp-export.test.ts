@@ -163,6 +163,32 @@ describe('OpenTelemetry export', () => {
     expect(tool).toMatchObject({ name: 'execute_tool Write', status: { code: 1 } });
   }, 60_000);
 
+  it("records the request's tags and meta on the turn span and its links as span links, its secrets masked", async () => {
+    jsonServer.model.script({ text: 'ok' });
+    const link = { trace_id: '0AF7651916CD43DD8448EB211C80319C', span_id: 'b7ad6b7169203331' };
+    const body = invokeBody([{ role: 'user', content: 'hi' }], template(), {
+      session_id: sid('otel-tags'),
+      secrets: { MY_TOKEN: SECRET },
+      tags: { team: 'search', leaked: SECRET, 'nothing': null },
+      meta: { ticket: 12, nested: { a: [1, 2] }, long: 'x'.repeat(5_000) },
+      links: { parent_eval: link, broken: { trace_id: 'not-hex', span_id: '00' } },
+    });
+    const reply = await readJson(await jsonServer.invoke(body));
+    const { span } = await spanOf(reply.span_id);
+    const attributes = attrs(span.attributes);
+    expect(attributes).toMatchObject({
+      'agentd.tags.team': 'search',
+      'agentd.tags.leaked': '[redacted]',
+      'agentd.meta.ticket': 12,
+      'agentd.meta.nested': '{"a":[1,2]}',
+    });
+    expect(attributes).not.toHaveProperty('agentd.tags.nothing');
+    expect(attributes['agentd.meta.long']).toHaveLength(1_000);
+    expect(span.links).toEqual([{ traceId: link.trace_id.toLowerCase(), spanId: link.span_id, attributes: [{ key: 'agentd.link.name', value: { stringValue: 'parent_eval' } }], droppedAttributesCount: 0, flags: expect.any(Number) }]);
+    const request = collector.received.find((r) => JSON.stringify(r.body).includes(reply.span_id))!;
+    expect(request.raw.toString('latin1')).not.toContain(SECRET);
+  });
+
   it('marks a failed turn as an error with its type', async () => {
     h.model.script({ error: { status: 401 } });
     const res = await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template()));
