@@ -33,6 +33,19 @@ export const claude: Harness = {
     DISABLE_ERROR_REPORTING: '1',
   }),
   settings: ({ gateAll }) => [{ path: '.claude/settings.json', content: JSON.stringify({ permissions: { ask: gateAll ? READ_TOOLS : [] } }) }],
+  // The session folder's own .claude/settings*.json, which an upload or the agent itself can
+  // write, must not change what asks: managed settings take precedence over every other source
+  // (the ACP adapter reads them too, which otherwise takes permissions.defaultMode from the
+  // folder), fix the mode, and allow no permission rules or hooks but these.
+  lockedSettings: ({ gateAll }) => ({
+    at: '/etc/claude-code/managed-settings.json',
+    content: JSON.stringify({
+      permissions: { defaultMode: 'default', ask: gateAll ? READ_TOOLS : [] },
+      allowManagedPermissionRulesOnly: true,
+      allowManagedHooksOnly: true,
+      enableAllProjectMcpServers: false,
+    }),
+  }),
   dialect: {
     toolName: (update) => {
       const meta = update._meta?.claudeCode as { toolName?: unknown } | undefined;

@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
@@ -119,15 +120,28 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
   const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {} }))];
   // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
   const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on');
+  let lockedDir: string | undefined;
   try {
     const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
     for (const file of harness.settings(relayed)) {
       await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
       await writeFile(path.join(setup.stateDir, file.path), file.content);
     }
-    const command = await commandFor(harness, entry, relayed, relay, reach.network);
-    return { ...command, mcpServers: acpServers(reach.mcps, relay), release: () => relay.close(), ...(harness.writeBehindMs ? { writeBehindMs: harness.writeBehindMs } : {}) };
+    // Outside the session and state folders (both writable inside), read-only inside.
+    const locked = harness.lockedSettings?.(relayed);
+    lockedDir = locked ? await mkdtemp(path.join(os.tmpdir(), 'agentd-locked-')) : undefined;
+    if (locked && lockedDir) await writeFile(path.join(lockedDir, 'settings.json'), locked.content, { mode: 0o444 });
+    const lockedFiles = locked && lockedDir ? [{ from: path.join(lockedDir, 'settings.json'), to: locked.at }] : [];
+    const command = await commandFor(harness, entry, relayed, relay, reach.network, lockedFiles);
+    const dropLocked = () => void (lockedDir && rm(lockedDir, { recursive: true, force: true }));
+    return {
+      ...command,
+      mcpServers: acpServers(reach.mcps, relay),
+      release: () => (relay.close(), dropLocked()),
+      ...(harness.writeBehindMs ? { writeBehindMs: harness.writeBehindMs } : {}),
+    };
   } catch (error) {
+    if (lockedDir) await rm(lockedDir, { recursive: true, force: true });
     relay.close();
     throw error;
   }
@@ -142,7 +156,7 @@ function modelAuth(endpoint: ModelEndpoint): Record<string, string> {
 /** Runs inside the sandbox when the network is off, in front of the harness (relay-launcher.mjs). */
 const LAUNCHER = fileURLToPath(new URL('./relay-launcher.mjs', import.meta.url));
 
-async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, relay: HarnessRelay, network: 'on' | 'off'): Promise<Omit<HarnessProcess, 'mcpServers'>> {
+async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, relay: HarnessRelay, network: 'on' | 'off', lockedFiles: Array<{ from: string; to: string }>): Promise<Omit<HarnessProcess, 'mcpServers'>> {
   const harnessProgram = harness.program.native ? [entry] : [process.execPath, entry];
   const nodeDir = path.dirname(process.execPath);
   const env = { PATH: `${nodeDir}:${SANDBOX_PATH}`, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...harness.env(setup) };
@@ -152,7 +166,7 @@ async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, 
   const socketDir = relay.socketDir;
   const program = socketDir ? [process.execPath, LAUNCHER, RELAY_DIR, relay.ports.join(','), ...harnessProgram] : harnessProgram;
   const mounted = socketDir ? [{ from: socketDir, to: RELAY_DIR }] : [];
-  const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: socketDir ? [...readOnly, LAUNCHER] : readOnly, mounted, network, env });
+  const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: socketDir ? [...readOnly, LAUNCHER] : readOnly, lockedFiles, mounted, network, env });
   if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
   return { file: program[0]!, args: program.slice(1), env };
 }

@@ -59,5 +59,10 @@ export interface Harness {
   env(setup: HarnessSetup): Record<string, string>;
   /** Its settings files, rewritten before every start. */
   settings(setup: HarnessSetup): StateFile[];
+  /**
+   * Settings the harness must take over anything in its working folder (which the agent, and
+   * uploads, can write): a file outside every writable place, mounted read-only at `at` inside.
+   */
+  lockedSettings?(setup: HarnessSetup): { at: string; content: string };
   dialect: HarnessDialect;
 }

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -104,5 +105,38 @@ harnessSuite(profile, (harness: () => Harness) => {
       }
       expect(spawnSync('pgrep', ['-f', parking.dataDir], { encoding: 'utf8' }).stdout.trim()).toBe('');
     }, 90_000);
+  });
+
+  describe("the session folder's own .claude settings", () => {
+    const put = (h: Harness, session: string, file: string, body: string) =>
+      fetch(`${h.url}/api/sessions/${session}/files?project_id=${h.projectId}&path=${encodeURIComponent(file)}`, {
+        method: 'PUT',
+        headers: { authorization: `ApiKey ${h.apiKey}`, 'content-type': 'application/octet-stream' },
+        body,
+      });
+
+    it('an uploaded .claude/settings.json that allows every tool does not lift deny', async () => {
+      const h = harness();
+      const session = sid('claude-uploaded-settings');
+      expect((await put(h, session, '.claude/settings.json', JSON.stringify({ permissions: { allow: ['Write', 'Bash', 'Edit'] } }))).status).toBe(201);
+      h.model.script([{ toolCalls: [{ name: 'Write', input: { file_path: path.join(h.sessionDir(session), 'pwned.txt'), content: 'x' } }] }, { text: 'done' }]);
+      const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write' }], agent('deny'), { session_id: session })));
+      expect(body.data.outputs.stop_reason).toBe('end_turn');
+      expect(existsSync(path.join(h.sessionDir(session), 'pwned.txt'))).toBe(false);
+    }, 60_000);
+
+    it('a .claude/settings.local.json the agent wrote under allow does not lift ask in the next turn', async () => {
+      const h = harness();
+      const session = sid('claude-written-settings');
+      const folder = h.sessionDir(session);
+      const local = JSON.stringify({ permissions: { allow: ['Write', 'Bash'], defaultMode: 'acceptEdits' } });
+      h.model.script([{ toolCalls: [{ name: 'Write', input: { file_path: path.join(folder, '.claude/settings.local.json'), content: local } }] }, { text: 'configured' }]);
+      await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'set up' }], agent('allow'), { session_id: session })));
+      expect(existsSync(path.join(folder, '.claude/settings.local.json'))).toBe(true);
+      h.model.script([{ toolCalls: [{ name: 'Bash', input: { command: 'echo ran > ran.txt' } }] }, { text: 'ok' }]);
+      const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'run' }], agent('ask'), { session_id: session })));
+      expect(body.data.outputs.stop_reason).toBe('paused');
+      expect(existsSync(path.join(folder, 'ran.txt'))).toBe(false);
+    }, 60_000);
   });
 });

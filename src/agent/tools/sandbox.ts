@@ -104,6 +104,8 @@ export interface HarnessMounts {
   stateDir: string;
   /** Its program: Node and the package folders it runs from. */
   readOnly: string[];
+  /** Host files mounted read-only elsewhere inside (settings the harness may not change). */
+  lockedFiles?: Array<{ from: string; to: string }>;
   /** Host folders mounted writable elsewhere inside (the model relay's sockets). */
   mounted?: Array<{ from: string; to: string }>;
   network: 'on' | 'off';
@@ -120,13 +122,13 @@ export async function harnessInvocation(mounts: HarnessMounts): Promise<{ args: 
   const state = await sandboxState();
   if (state === 'missing') return undefined;
   const writable = [mounts.folder, mounts.stateDir].map((dir) => ({ from: dir, to: dir }));
-  return invocation(state === 'filtered', { network: mounts.network, readOnly: mounts.readOnly, writable: [...writable, ...(mounts.mounted ?? [])], cwd: mounts.folder, env: mounts.env });
+  return invocation(state === 'filtered', { network: mounts.network, readOnly: mounts.readOnly, lockedFiles: mounts.lockedFiles ?? [], writable: [...writable, ...(mounts.mounted ?? [])], cwd: mounts.folder, env: mounts.env });
 }
 
 /** bwrap's arguments up to and including "--" (the program follows), and the fds it is handed from fd 3 on. */
 function invocation(
   filtered: boolean,
-  place: { network: 'on' | 'off'; readOnly: string[]; writable: Array<{ from: string; to: string }>; cwd: string; env: Record<string, string> },
+  place: { network: 'on' | 'off'; readOnly: string[]; lockedFiles?: Array<{ from: string; to: string }>; writable: Array<{ from: string; to: string }>; cwd: string; env: Record<string, string> },
 ): { args: string[]; fds: number[] } {
   const seccomp = filtered ? program : undefined;
   const args = [
@@ -134,6 +136,8 @@ function invocation(
     ...place.readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
     // After --tmpfs /tmp, so a folder under /tmp is mounted on top of the private /tmp.
     ...place.writable.flatMap(({ from, to }) => ['--bind', from, to]),
+    // Last: nothing mounted after them can cover them.
+    ...(place.lockedFiles ?? []).flatMap(({ from, to }) => ['--ro-bind', from, to]),
     '--chdir', place.cwd,
     '--clearenv',
     ...Object.entries(place.env).flatMap(([name, value]) => ['--setenv', name, value]),
