@@ -84,7 +84,7 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   model.script(writeTurn(kind, folder));
   const started = performance.now();
   const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, gateAll: false, gateAny: false };
-  const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false });
+  const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false, modelTimeoutMs: 120_000 });
   const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const connection = acp
@@ -205,7 +205,7 @@ for (const kind of kinds) {
  * fake model and through a relay, interleaved.
  */
 async function relayCost(requests: number): Promise<{ direct: number; relayed: number }> {
-  const relay = await HarnessRelay.open([{ url: model.url, headers: { authorization: 'Bearer sk-bench' } }], 'on');
+  const relay = await HarnessRelay.open([{ url: model.url, headers: { authorization: 'Bearer sk-bench' } }], 'on', 120_000);
   model.script(() => ({ text: 'relayed' }));
   const body = JSON.stringify({ model: 'fake-model', stream: true, input: 'hi' });
   const once = async (base: string, key: string) => {

@@ -93,6 +93,7 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   const work = (async () => {
     connection ??= await HarnessConnection.start(await input.start(), input.cwd);
     if (input.signal.aborted) throw input.signal.reason;
+    connection.modelCalls?.reset();
     connection.listener = listener;
     void connection.exited.then(() => {
       events.close();
@@ -120,6 +121,10 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
     yield* events;
     const result = await Promise.race([outcome, death]);
     if (input.signal.aborted) throw input.signal.reason;
+    // A harness tells a failed model call in its own words, if at all (a "Retrying…" notice, an
+    // empty answer): the status its relay saw is what the turn ended on.
+    const modelFailure = paused ? undefined : connection?.modelCalls?.failure;
+    if (modelFailure) throw modelFailure;
     if (!result.ok && !paused) throw harnessFailure(result.error, connection);
     reusable = result.ok && !paused;
     return { paused, stopReason: result.ok ? result.stopReason : 'cancelled', usage: result.ok ? result.usage : undefined };

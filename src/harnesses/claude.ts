@@ -31,6 +31,9 @@ export const claude: Harness = {
     DISABLE_AUTOUPDATER: '1',
     DISABLE_TELEMETRY: '1',
     DISABLE_ERROR_REPORTING: '1',
+    // A failed model call fails the turn at once, as in agentd's own loop (AGENTD_MODEL_MAX_RETRIES
+    // is 0 by default): the caller gets its status and decides.
+    CLAUDE_CODE_MAX_RETRIES: '0',
   }),
   settings: ({ gateAll }) => [{ path: '.claude/settings.json', content: JSON.stringify({ permissions: { ask: gateAll ? READ_TOOLS : [] } }) }],
   // The session folder's own .claude/settings*.json, which an upload or the agent itself can

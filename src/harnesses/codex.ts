@@ -49,6 +49,9 @@ function config({ endpoint, gateAny }: HarnessSetup): string {
     `base_url = ${toml(endpoint.baseUrl)}`,
     'wire_api = "responses"',
     `env_key = ${toml(KEY_VARIABLE)}`,
+    // A failed model call fails the turn at once, as in agentd's own loop.
+    'request_max_retries = 0',
+    'stream_max_retries = 0',
     '',
   ].join('\n');
 }

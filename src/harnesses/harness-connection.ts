@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
+import type { ModelCalls } from './model-calls.ts';
 
 /** How to start a harness: the program (already wrapped in its sandbox) and what it is handed. */
 export interface HarnessProcess {
@@ -14,6 +15,8 @@ export interface HarnessProcess {
   mcpServers: acp.McpServer[];
   /** What its start opened that must end with it (its relay). */
   release?: () => void;
+  /** Its model calls, as its relay saw them. */
+  modelCalls?: ModelCalls;
   /** How long after a session is closed the harness may still be writing it (Claude writes its transcript every 100 ms). */
   writeBehindMs?: number;
 }
@@ -32,6 +35,7 @@ export class HarnessConnection {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   listener: ConnectionListener | undefined;
+  readonly modelCalls: ModelCalls | undefined;
   readonly #connection: acp.ClientConnection;
   #capabilities: acp.AgentCapabilities | undefined;
   /** While a loaded session replays its history, which no turn tells: the text it replays. */
@@ -52,6 +56,7 @@ export class HarnessConnection {
     });
     this.exited = new Promise((resolve) => this.child.once('close', () => resolve()));
     this.#mcpServers = spec.mcpServers;
+    this.modelCalls = spec.modelCalls;
     this.#writeBehindMs = spec.writeBehindMs ?? 0;
     void this.exited.then(() => spec.release?.());
     const fromChild = (Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(withoutUsageUpdates());

@@ -42,6 +42,7 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   endpoint: ModelEndpoint;
   /** Run the harness on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
   unsafeHost: boolean;
+  modelTimeoutMs: number;
   parking: { ttlMs: number; max: number };
 }
 
@@ -100,6 +101,8 @@ export interface HarnessReach {
   network: 'on' | 'off';
   /** Run it on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
   unsafeHost: boolean;
+  /** How long its model may send nothing (AGENTD_MODEL_TIMEOUT_MS). */
+  modelTimeoutMs: number;
 }
 
 /**
@@ -119,7 +122,7 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
   const remote = reach.mcps.flatMap((m) => (m.connection.type === 'stdio' ? [] : [m.connection]));
   const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {} }))];
   // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
-  const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on');
+  const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on', reach.modelTimeoutMs);
   let lockedDir: string | undefined;
   try {
     const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
@@ -138,6 +141,7 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
       ...command,
       mcpServers: acpServers(reach.mcps, relay),
       release: () => (relay.close(), dropLocked()),
+      modelCalls: relay.modelCalls,
       ...(harness.writeBehindMs ? { writeBehindMs: harness.writeBehindMs } : {}),
     };
   } catch (error) {
@@ -193,7 +197,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost };
+  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs };
   // The ACP client loads with the first harness turn: a server that runs none keeps 3–5 MB of heap.
   const { runAcpTurn } = await import('./acp-turn.ts');
   const turn = runAcpTurn({

@@ -91,6 +91,8 @@ export const pi: Harness = {
         quietStartup: true,
         enableInstallTelemetry: false,
         defaultProjectTrust: 'never',
+        // A failed model call fails the turn at once, as in agentd's own loop.
+        retry: { enabled: false },
         skills: [path.join(setup.folder, pi.skillsDir)],
       }),
     },

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { ModelCalls } from './model-calls.ts';
 
 /** A server the harness reaches only through agentd: its model endpoint, an MCP server. */
 export interface Upstream {
@@ -43,25 +44,30 @@ export class HarnessRelay {
   readonly socketDir: string | undefined;
   /** The loopback ports the launcher listens on inside the sandbox (network off). */
   readonly ports: number[];
+  /** The model's calls (the first upstream): their last failure and their time limit. */
+  readonly modelCalls: ModelCalls;
   readonly #servers: http.Server[];
 
-  private constructor(token: string, servers: http.Server[], urls: string[], socketDir: string | undefined, ports: number[]) {
+  private constructor(token: string, servers: http.Server[], urls: string[], socketDir: string | undefined, ports: number[], modelCalls: ModelCalls) {
     this.token = token;
+    this.modelCalls = modelCalls;
     this.#servers = servers;
     this.urls = urls;
     this.socketDir = socketDir;
     this.ports = ports;
   }
 
-  static async open(upstreams: readonly Upstream[], network: 'on' | 'off'): Promise<HarnessRelay> {
+  /** `upstreams[0]` is the model, whose calls get `modelTimeoutMs` and are watched (ModelCalls). */
+  static async open(upstreams: readonly Upstream[], network: 'on' | 'off', modelTimeoutMs: number): Promise<HarnessRelay> {
     const token = randomBytes(24).toString('base64url');
+    const modelCalls = new ModelCalls(upstreams[0]!.url, modelTimeoutMs);
     const socketDir = network === 'off' ? mkdtempSync(path.join(os.tmpdir(), 'agentd-relay-')) : undefined;
     const servers: http.Server[] = [];
     const urls: string[] = [];
     const ports: number[] = [];
     try {
       for (const [i, upstream] of upstreams.entries()) {
-        const server = http.createServer((req, res) => void relay(upstream, token, req, res));
+        const server = http.createServer((req, res) => void relay(upstream, token, req, res, i === 0 ? modelCalls : undefined));
         servers.push(server);
         const target = new URL(upstream.url);
         const suffix = `${target.pathname.replace(/\/+$/, '')}${target.search}`;
@@ -79,7 +85,7 @@ export class HarnessRelay {
       if (socketDir) rmSync(socketDir, { recursive: true, force: true });
       throw error;
     }
-    return new HarnessRelay(token, servers, urls, socketDir, ports);
+    return new HarnessRelay(token, servers, urls, socketDir, ports, modelCalls);
   }
 
   /** Stops relaying: the process it served has ended. */
@@ -109,8 +115,12 @@ function carriesToken(req: http.IncomingMessage, token: string): boolean {
   });
 }
 
-/** One request, passed on to the upstream with its credentials, the answer streamed back as it comes. */
-async function relay(upstream: Upstream, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+/**
+ * One request, passed on to the upstream with its credentials, the answer streamed back as it
+ * comes. A model call (`model`) is cut when the model sends nothing for its time limit, and what
+ * it came to is kept.
+ */
+async function relay(upstream: Upstream, token: string, req: http.IncomingMessage, res: http.ServerResponse, model?: ModelCalls): Promise<void> {
   if (!carriesToken(req, token)) {
     res.writeHead(403, { 'content-type': 'text/plain' }).end('agentd relay: this request does not carry its harness process token\n');
     return;
@@ -120,7 +130,21 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
   for (const [name, value] of Object.entries(req.headers)) if (!DROPPED.has(name)) headers[name] = value;
   Object.assign(headers, upstream.headers);
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
+  // A model call is a POST; what else a harness asks (Claude's HEAD preflight, a model list) may
+  // fail without harm.
+  const watch = req.method === 'POST' ? model : undefined;
+  let timedOut = false;
+  // The harness hung up (a cancelled turn): what the call comes to then is not the model's doing.
+  let hungUp = false;
+  if (watch) {
+    request.setTimeout(watch.timeoutMs, () => {
+      timedOut = true;
+      watch.timedOut();
+      request.destroy(new Error(`nothing from the model for ${watch.timeoutMs} ms`));
+    });
+  }
   request.once('response', (answer) => {
+    watch?.answered(answer.statusCode ?? 502, answer.headers);
     const back: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(answer.headers)) if (!DROPPED.has(name)) back[name] = value;
     res.writeHead(answer.statusCode ?? 502, back);
@@ -128,9 +152,14 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
     void pipeline(answer, res).catch(() => res.destroy());
   });
   request.once('error', (error) => {
+    if (watch && !timedOut && !hungUp) watch.unreachable(error);
     if (res.headersSent) res.destroy();
+    else if (timedOut) res.writeHead(504, { 'content-type': 'text/plain' }).end(`agentd relay: ${error.message}\n`);
     else res.writeHead(502, { 'content-type': 'text/plain' }).end(`agentd relay: ${target.origin} cannot be reached (${error.message})\n`);
   });
-  res.once('close', () => request.destroy());
+  res.once('close', () => {
+    hungUp = !res.writableFinished;
+    request.destroy();
+  });
   await pipeline(req, request).catch(() => request.destroy());
 }

@@ -397,7 +397,7 @@ export class TurnService {
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: newId };
     const events = harness
-      ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
+      ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, modelTimeoutMs: config.modelTimeoutMs, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });

@@ -23,7 +23,7 @@ afterAll(() => upstream.close());
 
 describe('HarnessRelay', () => {
   it('passes a request with the process token on with the real credentials, streaming the answer', async () => {
-    const relay = await HarnessRelay.open([{ url, headers: { authorization: 'Bearer sk-real-key' } }], 'on');
+    const relay = await HarnessRelay.open([{ url, headers: { authorization: 'Bearer sk-real-key' } }], 'on', 5_000);
     try {
       expect(relay.urls[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
       const res = await fetch(`${relay.urls[0]}/responses?x=1`, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
@@ -41,8 +41,8 @@ describe('HarnessRelay', () => {
   });
 
   it('refuses a request without the token, and one with another process’s', async () => {
-    const relay = await HarnessRelay.open([{ url, headers: {} }], 'on');
-    const other = await HarnessRelay.open([{ url, headers: {} }], 'on');
+    const relay = await HarnessRelay.open([{ url, headers: {} }], 'on', 5_000);
+    const other = await HarnessRelay.open([{ url, headers: {} }], 'on', 5_000);
     try {
       const before = seen.length;
       expect((await fetch(`${relay.urls[0]}/models`)).status).toBe(403);
@@ -56,11 +56,69 @@ describe('HarnessRelay', () => {
   });
 
   it('answers 502 naming the upstream it cannot reach', async () => {
-    const relay = await HarnessRelay.open([{ url: 'http://127.0.0.1:9/v1', headers: {} }], 'on');
+    const relay = await HarnessRelay.open([{ url: 'http://127.0.0.1:9/v1', headers: {} }], 'on', 5_000);
     try {
       const res = await fetch(`${relay.urls[0]}/responses`, { headers: { 'x-api-key': relay.token } });
       expect(res.status).toBe(502);
       expect(await res.text()).toContain('127.0.0.1:9');
+    } finally {
+      relay.close();
+    }
+  });
+});
+
+describe('HarnessRelay: what the model calls came to', () => {
+  let model: http.Server;
+  let modelUrl: string;
+  beforeAll(async () => {
+    model = http.createServer((req, res) => {
+      if (req.url?.endsWith('/limited')) res.writeHead(429, { 'retry-after': '7' }).end('{"error":"slow down, sk-real-key"}');
+      else if (req.url?.endsWith('/refused')) res.writeHead(401).end();
+      else if (req.url?.endsWith('/stalls')) res.writeHead(200, { 'content-type': 'text/event-stream' }).write('data: first\n\n');
+      else if (!req.url?.endsWith('/silent')) res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+    modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(() => {
+    model.closeAllConnections();
+    model.close();
+  });
+
+  const post = (relay: HarnessRelay, path: string) => fetch(`${relay.urls[0]}${path}`, { method: 'POST', headers: { 'x-api-key': relay.token }, body: '{}' });
+
+  it("keeps a failed call's status as the built-in loop maps it, until a call succeeds; only POSTs count", async () => {
+    const relay = await HarnessRelay.open([{ url: modelUrl, headers: {} }], 'on', 5_000);
+    try {
+      expect((await post(relay, '/limited')).status).toBe(429);
+      expect(relay.modelCalls.failure).toMatchObject({ type: 'upstream-rate-limited', status: 429, headers: { 'retry-after': '7' } });
+      expect(relay.modelCalls.failure!.message).not.toContain('sk-real-key');
+      expect((await fetch(`${relay.urls[0]}/refused`, { method: 'HEAD', headers: { 'x-api-key': relay.token } })).status).toBe(401);
+      expect(relay.modelCalls.failure).toMatchObject({ type: 'upstream-rate-limited' });
+      expect((await post(relay, '/refused')).status).toBe(401);
+      expect(relay.modelCalls.failure).toMatchObject({ type: 'upstream-auth', status: 424 });
+      expect((await post(relay, '/fine')).status).toBe(200);
+      expect(relay.modelCalls.failure).toBeUndefined();
+      expect((await post(relay, '/limited')).status).toBe(429);
+      relay.modelCalls.reset();
+      expect(relay.modelCalls.failure).toBeUndefined();
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('cuts a model that sends nothing for its time limit, before its answer or between its chunks: 504 to the harness, upstream-timeout kept', async () => {
+    const relay = await HarnessRelay.open([{ url: modelUrl, headers: {} }], 'on', 300);
+    try {
+      const silent = await post(relay, '/silent');
+      expect(silent.status).toBe(504);
+      expect(relay.modelCalls.failure).toMatchObject({ type: 'upstream-timeout', status: 504 });
+      expect(relay.modelCalls.failure!.message).toContain('300 ms');
+      relay.modelCalls.reset();
+      const stalls = await post(relay, '/stalls');
+      expect(stalls.status).toBe(200);
+      await expect(stalls.text()).rejects.toThrow();
+      expect(relay.modelCalls.failure).toMatchObject({ type: 'upstream-timeout' });
     } finally {
       relay.close();
     }

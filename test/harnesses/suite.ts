@@ -392,6 +392,29 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       }
     }, 60_000);
 
+    it.each([
+      { status: 500, reply: { error: { status: 500, message: 'boom' } }, type: 'upstream-error', expected: 502, retryAfter: null },
+      { status: 429, reply: { error: { status: 429, headers: { 'retry-after': '7' }, message: 'slow down' } }, type: 'upstream-rate-limited', expected: 429, retryAfter: '7' },
+      { status: 401, reply: { error: { status: 401, message: 'bad key' } }, type: 'upstream-auth', expected: 424, retryAfter: null },
+    ])('a model that answers $status ends the turn as the built-in loop does: $expected $type, after one call', async ({ reply, type, expected, retryAfter }) => {
+      h.model.reset();
+      h.model.script(() => reply);
+      const res = await h.invoke(invokeBody(user('hi'), agent(), { session_id: sid(`${profile.kind}-model-${expected}`) }));
+      await expectError(res, expected, type);
+      expect(res.headers.get('retry-after')).toBe(retryAfter);
+      expect(h.model.requests).toHaveLength(1);
+    }, 60_000);
+
+    it('a model that sends nothing for AGENTD_MODEL_TIMEOUT_MS ends the turn with a 504', async () => {
+      const timed = await startHarness({ env: (url) => ({ ...profile.env(url), AGENTD_MODEL_TIMEOUT_MS: '1500', AGENTD_HARNESS_PARK_MS: '0' }) });
+      try {
+        timed.model.script(() => ({ hang: true }));
+        await expectError(await timed.invoke(invokeBody(user('hi'), agent(), { session_id: sid(`${profile.kind}-silent`) })), 504, 'upstream-timeout', /AGENTD_MODEL_TIMEOUT_MS/);
+      } finally {
+        await timed.close();
+      }
+    }, 60_000);
+
     it('cannot write outside its session folder, nor read another session’s', async () => {
       const mine = sid(`${profile.kind}-jail`);
       const theirs = sid(`${profile.kind}-other`);
