@@ -48,6 +48,9 @@ export interface AcpTurnEnd {
 
 const SESSION_FILE = 'acp-session.json';
 
+/** How long a paused turn waits for the calls approved before its pause to end (UpdateTeller.stopWhenSettled). */
+const SETTLE_LIMIT_MS = 60_000;
+
 /**
  * One turn of a coding agent over the Agent Client Protocol: its process (the session's parked one,
  * or a new one), its session (loaded from the state folder when an earlier turn left one), the
@@ -74,14 +77,16 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
       if (answer === 'pause') {
         paused = true;
         events.push({ type: 'interaction_request', data: pendingInteraction(input.newInteractionId(), 'user_approval', call) });
-        teller.stop();
-        if (sessionId) void connection?.agent.notify('session/cancel', { sessionId }).catch(() => undefined);
+        void teller.stopWhenSettled(SETTLE_LIMIT_MS).then(() => {
+          if (sessionId) void connection?.agent.notify('session/cancel', { sessionId }).catch(() => undefined);
+        });
         return { outcome: { outcome: 'cancelled' } };
       }
       const kinds = answer.approved ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
       const option = params.options.find((o) => o.kind === kinds[0]) ?? params.options.find((o) => o.kind === kinds[1]);
       if (!option) return { outcome: { outcome: 'cancelled' } };
-      if (!answer.approved) teller.denied(call.toolCallId);
+      if (answer.approved) teller.approved(call.toolCallId);
+      else teller.denied(call.toolCallId);
       return { outcome: { outcome: 'selected', optionId: option.optionId } };
     },
     update: (update) => teller.update(update),

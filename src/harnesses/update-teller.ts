@@ -53,6 +53,8 @@ interface Call {
   terminal: { output: string; exitCode?: unknown };
   told: boolean;
   denied: boolean;
+  /** Approved by the gate in this turn: it runs, and its result belongs to the turn. */
+  approved: boolean;
   done: boolean;
 }
 
@@ -72,6 +74,8 @@ export class UpdateTeller {
   /** Questions asked about calls whose updates have not come yet, by the harness's own id for the question. */
   readonly #questions = new Set<Call>();
   #stopped = false;
+  /** Paused, and waiting for the calls approved before the pause to end (stopWhenSettled). */
+  #settling: (() => void) | undefined;
 
   constructor(input: TellerInput, emit: (event: AgentEvent) => void) {
     this.#input = input;
@@ -80,6 +84,7 @@ export class UpdateTeller {
 
   update(update: Update): void {
     if (this.#stopped) return;
+    if (this.#settling && !this.#runsApproved(update)) return;
     switch (update.sessionUpdate) {
       case 'agent_message_chunk':
       case 'agent_thought_chunk': {
@@ -154,13 +159,38 @@ export class UpdateTeller {
     if (call) call.denied = true;
   }
 
+  approved(toolCallId: string): void {
+    const call = this.#calls.get(toolCallId);
+    if (call) call.approved = true;
+  }
+
   /**
-   * Tells nothing more: the turn paused, and what the harness does as it is cancelled (the paused
-   * call failing, Pi's "Operation aborted") is not part of it.
+   * The turn paused: tells nothing more but the results of calls approved before the pause that
+   * still run, for up to `limitMs`, then nothing at all. A harness asks about its next call while
+   * the one approved before it runs; cancelled at once, that call's result would be lost while its
+   * approval was spent. What the harness does as it is cancelled (the paused call failing, Pi's
+   * "Operation aborted") is not part of the turn.
    */
-  stop(): void {
+  async stopWhenSettled(limitMs: number): Promise<void> {
     this.#close();
+    if (this.#running()) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, limitMs);
+        this.#settling = () => (clearTimeout(timer), resolve());
+      });
+    }
+    this.#settling = undefined;
     this.#stopped = true;
+  }
+
+  #running(): boolean {
+    return [...this.#calls.values()].some((call) => call.approved && !call.done);
+  }
+
+  #runsApproved(update: Update): boolean {
+    if (update.sessionUpdate !== 'tool_call' && update.sessionUpdate !== 'tool_call_update') return false;
+    const call = this.#calls.get(update.toolCallId);
+    return call !== undefined && call.approved && !call.done;
   }
 
   /**
@@ -198,7 +228,7 @@ export class UpdateTeller {
 
   #newCall(update: ToolCallShape): Call {
     const input = hasInput(update.rawInput) ? (this.#input.dialect.input?.(update.rawInput) ?? update.rawInput) : {};
-    return { id: update.toolCallId, name: this.#input.dialect.toolName(update), input, kind: update.kind ?? undefined, terminal: { output: '' }, told: false, denied: false, done: false };
+    return { id: update.toolCallId, name: this.#input.dialect.toolName(update), input, kind: update.kind ?? undefined, terminal: { output: '' }, told: false, denied: false, approved: false, done: false };
   }
 
   /** The question asked ahead of this call's updates about the same tool and input, if one was. */
@@ -214,6 +244,7 @@ export class UpdateTeller {
     if (call.done) return;
     call.done = true;
     this.#emit({ type: 'tool_result', data: { id: call.id, output: output ?? '', is_error: failed, ...(call.denied ? { denied: true } : {}) } });
+    if (this.#settling && !this.#running()) this.#settling();
   }
 
   #close(): void {

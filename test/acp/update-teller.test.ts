@@ -97,15 +97,45 @@ describe('UpdateTeller', () => {
     expect(results()).toEqual([{ id: 'b', output: { exit_code: 0, output: 'a.txt\nb.txt\n' }, is_error: false }]);
   });
 
-  it('once stopped (the turn paused), tells nothing more', () => {
+  it('once stopped (the turn paused), tells nothing more', async () => {
     const { t, events } = teller(pi);
     for (const u of piCall) t.update(u);
     t.tell(t.describe(piQuestion).toolCallId);
     const told = events.length;
-    t.stop();
+    await t.stopWhenSettled(60_000);
     t.update({ sessionUpdate: 'tool_call_update', toolCallId: 'call_1', status: 'failed', rawOutput: 'Operation aborted' });
     t.update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'bye' } });
     expect(events).toHaveLength(told);
     expect(t.end()).toBe(false);
+  });
+
+  it('paused while a call approved before the pause runs: tells its result, nothing else, then stops', async () => {
+    const { t, events, results } = teller(pi);
+    for (const u of piCall) t.update(u);
+    const approved = t.describe(piQuestion).toolCallId;
+    t.tell(approved);
+    t.approved(approved);
+    let stopped = false;
+    const stopping = t.stopWhenSettled(60_000).then(() => (stopped = true));
+    t.update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'meanwhile' } });
+    await Promise.resolve();
+    expect(stopped).toBe(false);
+    t.update(piDone);
+    await stopping;
+    expect(results()).toEqual([{ id: 'call_1', output: 'written', is_error: false }]);
+    expect(events.some((e) => e.type === 'message_delta')).toBe(false);
+    t.update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'bye' } });
+    expect(events.some((e) => e.type === 'message_delta')).toBe(false);
+  });
+
+  it('paused while an approved call runs past the limit: stops without it', async () => {
+    const { t, results } = teller(pi);
+    for (const u of piCall) t.update(u);
+    const approved = t.describe(piQuestion).toolCallId;
+    t.tell(approved);
+    t.approved(approved);
+    await t.stopWhenSettled(20);
+    t.update(piDone);
+    expect(results()).toEqual([]);
   });
 });
