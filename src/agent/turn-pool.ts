@@ -72,7 +72,9 @@ class PoolThread {
         channel.settle();
       }
     };
-    worker.on('error', (error) => lost(error.message));
+    // The error is one turn's (any project's) and may quote its secrets: the other turns on the
+    // thread are told only that it crashed.
+    worker.on('error', (error) => lost(`an uncaught ${error.name}`));
     worker.on('exit', (code) => lost(`exit code ${code}`));
     this.worker = worker;
     return worker;

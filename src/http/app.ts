@@ -9,6 +9,7 @@ import { AppError, isAppError } from '../errors.ts';
 import { ServiceMetrics } from '../telemetry/metrics.ts';
 import { redactLogFields } from '../telemetry/log-redaction.ts';
 import { makeRedactor } from '../telemetry/redact.ts';
+import { serverKeys } from '../agent/model.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
@@ -279,7 +280,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (!appError) request.log.error({ err: error }, 'unhandled error');
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};
-    const body = errorEnvelope(failure, run, config.debug, makeRedactor(requestSecrets(request.body)));
+    const body = errorEnvelope(failure, run, config.debug, makeRedactor([...serverKeys(config), ...requestSecrets(request.body)]));
     discardUnreadBody(request.raw, reply);
     return reply
       .code(failure.status)

@@ -62,7 +62,8 @@ export function clientErrorHandler(this: FastifyInstance, error: ConnectionError
     if (socket.bytesRead - readBefore > LINGER_BYTES) socket.destroy();
     return;
   }
-  this.log.debug({ err: error }, 'refused a request before any route ran');
+  // Not the error itself: Node puts the raw bytes it read on it (`rawPacket`), headers and API key included.
+  this.log.debug({ err: { type: error.name, message: error.message, code: error.code, reason: (error as { reason?: string }).reason } }, 'refused a request before any route ran');
   // Node's own rule: answer only if no reply has begun on this connection; a pipelined request can
   // fail while an earlier one's reply is still streaming.
   const current = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;

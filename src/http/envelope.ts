@@ -29,7 +29,8 @@ export function errorEnvelope(
 ): ErrorEnvelope {
   const body: ErrorEnvelope = { version: CONTRACT_VERSION, status: { code: error.status, message: bounded(redact(error.message)), type: error.type } };
   const stack = error.cause instanceof Error ? error.cause.stack : error.stack;
-  if (debug && stack) body.status.stacktrace = stack.split('\n');
+  // The stack's first line is the message as thrown, before `redact`: it goes through it too.
+  if (debug && stack) body.status.stacktrace = redact(stack).split('\n');
   if (run.traceId) body.trace_id = run.traceId;
   if (run.spanId) body.span_id = run.spanId;
   if (run.sessionId) body.session_id = run.sessionId;

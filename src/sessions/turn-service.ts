@@ -360,7 +360,8 @@ export class TurnService {
     if (harness) this.takeHarnessProcess();
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
-      const claimed = await claimAnswers(store, projectId, turnId, answers.answered, outOfBand);
+      // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
+      const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
       if (!plan.privateSession) {
         // Answers given through the API to a pause this turn leaves behind are abandoned with it;
         // left `responded`, they would be continued at the next start, behind the user's back.
