@@ -45,6 +45,16 @@ export interface ConnectOptions {
 const WHERE = 'data.parameters.agent.mcps';
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_REASON = 400;
+/** A tool result is capped as `read`'s is: a server's 20 MB answer would otherwise go whole to the model, the stream and the store. */
+export const MCP_MAX_OUTPUT_BYTES = 256 * 1024;
+
+function capped(text: string): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= MCP_MAX_OUTPUT_BYTES) return text;
+  // A cut inside a character is dropped by the decoder's replacement, not shown as half a character.
+  const head = Buffer.from(text, 'utf8').subarray(0, MCP_MAX_OUTPUT_BYTES).toString('utf8').replace(/\uFFFD$/, '');
+  return `${head}\n[output truncated: showed the first ${Buffer.byteLength(head, 'utf8')} of ${bytes} bytes]`;
+}
 
 export function mcpToolName(server: string, tool: string): string {
   const plain = `${server}__${tool}`;
@@ -280,7 +290,7 @@ async function callTool(client: MCPClient, server: McpServer, secrets: string[],
     if (signal?.aborted) throw error;
     throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${scrub(reasonOf(error), secrets)}`);
   }
-  const text = resultText(result);
+  const text = capped(resultText(result));
   // Thrown so the AI SDK reports a tool error: the model must see the call failed.
   if ('isError' in result && result.isError) throw new ToolError(text || `the MCP tool "${tool}" reported an error without a message`);
   return text;

@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { displayPath, resolveInside } from '../agent/tools/confine.ts';
+import { checkOpened, confine, displayPath, resolveInside } from '../agent/tools/confine.ts';
+import fsSync from 'node:fs';
 import { fileError, openRegularFile, writeInside } from '../agent/tools/files.ts';
 import { ToolError } from '../agent/tools/tool-error.ts';
 import type { FileEntry, FileListing, FileUploaded } from '../contract/sessions.ts';
@@ -41,15 +42,17 @@ export interface Located {
   real: string;
   /** The path relative to the session folder, as replies show it. */
   path: string;
+  /** The session folder's real path. */
+  realRoot: string;
 }
 
 /** What `userPath` names inside `folder`: a 400 when it reaches outside, a 404 when it is missing. */
 export async function locate(folder: string, userPath: string): Promise<Located> {
-  const real = await confined(userPath, () => resolveInside(folder, userPath));
+  const { path: real, realRoot } = await confined(userPath, () => confine(folder, userPath));
   const stat = await confined(userPath, () => fs.stat(real));
-  const shown = displayPath(await confined(userPath, () => fs.realpath(folder)), real);
-  if (stat.isDirectory()) return { type: 'directory', real, path: shown };
-  if (stat.isFile()) return { type: 'file', real, path: shown };
+  const shown = displayPath(realRoot, real);
+  if (stat.isDirectory()) return { type: 'directory', real, path: shown, realRoot };
+  if (stat.isFile()) return { type: 'file', real, path: shown, realRoot };
   throw new AppError('invalid-request', `"${userPath}" is neither a file nor a folder`);
 }
 
@@ -57,25 +60,46 @@ export async function locate(folder: string, userPath: string): Promise<Located>
  * The folder's entries sorted by name. A symbolic link is listed as what it points to when that is
  * inside the session folder, and left out when it is not, since nothing behind it is reachable here.
  */
-export async function listFolder(folder: string, dir: { real: string; path: string }): Promise<FileListing> {
+export async function listFolder(folder: string, dir: { real: string; path: string; realRoot: string }): Promise<FileListing> {
   // Gone since it was located (another replica deleted the session): as missing as if never there.
-  const dirents = await confined(dir.path, () => fs.readdir(dir.real, { withFileTypes: true }));
-  dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const entries: FileEntry[] = [];
-  for (const dirent of dirents) {
-    let target = path.join(dir.real, dirent.name);
-    if (dirent.isSymbolicLink()) {
-      try {
-        target = resolveInside(folder, target, { mustExist: true });
-      } catch {
-        continue;
-      }
+  // Listed, and its entries looked at, through a descriptor checked to be inside, in case a folder
+  // on the way was swapped for a symlink since it was located.
+  const fd = await confined(dir.path, () => {
+    const opened = fsSync.openSync(dir.real, fsSync.constants.O_RDONLY | fsSync.constants.O_DIRECTORY);
+    try {
+      checkOpened(dir.realRoot, opened, dir.path);
+    } catch (error) {
+      fsSync.closeSync(opened);
+      throw error;
     }
-    const stat = await fs.stat(target).catch(() => undefined);
-    if (stat?.isDirectory()) entries.push({ name: dirent.name, type: 'directory' });
-    else if (stat?.isFile()) entries.push({ name: dirent.name, type: 'file', size: stat.size });
+    return opened;
+  });
+  try {
+    const here = `/proc/self/fd/${fd}`;
+    const dirents = await confined(dir.path, () => fs.readdir(here, { withFileTypes: true }));
+    dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const entries: FileEntry[] = [];
+    for (const dirent of dirents) {
+      let stat: fsSync.Stats | undefined;
+      if (dirent.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = resolveInside(folder, path.join(dir.real, dirent.name), { mustExist: true });
+        } catch {
+          continue;
+        }
+        stat = await fs.stat(target).catch(() => undefined);
+      } else {
+        // lstat: an entry swapped for a symlink since the listing is not followed.
+        stat = await fs.lstat(`${here}/${dirent.name}`).catch(() => undefined);
+      }
+      if (stat?.isDirectory()) entries.push({ name: dirent.name, type: 'directory' });
+      else if (stat?.isFile()) entries.push({ name: dirent.name, type: 'file', size: stat.size });
+    }
+    return { path: dir.path, entries };
+  } finally {
+    fsSync.closeSync(fd);
   }
-  return { path: dir.path, entries };
 }
 
 /**
@@ -83,9 +107,9 @@ export async function listFolder(folder: string, dir: { real: string; path: stri
  * meanwhile cannot overrun the announced length. O_NOFOLLOW refuses a symlink swapped in since
  * `locate`; the stream closes the file when it ends or is destroyed.
  */
-export async function openDownload(file: { real: string }, userPath: string): Promise<{ stream: Readable; size: number; name: string }> {
+export async function openDownload(file: { real: string; realRoot: string }, userPath: string): Promise<{ stream: Readable; size: number; name: string }> {
   // openRegularFile words a vanished file as a refusal; it is a 404 like any missing path.
-  const handle = await confined(userPath, () => openRegularFile(file.real, userPath)).catch(async (error: unknown) => {
+  const handle = await confined(userPath, () => openRegularFile(file.real, userPath, file.realRoot)).catch(async (error: unknown) => {
     throw (await fs.lstat(file.real).catch(() => undefined)) === undefined ? missingPath(userPath) : error;
   });
   const { size } = await handle.stat();

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MCP_MAX_OUTPUT_BYTES } from '../../src/agent/mcp.ts';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 import { expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
@@ -55,6 +56,21 @@ describe('MCP servers', () => {
     expect(h.model.requests[0]!.tools).toEqual(['calc__add']);
     expect(body.data.outputs.messages[1]).toMatchObject({ is_error: true });
     expect(mcp.calls).toEqual([]);
+  });
+
+  it("cap a tool's result as read caps a file: a 20 MB answer reaches neither the model, the reply nor the store whole", async () => {
+    const big = await startMcpServer({ name: 'big', tools: [{ name: 'dump', description: 'Returns a lot', annotations: { readOnlyHint: true }, handler: () => ({ content: [{ type: 'text', text: 'é'.repeat(10 * 1024 * 1024) }] }) }] });
+    try {
+      h.model.script([{ toolCalls: [{ name: 'big__dump', input: {} }] }, { text: 'read it' }]);
+      const body = await readJson(await turn([{ name: 'big', connection: { type: 'http', url: big.url } }]));
+      const result = body.data.outputs.messages[1].content as string;
+      expect(result).toMatch(new RegExp(`\\[output truncated: showed the first ${MCP_MAX_OUTPUT_BYTES} of ${20 * 1024 * 1024} bytes\\]$`));
+      expect(Buffer.byteLength(result)).toBeLessThan(MCP_MAX_OUTPUT_BYTES + 100);
+      expect(result.startsWith('éé')).toBe(true);
+      expect(JSON.stringify(h.model.requests[1]!.messages).length).toBeLessThan(2 * MCP_MAX_OUTPUT_BYTES);
+    } finally {
+      await big.close();
+    }
   });
 
   it('report a tool error to the model without failing the turn', async () => {

@@ -124,7 +124,7 @@ describe('write', () => {
     // Both ways of writing open the final name with O_NOFOLLOW: a link there is refused, not followed.
     await fs.symlink(path.join(outside, 'victim.txt'), path.join(root, 'swapped'));
     for (const content of ['small', large]) {
-      await expect(writeRegularFile(path.join(root, 'swapped'), 'swapped', content)).rejects.toThrow(/symbolic link/);
+      await expect(writeRegularFile(root, path.join(root, 'swapped'), 'swapped', content)).rejects.toThrow(/symbolic link/);
     }
     expect(await fs.readdir(outside)).toEqual([]);
   });

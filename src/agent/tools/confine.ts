@@ -138,6 +138,34 @@ function resolveFrom(realRoot: string, userPath: string, candidate: string, hops
   }
 }
 
+/**
+ * Where an open descriptor really is, as the kernel tracks it (/proc/self/fd); undefined where
+ * /proc is not mounted. Checking this after `open` closes the gap between the path check and the
+ * open: a folder on the way swapped for a symlink meanwhile (O_NOFOLLOW guards only the last
+ * component) shows here as a path outside.
+ */
+export function openedPath(fd: number): string | undefined {
+  try {
+    return fs.readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Throws (a ToolError) when `fd` is not inside `realRoot`; the caller closes it. */
+export function checkOpened(realRoot: string, fd: number, userPath: string): void {
+  const where = openedPath(fd);
+  if (where !== undefined && !isInside(realRoot, where.replace(/ \(deleted\)$/, ''))) throw throughLink(userPath);
+}
+
+/**
+ * A path that reaches `name` inside the already-open folder `dirFd` without walking the folder's
+ * path again (the magic link is the folder itself), so no component before `name` can be swapped.
+ */
+export function inOpenedFolder(dirFd: number, name: string): string {
+  return `/proc/self/fd/${dirFd}/${name}`;
+}
+
 /** What the symbolic link `p` points to; undefined when `p` is missing or not a link. */
 export function readlinkOrNone(p: string): string | undefined {
   try {

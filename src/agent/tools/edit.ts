@@ -27,7 +27,7 @@ export function editTool(root: string) {
       if (oldString === '') throw new ToolError('old_string is empty; to create or overwrite a file use write');
       if (oldString === newString) throw new ToolError('old_string and new_string are identical; nothing to change');
       const { path: real, realRoot } = confine(root, userPath, { mustExist: true });
-      const text = await readText(real, userPath);
+      const text = await readText(realRoot, real, userPath);
 
       const count = countOccurrences(text, oldString);
       if (count === 0) {
@@ -41,7 +41,7 @@ export function editTool(root: string) {
         );
       }
       // split/join rather than String.replace: "$&" and friends in new_string must stay literal.
-      await writeRegularFile(real, userPath, text.split(oldString).join(newString));
+      await writeRegularFile(realRoot, real, userPath, text.split(oldString).join(newString));
       const shown = displayPath(realRoot, real);
       return `replaced ${count} occurrence${count === 1 ? '' : 's'} in ${shown}`;
     },
@@ -49,8 +49,8 @@ export function editTool(root: string) {
 }
 
 /** Opened and checked synchronously, and read so up to `SYNC_IO_MAX_BYTES`, as `read` reads. */
-async function readText(real: string, userPath: string): Promise<string> {
-  const { fd, size } = openRegularFileSync(real, userPath);
+async function readText(realRoot: string, real: string, userPath: string): Promise<string> {
+  const { fd, size } = openRegularFileSync(real, userPath, realRoot);
   let bytes: Buffer;
   try {
     if (size > EDIT_MAX_BYTES) {

@@ -1,11 +1,13 @@
 import fsSync, { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { confine, nameTooLong } from './confine.ts';
+import { promisify } from 'node:util';
+import { checkOpened, confine, inOpenedFolder, nameTooLong } from './confine.ts';
 import { ToolError } from './tool-error.ts';
 
 /** Bytes inspected for NUL when deciding a file is binary (what git and grep do, roughly). */
 const SNIFF_BYTES = 8000;
+const writeFileInPool = promisify(fsSync.writeFile);
 
 export function looksBinary(bytes: Uint8Array): boolean {
   return bytes.subarray(0, SNIFF_BYTES).includes(0);
@@ -22,12 +24,18 @@ function notRegular(stat: fsSync.Stats, userPath: string): ToolError | undefined
  * Opens an already-confined path for reading. O_NOFOLLOW catches a symlink swapped in after the
  * check; O_NONBLOCK keeps a FIFO from hanging the open; only regular files are accepted.
  */
-export async function openRegularFile(realPath: string, userPath: string): Promise<fs.FileHandle> {
+export async function openRegularFile(realPath: string, userPath: string, realRoot: string): Promise<fs.FileHandle> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(realPath, READ_FLAGS);
   } catch (error) {
     throw fileError(error, userPath);
+  }
+  try {
+    checkOpened(realRoot, handle.fd, userPath);
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
   const refusal = notRegular(await handle.stat(), userPath);
   if (refusal) {
@@ -42,7 +50,7 @@ export async function openRegularFile(realPath: string, userPath: string): Promi
  * of CPU through the thread pool), for a reader that picks how to read by the size it returns.
  * The caller closes the descriptor.
  */
-export function openRegularFileSync(realPath: string, userPath: string): { fd: number; size: number } {
+export function openRegularFileSync(realPath: string, userPath: string, realRoot: string): { fd: number; size: number } {
   let fd: number;
   try {
     fd = fsSync.openSync(realPath, READ_FLAGS);
@@ -51,6 +59,7 @@ export function openRegularFileSync(realPath: string, userPath: string): { fd: n
   }
   let stat: fsSync.Stats;
   try {
+    checkOpened(realRoot, fd, userPath);
     stat = fsSync.fstatSync(fd);
   } catch (error) {
     fsSync.closeSync(fd);
@@ -70,7 +79,38 @@ export function openRegularFileSync(realPath: string, userPath: string): { fd: n
  * checks"). Larger content goes through the pool, so no thread waits long on one file.
  */
 export const SYNC_IO_MAX_BYTES = 1024 * 1024;
-const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+// O_NONBLOCK: opening a FIFO for writing would otherwise wait (synchronously) for a reader for good.
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY;
+
+/**
+ * Opens `realPath` for writing: its folder first, checked to be inside `realRoot` as the kernel
+ * sees the open folder, then the file through that open folder, so no folder on the way can be
+ * swapped for a symlink between the check and the open. Only regular files are written.
+ */
+function openForWriting(realRoot: string, realPath: string, userPath: string): number {
+  let dirFd: number;
+  try {
+    dirFd = fsSync.openSync(path.dirname(realPath), FOLDER_FLAGS);
+  } catch (error) {
+    throw fileError(error, userPath);
+  }
+  let fd: number;
+  try {
+    checkOpened(realRoot, dirFd, userPath);
+    fd = fsSync.openSync(inOpenedFolder(dirFd, path.basename(realPath)), WRITE_FLAGS, 0o644);
+  } catch (error) {
+    throw fileError(error, userPath);
+  } finally {
+    fsSync.closeSync(dirFd);
+  }
+  const refusal = notRegular(fsSync.fstatSync(fd), userPath);
+  if (refusal) {
+    fsSync.closeSync(fd);
+    throw refusal;
+  }
+  return fd;
+}
 
 /**
  * Writes `content` (text as UTF-8) to an already-confined path, never through a symlink at the
@@ -78,15 +118,10 @@ const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC |
  * costs a third of the CPU the thread pool's open, write and close cost (39 against 131 µs,
  * BENCHMARKS.md, "Tools' path checks"); a large one (an upload) does not hold the thread.
  */
-export async function writeRegularFile(realPath: string, userPath: string, content: string | Uint8Array): Promise<number> {
+export async function writeRegularFile(realRoot: string, realPath: string, userPath: string, content: string | Uint8Array): Promise<number> {
   const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  const fd = openForWriting(realRoot, realPath, userPath);
   if (bytes.length <= SYNC_IO_MAX_BYTES) {
-    let fd: number;
-    try {
-      fd = fsSync.openSync(realPath, WRITE_FLAGS, 0o644);
-    } catch (error) {
-      throw fileError(error, userPath);
-    }
     try {
       fsSync.writeFileSync(fd, bytes);
     } finally {
@@ -94,17 +129,11 @@ export async function writeRegularFile(realPath: string, userPath: string, conte
     }
     return bytes.length;
   }
-  let handle: fs.FileHandle;
   try {
-    handle = await fs.open(realPath, WRITE_FLAGS, 0o644);
-  } catch (error) {
-    throw fileError(error, userPath);
-  }
-  try {
-    await handle.writeFile(bytes);
+    await writeFileInPool(fd, bytes);
     return bytes.length;
   } finally {
-    await handle.close();
+    fsSync.closeSync(fd);
   }
 }
 
@@ -124,7 +153,7 @@ export async function writeInside(root: string, userPath: string, content: strin
     }
     target = confine(root, userPath);
   }
-  return { real: target.path, realRoot: target.realRoot, bytes: await writeRegularFile(target.path, userPath, content) };
+  return { real: target.path, realRoot: target.realRoot, bytes: await writeRegularFile(target.realRoot, target.path, userPath, content) };
 }
 
 export function fileError(error: unknown, userPath: string): unknown {
@@ -134,6 +163,8 @@ export function fileError(error: unknown, userPath: string): unknown {
       return new ToolError(`path "${userPath}" does not exist`);
     case 'EISDIR':
       return new ToolError(`"${userPath}" is a directory`);
+    case 'ENXIO':
+      return new ToolError(`"${userPath}" is not a regular file`);
     case 'ELOOP':
       return new ToolError(`"${userPath}" is a symbolic link; refusing to follow it`);
     case 'EACCES':

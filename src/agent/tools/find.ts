@@ -29,7 +29,7 @@ export function findTool(root: string) {
       const found: string[] = [];
       let more = false;
       let walkLimited = false;
-      for await (const entry of walk(start, { signal: abortSignal, onLimit: () => (walkLimited = true) })) {
+      for await (const entry of walk(start, { signal: abortSignal, realRoot, onLimit: () => (walkLimited = true) })) {
         if (!matches(entry.rel)) continue;
         if (found.length === FIND_MAX_RESULTS) {
           more = true;

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
-import { displayPath } from './confine.ts';
+import { displayPath, isInside, openedPath } from './confine.ts';
 import { looksBinary } from './files.ts';
 import { globMatcher } from './glob.ts';
 import { WALK_MAX_ENTRIES, walk } from './walk.ts';
@@ -29,7 +29,7 @@ export async function grepSearch(req: GrepRequest): Promise<string> {
   let walkLimited = false;
 
   const searchFile = async (abs: string): Promise<void> => {
-    const text = await readSearchable(abs);
+    const text = await readSearchable(abs, req.realRoot);
     if (text === undefined) return;
     const shown = displayPath(req.realRoot, abs);
     const lines = text.split('\n');
@@ -49,7 +49,7 @@ export async function grepSearch(req: GrepRequest): Promise<string> {
   if ((await fs.stat(req.start)).isFile()) {
     await searchFile(req.start);
   } else {
-    for await (const entry of walk(req.start, { onLimit: () => (walkLimited = true) })) {
+    for await (const entry of walk(req.start, { realRoot: req.realRoot, onLimit: () => (walkLimited = true) })) {
       if (entry.kind !== 'file' || !matchesGlob(entry.rel)) continue;
       await searchFile(entry.abs);
       if (capped) break;
@@ -63,7 +63,7 @@ export async function grepSearch(req: GrepRequest): Promise<string> {
 }
 
 /** The file's text, or undefined for what grep skips: non-regular, too large, binary, unreadable. */
-async function readSearchable(abs: string): Promise<string | undefined> {
+async function readSearchable(abs: string, realRoot: string): Promise<string | undefined> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -71,6 +71,9 @@ async function readSearchable(abs: string): Promise<string | undefined> {
     return undefined;
   }
   try {
+    // A folder on the way swapped for a symlink since the walk listed it: the file is elsewhere.
+    const where = openedPath(handle.fd);
+    if (where !== undefined && !isInside(realRoot, where)) return undefined;
     const stat = await handle.stat();
     if (!stat.isFile() || stat.size > GREP_MAX_FILE_BYTES) return undefined;
     const bytes = await handle.readFile();

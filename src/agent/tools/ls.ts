@@ -2,7 +2,7 @@ import { tool } from 'ai';
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { readlinkOrNone, resolveInside } from './confine.ts';
+import { checkOpened, confine, readlinkOrNone } from './confine.ts';
 import { fileError } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
@@ -19,14 +19,26 @@ export function lsTool(root: string) {
       `Sorted by name, at most ${LS_MAX_ENTRIES} entries. Use find for recursive listings.`,
     inputSchema: input,
     execute: async ({ path: userPath = '.' }) => {
-      const real = resolveInside(root, userPath, { mustExist: true });
+      const { path: real, realRoot } = confine(root, userPath, { mustExist: true });
       // The stat and the links' reads are synchronous (a few µs each, 30–55 through the thread
-      // pool); the listing, which a huge folder makes long, is not.
-      const stat = fsSync.statSync(real);
-      if (!stat.isDirectory()) throw new ToolError(`"${userPath}" is a file, not a folder; use read to see its content`);
-      const dirents = await fs.readdir(real, { withFileTypes: true }).catch((error: unknown) => {
+      // pool); the listing, which a huge folder makes long, is not. The folder is listed through a
+      // descriptor checked to be inside, so a folder swapped for a symlink since the check is refused.
+      let dirFd: number;
+      try {
+        dirFd = fsSync.openSync(real, fsSync.constants.O_RDONLY | fsSync.constants.O_DIRECTORY);
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ENOTDIR') throw new ToolError(`"${userPath}" is a file, not a folder; use read to see its content`);
         throw fileError(error, userPath);
-      });
+      }
+      let dirents: fsSync.Dirent[];
+      try {
+        checkOpened(realRoot, dirFd, userPath);
+        dirents = await fs.readdir(`/proc/self/fd/${dirFd}`, { withFileTypes: true }).catch((error: unknown) => {
+          throw fileError(error, userPath);
+        });
+      } finally {
+        fsSync.closeSync(dirFd);
+      }
       dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
       const lines: string[] = [];

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { z } from 'zod';
-import { resolveInside } from './confine.ts';
+import { confine } from './confine.ts';
 import { looksBinary, openRegularFileSync, SYNC_IO_MAX_BYTES } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
@@ -33,8 +33,8 @@ export function readTool(root: string) {
  * the first NUL byte because a binary file is noise to the model.
  */
 export async function readLines(root: string, userPath: string, offset: number, limit: number | undefined): Promise<string> {
-  const real = resolveInside(root, userPath, { mustExist: true });
-  const { fd, size } = openRegularFileSync(real, userPath);
+  const { path: real, realRoot } = confine(root, userPath, { mustExist: true });
+  const { fd, size } = openRegularFileSync(real, userPath, realRoot);
   const decoder = new StringDecoder('utf8');
   const buffer = Buffer.alloc(CHUNK_BYTES);
   // A larger file is read through the pool, a chunk at a time.
