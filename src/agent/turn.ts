@@ -13,6 +13,7 @@ import { providerOptionsFor } from './model.ts';
 import { gateFor, type Gate } from './permissions.ts';
 import type { Pricing } from './pricing.ts';
 import type { RunnableTemplate } from './template.ts';
+import { makeRedactor } from '../telemetry/redact.ts';
 import { builtinTools, READ_TOOLS } from './tools/index.ts';
 
 export interface TurnInput {
@@ -37,6 +38,12 @@ export interface TurnInput {
    * one non-streaming model call per step, which costs far less CPU; the events are the same.
    */
   streaming: boolean;
+  /**
+   * The run's secret values (the request's `secrets` and `credentials`, the provider keys). A
+   * tool runs on the input its `tool_call` event shows, where they are masked: a secret that a
+   * model repeats into a call never lands in a file, a command or a server's request.
+   */
+  secretValues?: ReadonlyArray<string | undefined>;
 }
 
 function buildTools(input: TurnInput): ToolSet {
@@ -99,6 +106,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   const { calls } = collectCalls(input.history);
   const { system, prompt, decided } = toPrompt(input.history, calls);
   const tools = buildTools(input);
+  const masked = makeRedactor(input.secretValues ?? []);
   const entries = new Map(template.tools.map((t) => [t.name, t]));
   const mode = template.runner.permissions.default;
   const gateOf = (toolName: string): Gate => {
@@ -170,7 +178,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     if (gate === 'deny') return { call, denied: { reason: notPermitted(call.toolName) } };
     if (entries.get(call.toolName)?.type === 'client') return { call, waits: 'client_tool' };
     if (gate === 'ask') return { call, waits: 'user_approval' };
-    return { call, outcome: runTool(tools[call.toolName]!, call, signal) };
+    return { call, outcome: runTool(tools[call.toolName]!, { ...call, input: masked(call.input) }, signal) };
   };
 
   try {

@@ -392,6 +392,7 @@ export class TurnService {
       workdir,
       ...(skills ? { notes: [skills] } : {}),
       streaming: plan.streaming,
+      secretValues,
     };
     // MCP tools hold their connections here, so a turn that has them runs on this thread.
     const pool = !mcp && !harness && this.load?.sendsTurn() ? this.pool : undefined;

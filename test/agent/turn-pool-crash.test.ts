@@ -23,7 +23,7 @@ async function failure(turn: AsyncGenerator<unknown>): Promise<Error | undefined
 
 describe('a turn thread that crashes', () => {
   it("fails every turn on it, telling none of them the crashing turn's error", async () => {
-    const pool = new TurnPool(1, settings, new URL('../support/crashing-turn-worker.ts', import.meta.url));
+    const pool = new TurnPool(1, settings, new URL('../support/secret-quoting-turn-worker.ts', import.meta.url));
     try {
       const [b, a] = await Promise.all([
         failure(pool.run(input('turn-of-b', { OPENAI_API_KEY: B_KEY }), new AbortController().signal)),
