@@ -16,6 +16,17 @@ describe('resolveInside', () => {
     expect(resolveInside(root, 'sub/../sub/f.txt')).toBe(path.join(root, 'sub/f.txt'));
   });
 
+  it('refuses to go through a file as if it were a folder, as the filesystem would', async () => {
+    const root = await tempFolder();
+    await fs.mkdir(path.join(root, 'sub'));
+    await fs.writeFile(path.join(root, 'a.txt'), 'x');
+    for (const through of ['a.txt/..', 'a.txt/../sub', './a.txt/../a.txt', `${root}/a.txt/..`]) {
+      expect(() => resolveInside(root, through), through).toThrow(`path "${through}" goes through a file as if it were a folder`);
+    }
+    expect(resolveInside(root, 'sub/..')).toBe(root);
+    expect(resolveInside(root, 'missing/../a.txt')).toBe(path.join(root, 'a.txt'));
+  });
+
   it('realpaths the root itself', async () => {
     const base = await tempFolder();
     await fs.mkdir(path.join(base, 'real'));

@@ -95,6 +95,12 @@ describe('write', () => {
     expect(await fs.readFile(path.join(root, 'a/b/c/é.txt'), 'utf8')).toBe('x');
   });
 
+  it('refuses a path that names a folder (a trailing "/"), rather than writing a file of its name', async () => {
+    const root = await tempFolder();
+    await expect(run(writeTool(root), { path: 'sub/', content: 'x' })).rejects.toThrow('path "sub/" ends with "/", which names a folder; name the file to write');
+    expect(await fs.readdir(root)).toEqual([]);
+  });
+
   it('refuses to write outside, through symlinks or not', async () => {
     const root = await tempFolder();
     const outside = await tempFolder('agentd-outside-');

@@ -88,6 +88,7 @@ export interface Confined {
 export function confine(root: string, userPath: string, opts: { mustExist?: boolean } = {}): Confined {
   if (userPath.includes('\0')) throw new ToolError(`path "${userPath}" contains a NUL byte`);
   const realRoot = fs.realpathSync.native(root);
+  if (userPath.includes('..')) throughFilesFirst(realRoot, userPath);
   const resolved = resolveFrom(realRoot, userPath, path.resolve(realRoot, userPath), 0, opts.mustExist === true);
   if (opts.mustExist && !resolved.exists) throw new ToolError(`path "${userPath}" does not exist`);
   return { ...resolved, realRoot };
@@ -105,6 +106,21 @@ function look(realRoot: string, userPath: string, current: string, expectExists:
   if (real !== undefined) return { real };
   const entry = entryOrMissing(userPath, current);
   return { entry, real: entry && !expectExists ? realpathOrMissing(userPath, current) : undefined };
+}
+
+/**
+ * A path resolves as text (`a.txt/..` is the folder itself), where the filesystem would refuse to
+ * go through a file: what comes before each `..` must be a folder, when it is there at all.
+ */
+function throughFilesFirst(realRoot: string, userPath: string): void {
+  const parts = userPath.split('/');
+  for (const [i, part] of parts.entries()) {
+    if (part !== '..' || i === 0) continue;
+    const before = path.resolve(realRoot, parts.slice(0, i).join('/'));
+    if (!isInside(realRoot, before)) return;
+    const entry = fs.statSync(before, { throwIfNoEntry: false });
+    if (entry !== undefined && !entry.isDirectory()) throw new ToolError(`path "${userPath}" goes through a file as if it were a folder`);
+  }
 }
 
 function resolveFrom(realRoot: string, userPath: string, candidate: string, hops: number, expectExists: boolean): Omit<Confined, 'realRoot'> {

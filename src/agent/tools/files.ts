@@ -144,6 +144,8 @@ export async function writeRegularFile(realRoot: string, realPath: string, userP
  * O_NOFOLLOW either way). Returns the file's real path, the folder's, and the bytes written.
  */
 export async function writeInside(root: string, userPath: string, content: string | Uint8Array): Promise<{ real: string; realRoot: string; bytes: number }> {
+  // `sub/` names a folder: resolved as text it would be written as the file `sub`.
+  if (userPath.endsWith('/')) throw new ToolError(`path "${userPath}" ends with "/", which names a folder; name the file to write`);
   let target = confine(root, userPath);
   if (target.missingFolders) {
     try {
