@@ -42,6 +42,7 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   endpoint: ModelEndpoint;
   /** Run the harness on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
   unsafeHost: boolean;
+  /** How long its model may send nothing (AGENTD_MODEL_TIMEOUT_MS), which its relay enforces. */
   modelTimeoutMs: number;
   parking: { ttlMs: number; max: number };
 }
