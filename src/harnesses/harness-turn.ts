@@ -12,7 +12,7 @@ import type { ModelEndpoint } from '../agent/model.ts';
 import { gateFor } from '../agent/permissions.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { TurnInput } from '../agent/turn.ts';
-import { harnessInvocation, sandboxAvailable, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
+import { BWRAP, bwrapEnv, harnessInvocation, sandboxAvailable, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
 import { resolveModule } from './resolve-module.ts';
 import { canonical } from './canonical.ts';
 import type { GateAnswer } from './acp-turn.ts';
@@ -172,7 +172,7 @@ async function commandFor(harness: Harness, entry: string, setup: HarnessSetup, 
   const program = socketDir ? [process.execPath, LAUNCHER, RELAY_DIR, relay.ports.join(','), ...harnessProgram] : harnessProgram;
   const mounted = socketDir ? [{ from: socketDir, to: RELAY_DIR }] : [];
   const sandboxed = await harnessInvocation({ folder: setup.folder, stateDir: setup.stateDir, readOnly: socketDir ? [...readOnly, LAUNCHER] : readOnly, lockedFiles, mounted, network, env });
-  if (sandboxed) return { file: 'bwrap', args: [...sandboxed.args, ...program], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fds: sandboxed.fds };
+  if (sandboxed) return { file: BWRAP, args: [...sandboxed.args, ...program], env: bwrapEnv(), fds: sandboxed.fds };
   return { file: program[0]!, args: program.slice(1), env };
 }
 

@@ -73,6 +73,20 @@ describe.skipIf(!(await sandboxAvailable()))('bash under bubblewrap', () => {
     }
   });
 
+  it("shows nothing of the server's PATH even in the sandbox's first process (bubblewrap's own environment)", async () => {
+    const root = await tempFolder();
+    const marker = '/opt/agentd-test-marker/bin';
+    const before = process.env.PATH;
+    process.env.PATH = `${marker}:${before}`;
+    try {
+      const out = await run(bash(root), { command: "tr '\\0' '\\n' < /proc/1/environ" });
+      expect(out).toMatch(/^PATH=\//m);
+      expect(out).not.toContain(marker);
+    } finally {
+      process.env.PATH = before;
+    }
+  });
+
   it('has no network unless the template turns it on', async () => {
     const root = await tempFolder();
     const fromHost = await new Promise<string>((resolve, reject) => {

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { type ProcessOutcome, runProcess } from './run-process.ts';
-import { BWRAP, bwrapInvocation, commandEnv, sandboxAvailable, shellArgv } from './sandbox.ts';
+import { BWRAP, bwrapEnv, bwrapInvocation, commandEnv, sandboxAvailable, shellArgv } from './sandbox.ts';
 import { ToolError } from './tool-error.ts';
 
 export interface BashContext {
@@ -46,9 +46,8 @@ export function bashTool(ctx: BashContext) {
       const limits = { timeoutMs, maxOutputBytes, signal: abortSignal };
       let outcome: ProcessOutcome;
       if (await sandboxAvailable()) {
-        const bwrapEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
         const { args, fds } = await bwrapInvocation(folder, ctx.network);
-        outcome = await runProcess(BWRAP, [...args, ...shellArgv(command)], { cwd: folder, env: bwrapEnv, fds }, limits);
+        outcome = await runProcess(BWRAP, [...args, ...shellArgv(command)], { cwd: folder, env: bwrapEnv(), fds }, limits);
       } else if (ctx.bash.unsafeHost) {
         const [shell, ...args] = shellArgv(command) as [string, ...string[]];
         outcome = await runProcess(shell, args, { cwd: folder, env: commandEnv(folder) }, limits);

@@ -15,6 +15,17 @@ import { seccompProgram } from './seccomp.ts';
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 export const BWRAP = 'bwrap';
 
+/**
+ * bubblewrap's own environment: only the folder it is found in. It is process 1 inside the
+ * sandbox, where its environment is readable (/proc/1/environ); the server's PATH would show the
+ * host's layout there.
+ */
+export function bwrapEnv(): Record<string, string> {
+  const dirs = (process.env.PATH ?? '/usr/bin:/bin').split(':');
+  const found = dirs.find((dir) => dir !== '' && fs.existsSync(path.join(dir, BWRAP)));
+  return { PATH: found ?? '/usr/bin:/bin' };
+}
+
 /** The environment commands see, in and out of the sandbox: nothing of the server's leaks in. */
 export function commandEnv(folder: string): Record<string, string> {
   return { PATH: SANDBOX_PATH, HOME: folder, LANG: 'C.UTF-8' };
