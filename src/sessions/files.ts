@@ -1,8 +1,8 @@
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { checkOpened, confine, displayPath, resolveInside } from '../agent/tools/confine.ts';
-import fsSync from 'node:fs';
+import { checkOpened, confine, displayPath, inOpenedFolder, resolveInside } from '../agent/tools/confine.ts';
 import { fileError, openRegularFile, writeInside } from '../agent/tools/files.ts';
 import { ToolError } from '../agent/tools/tool-error.ts';
 import type { FileEntry, FileListing, FileUploaded } from '../contract/sessions.ts';
@@ -75,7 +75,7 @@ export async function listFolder(folder: string, dir: { real: string; path: stri
     return opened;
   });
   try {
-    const here = `/proc/self/fd/${fd}`;
+    const here = inOpenedFolder(fd);
     const dirents = await confined(dir.path, () => fs.readdir(here, { withFileTypes: true }));
     dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const entries: FileEntry[] = [];
@@ -91,7 +91,7 @@ export async function listFolder(folder: string, dir: { real: string; path: stri
         stat = await fs.stat(target).catch(() => undefined);
       } else {
         // lstat: an entry swapped for a symlink since the listing is not followed.
-        stat = await fs.lstat(`${here}/${dirent.name}`).catch(() => undefined);
+        stat = await fs.lstat(inOpenedFolder(fd, dirent.name)).catch(() => undefined);
       }
       if (stat?.isDirectory()) entries.push({ name: dirent.name, type: 'directory' });
       else if (stat?.isFile()) entries.push({ name: dirent.name, type: 'file', size: stat.size });

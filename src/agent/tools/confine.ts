@@ -175,11 +175,12 @@ export function checkOpened(realRoot: string, fd: number, userPath: string): voi
 }
 
 /**
- * A path that reaches `name` inside the already-open folder `dirFd` without walking the folder's
- * path again (the magic link is the folder itself), so no component before `name` can be swapped.
+ * A path that reaches the already-open folder `dirFd` (or `name` inside it) without walking the
+ * folder's path again (the magic link is the folder itself), so no component before it can be
+ * swapped.
  */
-export function inOpenedFolder(dirFd: number, name: string): string {
-  return `/proc/self/fd/${dirFd}/${name}`;
+export function inOpenedFolder(dirFd: number, name = ''): string {
+  return name === '' ? `/proc/self/fd/${dirFd}` : `/proc/self/fd/${dirFd}/${name}`;
 }
 
 /** What the symbolic link `p` points to; undefined when `p` is missing or not a link. */

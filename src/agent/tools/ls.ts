@@ -2,7 +2,7 @@ import { tool } from 'ai';
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { checkOpened, confine, readlinkOrNone } from './confine.ts';
+import { checkOpened, confine, inOpenedFolder, readlinkOrNone } from './confine.ts';
 import { fileError } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
@@ -33,7 +33,7 @@ export function lsTool(root: string) {
       let dirents: fsSync.Dirent[];
       try {
         checkOpened(realRoot, dirFd, userPath);
-        dirents = await fs.readdir(`/proc/self/fd/${dirFd}`, { withFileTypes: true }).catch((error: unknown) => {
+        dirents = await fs.readdir(inOpenedFolder(dirFd), { withFileTypes: true }).catch((error: unknown) => {
           throw fileError(error, userPath);
         });
       } finally {

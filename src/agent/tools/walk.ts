@@ -1,7 +1,7 @@
 import fsSync, { type Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isInside, openedPath } from './confine.ts';
+import { inOpenedFolder, isInside, openedPath } from './confine.ts';
 
 /** Folders that are huge and almost never what the model is looking for. */
 export const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules']);
@@ -41,7 +41,7 @@ async function entriesOf(absDir: string, realRoot: string | undefined): Promise<
     const where = openedPath(fd);
     if (where === undefined) return await fs.readdir(absDir, { withFileTypes: true }).catch(() => []);
     if (realRoot !== undefined && !isInside(realRoot, where)) return [];
-    return await fs.readdir(`/proc/self/fd/${fd}`, { withFileTypes: true }).catch(() => []);
+    return await fs.readdir(inOpenedFolder(fd), { withFileTypes: true }).catch(() => []);
   } finally {
     fsSync.closeSync(fd);
   }
