@@ -1,7 +1,7 @@
 import { APICallError, RetryError } from 'ai';
 import { AppError, isAppError } from '../errors.ts';
 
-function hostOf(url: string): string {
+export function hostOf(url: string): string {
   try {
     return new URL(url).host;
   } catch {

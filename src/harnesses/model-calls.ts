@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { APICallError } from 'ai';
-import { toModelError } from '../agent/model-errors.ts';
+import { hostOf, toModelError } from '../agent/model-errors.ts';
 import { AppError } from '../errors.ts';
 
 /**
@@ -43,16 +43,11 @@ export class ModelCalls {
   }
 
   timedOut(): void {
-    this.#failure = new AppError('upstream-timeout', `the model provider at ${this.#host()} sent nothing for ${this.timeoutMs} ms (AGENTD_MODEL_TIMEOUT_MS)`);
+    this.#failure = new AppError('upstream-timeout', `the model provider at ${hostOf(this.url)} sent nothing for ${this.timeoutMs} ms (AGENTD_MODEL_TIMEOUT_MS)`);
   }
 
   unreachable(error: Error): void {
     const code = (error as { code?: unknown }).code;
-    this.#failure = new AppError('upstream-error', `could not reach the model provider at ${this.#host()}${typeof code === 'string' ? ` (${code})` : ''}`);
-  }
-
-  #host(): string {
-    // The relay made the call, so the URL parses.
-    return new URL(this.url).host;
+    this.#failure = new AppError('upstream-error', `could not reach the model provider at ${hostOf(this.url)}${typeof code === 'string' ? ` (${code})` : ''}`);
   }
 }

@@ -15,15 +15,17 @@ import { seccompProgram } from './seccomp.ts';
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 export const BWRAP = 'bwrap';
 
+let bwrapDir: string | undefined;
+
 /**
  * bubblewrap's own environment: only the folder it is found in. It is process 1 inside the
  * sandbox, where its environment is readable (/proc/1/environ); the server's PATH would show the
  * host's layout there.
  */
 export function bwrapEnv(): Record<string, string> {
-  const dirs = (process.env.PATH ?? '/usr/bin:/bin').split(':');
-  const found = dirs.find((dir) => dir !== '' && fs.existsSync(path.join(dir, BWRAP)));
-  return { PATH: found ?? '/usr/bin:/bin' };
+  // Looked up once: the server's PATH does not change under it.
+  bwrapDir ??= (process.env.PATH ?? '/usr/bin:/bin').split(':').find((dir) => dir !== '' && fs.existsSync(path.join(dir, BWRAP))) ?? '/usr/bin:/bin';
+  return { PATH: bwrapDir };
 }
 
 /** The environment commands see, in and out of the sandbox: nothing of the server's leaks in. */
