@@ -11,7 +11,7 @@ import { ServerLoad } from '../agent/server-load.ts';
 import { TurnPool } from '../agent/turn-pool.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { earlierAnswers, readInBandAnswers } from '../interactions/in-band.ts';
+import { earlierAnswers, readInBandAnswers, type EarlierAnswers } from '../interactions/in-band.ts';
 import type { Store } from '../store/db.ts';
 import type { Lease } from '../store/leases.ts';
 import type { NewTurn, TurnEnd } from '../store/turns.ts';
@@ -101,12 +101,24 @@ export class TurnService {
     const { plan } = planned;
     const { trailing } = collectCalls(plan.messages);
     const earlier = await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing);
-    if (!earlier) {
-      // A forced re-post whose answers were given already is refused before it takes the session:
-      // the turn it would cancel may be the one those answers started.
-      if (plan.force && trailing.length) await readInBandAnswers(this.deps.store, plan.projectId, plan.sessionId, plan.messages, trailing);
-      return this.run(plan);
+    if (earlier) return this.follow(plan, earlier, trailing);
+    // A forced re-post whose answers were given already is refused before it takes the session:
+    // the turn it would cancel may be the one those answers started.
+    if (plan.force && trailing.length) await readInBandAnswers(this.deps.store, plan.projectId, plan.sessionId, plan.messages, trailing);
+    try {
+      return await this.run(plan);
+    } catch (error) {
+      // The same answers given through the API at the same instant (on another replica, say) got
+      // there first: their continuation holds the session, or took the answers up already.
+      const raced = isAppError(error) && (error.type === 'session-busy' || error.type === 'interaction-not-pending');
+      const now = raced && trailing.length ? await earlierAnswers(this.deps.store, plan.projectId, plan.sessionId, trailing) : undefined;
+      if (!now) throw error;
+      return this.follow(plan, now, trailing);
     }
+  }
+
+  /** Goes on from answers given through the API: their continuation, or one run to take them up. */
+  private follow(plan: TurnPlan, earlier: EarlierAnswers, trailing: HistoryCall[]): Promise<LiveTurn> {
     return 'continuation' in earlier ? this.continuation(plan, earlier.continuation) : this.takeUp(plan, earlier.responded, trailing);
   }
 

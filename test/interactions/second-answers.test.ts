@@ -93,6 +93,35 @@ describe('a client tool answered a second time', () => {
     expect(continuation).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
   });
 
+  // A re-post that looked before the API's answer landed and runs after it: the same answer gets
+  // the API's continuation, whether it still holds the session or has taken the answer up and ended.
+  it.each([
+    ['still runs', 600],
+    ['has ended', 0],
+  ])('the same answer through the API at the same instant, while its continuation %s, gets that continuation', async (_, latencyMs) => {
+    const p = await pausedOnColor([{ text: 'Blue at once.', latencyMs }]);
+    const interactions = h.store.interactions;
+    const look = interactions.ofToolCalls;
+    let continuationId: string | undefined;
+    interactions.ofToolCalls = async (...args) => {
+      const seen = await look(...args);
+      interactions.ofToolCalls = look;
+      expect((await h.respond(p.id, { output: 'blue' })).status).toBe(200);
+      const [turn] = await until(() => turnsOf(p.session), (turns) => turns.length === 2 && (latencyMs > 0 || turns[0]!.status === 'completed'));
+      continuationId = turn!.id;
+      return seen;
+    };
+    try {
+      const same = await readJson(await h.invoke(invokeBody(p.withResult('blue'), colorAgent, { session_id: p.session })));
+      expect(same.turn_id).toBe(continuationId);
+      expect(same.data.outputs.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Blue at once.' });
+    } finally {
+      interactions.ofToolCalls = look;
+    }
+    expect(h.model.requests).toHaveLength(2);
+    expect(await turnsOf(p.session)).toHaveLength(2);
+  });
+
   it('the results of an earlier pause are history: a continuation that paused again is answered in band', async () => {
     const p = await pausedOnColor([{ toolCalls: [{ name: 'pick_color', input: { again: true } }] }, { text: 'two colours' }]);
     const second = await readJson(await h.invoke(invokeBody(p.withResult('green'), colorAgent, { session_id: p.session })));
