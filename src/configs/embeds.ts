@@ -1,6 +1,6 @@
 import { EMBED_KEY, EmbedSpec } from '../contract/configs.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
-import { AppError, isAppError } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import { isObject } from '../objects.ts';
 import type { ConfigsRepo, RevisionRecord } from '../store/configs.ts';
 import { resolveReferences } from './references.ts';
@@ -41,16 +41,6 @@ export interface EmbedContext {
   root?: RevisionRecord | undefined;
 }
 
-/**
- * A reference's own errors name the request's `references.…`; inside an embed they are about
- * that embed's `@ag.references`, at its place, or a caller with several cannot tell which failed.
- */
-function inEmbed(error: unknown, where: string): unknown {
-  if (!isAppError(error)) return error;
-  const message = error.message.replace(/\breferences\./g, '@ag.references.').replace(/\bselector\.key\b/g, '@ag.selector.key');
-  return new AppError(error.type, `in the @ag.embed at ${where}: ${message}`, { status: error.status, ...(error.headers ? { headers: error.headers } : {}) });
-}
-
 const label = (r: RevisionRecord) => `${r.artifact.kind} "${r.artifact.slug}" v${r.version}`;
 
 /**
@@ -87,11 +77,10 @@ export async function resolveEmbeds(value: unknown, base: string, context: Embed
     const lookup = JSON.stringify([spec['@ag.references'], spec['@ag.selector']?.key ?? null]);
     let pending = found.get(lookup);
     if (!pending) {
-      pending = resolveReferences(context.repo, context.projectId, spec['@ag.references'], spec['@ag.selector'], { environmentItself: true }).catch(
-        (error: unknown) => {
-          throw inEmbed(error, where);
-        },
-      );
+      pending = resolveReferences(context.repo, context.projectId, spec['@ag.references'], spec['@ag.selector'], {
+        environmentItself: true,
+        at: { references: `${at}.@ag.references`, selector: `${at}.@ag.selector` },
+      });
       found.set(lookup, pending);
     }
     const revision = await pending;

@@ -8,13 +8,13 @@ import { own } from '../objects.ts';
 const EXECUTION_FAMILIES = ['workflow', 'application', 'evaluator'] as const;
 
 /** Which execution family the request's references point at (spec §2.4: at most one). */
-export function referencedFamily(references: References | null | undefined): WorkflowFamily | undefined {
+export function referencedFamily(references: References | null | undefined, at = 'references'): WorkflowFamily | undefined {
   if (!references) return undefined;
   const populated = EXECUTION_FAMILIES.filter((family) => REFERENCE_FAMILIES[family].some((key) => references[key] != null));
   if (populated.length > 1) {
     throw new AppError(
       'conflicting-references',
-      `references name ${populated.join(' and ')} at once; populate exactly one of workflow, application or evaluator (environment keys may accompany it)`,
+      `${at} name ${populated.join(' and ')} at once; populate exactly one of workflow, application or evaluator (environment keys may accompany it)`,
     );
   }
   return populated[0];
@@ -58,12 +58,12 @@ export const BUILTIN_AGENT_REVISION: RevisionRecord = {
 const named = (ref: Reference | null | undefined): boolean => ref != null && (ref.id != null || ref.slug != null);
 
 /** A reference given alongside the one that found the revision must name the same thing. */
-function checkAgrees(found: { id: string; slug: string }, ref: Reference | null | undefined, key: string, revision: RevisionRecord): void {
+function checkAgrees(found: { id: string; slug: string }, ref: Reference | null | undefined, at: string, key: string, revision: RevisionRecord): void {
   if (!ref) return;
   if ((ref.id != null && ref.id !== found.id) || (ref.slug != null && ref.slug !== found.slug)) {
     throw new AppError(
       'conflicting-references',
-      `references.${key} ${describe(ref)} does not name what the other references resolve to: revision ${revision.id} (v${revision.version}) of ${revision.artifact.kind} "${revision.artifact.slug}", variant "${revision.variant.slug}"`,
+      `${at}.${key} ${describe(ref)} does not name what the other references resolve to: revision ${revision.id} (v${revision.version}) of ${revision.artifact.kind} "${revision.artifact.slug}", variant "${revision.variant.slug}"`,
     );
   }
 }
@@ -76,6 +76,8 @@ async function resolveChain(
   repo: ConfigsRepo,
   projectId: string,
   kind: ArtifactKind,
+  /** Where the references are, for errors: the request's `references`, or an embed's. */
+  at: string,
   label: string,
   refs: { artifact?: Reference | null | undefined; variant?: Reference | null | undefined; revision?: Reference | null | undefined },
 ): Promise<RevisionRecord> {
@@ -85,30 +87,30 @@ async function resolveChain(
     found = BUILTIN_AGENT_REVISION;
   } else if (refs.revision && named(refs.revision)) {
     found = await repo.findRevision(projectId, kind, refs.revision);
-    if (!found) throw new AppError('unknown-reference', `references.${keys.revision} ${describe(refs.revision)} names no revision of this project`);
-    const version = parseVersion(refs.revision.version, `references.${keys.revision}.version`);
+    if (!found) throw new AppError('unknown-reference', `${at}.${keys.revision} ${describe(refs.revision)} names no revision of this project`);
+    const version = parseVersion(refs.revision.version, `${at}.${keys.revision}.version`);
     if (version !== undefined && version !== found.version) {
-      throw new AppError('conflicting-references', `references.${keys.revision} names revision ${found.slug}, which is v${found.version}, not v${version}`);
+      throw new AppError('conflicting-references', `${at}.${keys.revision} names revision ${found.slug}, which is v${found.version}, not v${version}`);
     }
   } else {
     let artifactId: string | undefined;
     if (refs.artifact) {
-      if (!named(refs.artifact)) throw new AppError('invalid-request', `references.${keys.artifact} needs an id or a slug`);
+      if (!named(refs.artifact)) throw new AppError('invalid-request', `${at}.${keys.artifact} needs an id or a slug`);
       const artifact = await repo.findArtifact(projectId, kind, refs.artifact);
-      if (!artifact) throw new AppError('unknown-reference', `references.${keys.artifact} ${describe(refs.artifact)} names no ${kind} of this project`);
+      if (!artifact) throw new AppError('unknown-reference', `${at}.${keys.artifact} ${describe(refs.artifact)} names no ${kind} of this project`);
       artifactId = artifact.id;
     }
     let variantId: string;
     let variantSlug: string;
     if (refs.variant) {
-      if (!named(refs.variant)) throw new AppError('invalid-request', `references.${keys.variant} needs an id or a slug`);
+      if (!named(refs.variant)) throw new AppError('invalid-request', `${at}.${keys.variant} needs an id or a slug`);
       // An application or evaluator variant is looked for among that family only: another
       // family's variant of the same slug (every workflow has a "default") is not a candidate.
       const family = kind === 'workflow' && label !== 'workflow' ? label : undefined;
       const variants = await repo.findVariants(projectId, kind, refs.variant, artifactId, family);
-      if (variants.length === 0) throw new AppError('unknown-reference', `references.${keys.variant} ${describe(refs.variant)} names no variant ${artifactId ? `of that ${kind}` : 'of this project'}`);
+      if (variants.length === 0) throw new AppError('unknown-reference', `${at}.${keys.variant} ${describe(refs.variant)} names no variant ${artifactId ? `of that ${kind}` : 'of this project'}`);
       if (variants.length > 1) {
-        throw new AppError('ambiguous-reference', `references.${keys.variant} ${describe(refs.variant)} names variants of ${variants.length} ${kind}s; add references.${keys.artifact} or use the variant's id`);
+        throw new AppError('ambiguous-reference', `${at}.${keys.variant} ${describe(refs.variant)} names variants of ${variants.length} ${kind}s; add ${at}.${keys.artifact} or use the variant's id`);
       }
       variantId = variants[0]!.id;
       variantSlug = variants[0]!.slug;
@@ -117,18 +119,18 @@ async function resolveChain(
       variantId = first.id;
       variantSlug = first.slug;
     } else {
-      throw new AppError('invalid-request', `references.${keys.revision} needs an id or a slug, or the ${keys.artifact} or ${keys.variant} its version belongs to`);
+      throw new AppError('invalid-request', `${at}.${keys.revision} needs an id or a slug, or the ${keys.artifact} or ${keys.variant} its version belongs to`);
     }
     const version =
-      parseVersion(refs.revision?.version, `references.${keys.revision}.version`) ??
-      parseVersion(refs.variant?.version, `references.${keys.variant}.version`) ??
-      parseVersion(refs.artifact?.version, `references.${keys.artifact}.version`);
+      parseVersion(refs.revision?.version, `${at}.${keys.revision}.version`) ??
+      parseVersion(refs.variant?.version, `${at}.${keys.variant}.version`) ??
+      parseVersion(refs.artifact?.version, `${at}.${keys.artifact}.version`);
     found = await repo.revisionOf(variantId, version);
     if (!found && kind === 'environment') {
       // An environment's one variant is an implementation detail: it is deployed to, not committed.
       throw new AppError(
         'unknown-reference',
-        version === undefined ? `references.${keys.artifact} names an environment that deploys nothing yet; deploy a revision to it first` : `references.${keys.artifact} names an environment that has no revision v${version}`,
+        version === undefined ? `${at}.${keys.artifact} names an environment that deploys nothing yet; deploy a revision to it first` : `${at}.${keys.artifact} names an environment that has no revision v${version}`,
       );
     }
     if (!found) {
@@ -138,22 +140,26 @@ async function resolveChain(
       );
     }
   }
-  checkAgrees(found.artifact, refs.artifact, keys.artifact, found);
-  checkAgrees(found.variant, refs.variant, keys.variant, found);
+  checkAgrees(found.artifact, refs.artifact, at, keys.artifact, found);
+  checkAgrees(found.variant, refs.variant, at, keys.variant, found);
   return found;
 }
 
 /** An application or evaluator reference must land on a workflow of that family. */
-function checkFamily(revision: RevisionRecord, family: WorkflowFamily): void {
+function checkFamily(revision: RevisionRecord, family: WorkflowFamily, at: string): void {
   if (family !== 'workflow' && revision.artifact.family !== family) {
-    throw new AppError('unknown-reference', `references name an ${family}, but "${revision.artifact.slug}" is a${revision.artifact.family === 'application' ? 'n' : ''} ${revision.artifact.family}`);
+    throw new AppError('unknown-reference', `${at} name an ${family}, but "${revision.artifact.slug}" is a${revision.artifact.family === 'application' ? 'n' : ''} ${revision.artifact.family}`);
   }
 }
 
 export interface ResolveOptions {
   /** Environment references with no key and no workflow name the environment revision itself (embeds). */
   environmentItself?: boolean;
+  /** Where the references and the selector are, for errors; the request's own unless told. */
+  at?: { references: string; selector: string };
 }
+
+const REQUEST_PATHS = { references: 'references', selector: 'selector' };
 
 /**
  * What stored revision the references (and the selector's `key`) point at, or undefined when
@@ -169,7 +175,8 @@ export async function resolveReferences(
   options: ResolveOptions = {},
 ): Promise<RevisionRecord | undefined> {
   if (!hasReferences(references)) return undefined;
-  const family = referencedFamily(references);
+  const at = options.at ?? REQUEST_PATHS;
+  const family = referencedFamily(references, at.references);
   const familyRefs = family && {
     artifact: references[family],
     variant: references[`${family}_variant`],
@@ -177,12 +184,12 @@ export async function resolveReferences(
   };
   const environmentGiven = REFERENCE_FAMILIES.environment.some((key) => references[key] != null);
   if (!environmentGiven) {
-    const revision = await resolveChain(repo, projectId, 'workflow', family!, familyRefs!);
-    checkFamily(revision, family!);
+    const revision = await resolveChain(repo, projectId, 'workflow', at.references, family!, familyRefs!);
+    checkFamily(revision, family!, at.references);
     return revision;
   }
 
-  const environment = await resolveChain(repo, projectId, 'environment', 'environment', {
+  const environment = await resolveChain(repo, projectId, 'environment', at.references, 'environment', {
     artifact: references.environment,
     variant: references.environment_variant,
     revision: references.environment_revision,
@@ -196,7 +203,7 @@ export async function resolveReferences(
     if (options.environmentItself && !family) return environment;
     throw new AppError(
       'invalid-request',
-      `selector.key must name what to run from environment "${environment.artifact.slug}" (or add the workflow's reference); it deploys: ${Object.keys(deployed).join(', ') || 'nothing yet'}`,
+      `${at.selector}.key must name what to run from environment "${environment.artifact.slug}" (or add the workflow's reference); it deploys: ${Object.keys(deployed).join(', ') || 'nothing yet'}`,
     );
   }
   const entry = own(deployed, key);
@@ -209,10 +216,10 @@ export async function resolveReferences(
   const revision = await repo.findRevision(projectId, 'workflow', { id: entry.workflow_revision.id });
   if (!revision) throw new AppError('unknown-reference', `environment "${environment.artifact.slug}" deploys revision ${entry.workflow_revision.id}, which no longer exists`);
   if (familyRefs) {
-    checkAgrees(revision.artifact, familyRefs.artifact, family!, revision);
-    checkAgrees(revision.variant, familyRefs.variant, `${family}_variant`, revision);
-    checkAgrees(revision, familyRefs.revision, `${family}_revision`, revision);
-    checkFamily(revision, family!);
+    checkAgrees(revision.artifact, familyRefs.artifact, at.references, family!, revision);
+    checkAgrees(revision.variant, familyRefs.variant, at.references, `${family}_variant`, revision);
+    checkAgrees(revision, familyRefs.revision, at.references, `${family}_revision`, revision);
+    checkFamily(revision, family!, at.references);
   }
   return revision;
 }

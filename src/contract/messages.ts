@@ -16,6 +16,14 @@ export const Approval = z.object({
 });
 export type Approval = z.infer<typeof Approval>;
 
+/**
+ * A tool call's arguments. Every model API takes them as an object: anything else would fail at the
+ * model, later and less clearly.
+ */
+export const ToolInput = z
+  .unknown()
+  .refine((v) => v === null || (typeof v === 'object' && !Array.isArray(v)), { error: "a tool call's input must be an object of its arguments" });
+
 const TextPart = z.object({ type: z.literal('text'), text: z.string() });
 
 export const Message = z.looseObject({
@@ -32,7 +40,7 @@ export const Message = z.looseObject({
     .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
   tool_call_id: z.string().min(1).optional(),
   tool_name: z.string().min(1).optional(),
-  input: z.unknown().optional(),
+  input: ToolInput.optional(),
   is_error: z.boolean().optional(),
   approval: Approval.optional(),
 });

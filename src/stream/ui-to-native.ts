@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { UIMessage, type Approval, type Message } from '../contract/messages.ts';
+import { ToolInput, UIMessage, type Approval, type Message } from '../contract/messages.ts';
 import { sourced } from '../contract/message-sources.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
@@ -34,7 +34,7 @@ const TOOL_STATES = [
 const TextPart = z.looseObject({ type: z.literal('text'), text: z.string() });
 const ApprovalRequest = z.looseObject({ id: z.string().min(1) });
 const ApprovalDecision = z.looseObject({ id: z.string().min(1), approved: z.boolean(), reason: z.string().optional() });
-const toolBase = { type: z.string(), toolCallId: z.string().min(1), input: z.unknown().optional() };
+const toolBase = { type: z.string(), toolCallId: z.string().min(1), input: ToolInput.optional() };
 const ToolPart = z.discriminatedUnion('state', [
   z.looseObject({ ...toolBase, state: z.literal('input-available') }),
   z.looseObject({ ...toolBase, state: z.literal('approval-requested'), approval: ApprovalRequest }),

@@ -148,7 +148,7 @@ describe('@ag.embed', () => {
   ])('a reference inside an embed that names %s says which embed it is', async (_what, second, status) => {
     const agent = { ...template(), tools: [embed({ workflow: { slug: 'color-tool' } }, 'parameters.tool'), second] };
     const { res } = await run({ data: { ...hello, parameters: { agent } } }, RESOLVE);
-    const body = await expectError(res, status, undefined, /in the @ag\.embed at data\.parameters\.agent\.tools\[1\]/);
+    const body = await expectError(res, status, undefined, /data\.parameters\.agent\.tools\[1\]\.@ag\.embed\.@ag\.references\b/);
     expect(body.status.message).not.toMatch(/(^|[^.@])references\./);
   });
 

@@ -175,6 +175,15 @@ describe('request fields', () => {
     await expectError(await h.invoke(invokeBody(messages, template())), 400, 'invalid-messages', 'data.inputs.messages[1]');
   });
 
+  it("a tool call whose input is not an object → 400 naming the input; the model is not called", async () => {
+    h.model.reset();
+    for (const input of ['{"path": "a"}', ['a'], 7]) {
+      const messages = [...user, { role: 'tool', content: '', tool_call_id: 'c1', tool_name: 'write', input }, { role: 'tool', tool_call_id: 'c1', content: 'done' }];
+      await expectError(await h.invoke(invokeBody(messages, template())), 400, 'invalid-messages', /input must be an object.*data\.inputs\.messages\[1\]\.input/);
+    }
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it('a bad x-ag-messages-transcript header → 400 naming it', async () => {
     await expectError(await h.invoke(withAgent(template()), { headers: { 'x-ag-messages-transcript': 'some' } }), 400, 'invalid-request', 'x-ag-messages-transcript');
   });

@@ -117,6 +117,9 @@ describe('uiToNative', () => {
     expect(invalidMessages([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-', toolCallId: 'c', state: 'input-available', input: {} }] }])).toMatch(
       / at data\.inputs\.messages\[0\]\.parts\[0\]\.type$/,
     );
+    expect(invalidMessages([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-bash', toolCallId: 'c', state: 'input-available', input: 'ls' }] }])).toBe(
+      "a tool call's input must be an object of its arguments at data.inputs.messages[0].parts[0].input",
+    );
     expect(invalidMessages([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-bash', toolCallId: 'c', state: 'input-streaming' }] }])).toBe(
       "tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete at data.inputs.messages[0].parts[0].state",
     );
