@@ -83,7 +83,7 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   const home = mkdtempSync(path.join(os.tmpdir(), 'agentd-bench-home-'));
   model.script(writeTurn(kind, folder));
   const started = performance.now();
-  const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, gateAll: false, gateAny: false };
+  const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, extras: {}, gateAll: false, gateAny: false };
   const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false, modelTimeoutMs: 120_000 });
   const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);

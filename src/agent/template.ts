@@ -30,7 +30,8 @@ export interface EffectiveTemplate {
   tools: ToolEntry[];
   mcps: NonNullable<AgentTemplate['mcps']>;
   skills: NonNullable<AgentTemplate['skills']>;
-  harness: { kind: string };
+  /** `system` replaces the harness's own system prompt (agentd's: where its folder is), `append_system` follows it. */
+  harness: { kind: string; extras?: HarnessExtras };
   runner: { kind: string; permissions: { default: PermissionMode }; max_steps?: number };
   sandbox: { kind: string; permissions: { network: { mode: 'on' | 'off' } } };
 }
@@ -157,7 +158,7 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     tools: t.tools ?? base.tools,
     mcps: t.mcps ?? [],
     skills: t.skills ?? [],
-    harness: { kind: t.harness?.kind === 'pi_core' ? 'pi' : (t.harness?.kind ?? 'agentd') },
+    harness: { kind: t.harness?.kind === 'pi_core' ? 'pi' : (t.harness?.kind ?? 'agentd'), ...harnessExtras(t.harness?.extras) },
     runner: {
       kind: t.runner?.kind ?? 'local',
       permissions: { default: t.runner?.permissions?.default ?? base.runner.permissions.default },
@@ -165,6 +166,18 @@ export function parseTemplate(raw: unknown, defaultLlm: { provider: string; mode
     },
     sandbox: { kind: t.sandbox?.kind ?? 'local', permissions: { network: { mode: t.sandbox?.permissions?.network?.mode ?? 'off' } } },
   };
+}
+
+export interface HarnessExtras {
+  system?: string;
+  append_system?: string;
+}
+
+function harnessExtras(given: NonNullable<AgentTemplate['harness']>['extras']): { extras?: HarnessExtras } {
+  const extras: HarnessExtras = {};
+  if (given?.system != null) extras.system = given.system;
+  if (given?.append_system != null) extras.append_system = given.append_system;
+  return Object.keys(extras).length ? { extras } : {};
 }
 
 type TemplateConnection = NonNullable<NonNullable<AgentTemplate['llm']>['connection']>;

@@ -68,9 +68,11 @@ function buildTools(input: TurnInput): ToolSet {
 }
 
 function instructionsFor(input: TurnInput, system: string[]): string {
+  const extras = input.template.harness.extras;
   return [
     input.template.instructions.agents_md,
-    `Your working folder is ${input.workdir}. File tools take paths relative to it; nothing outside it can be reached.`,
+    extras?.system ?? `Your working folder is ${input.workdir}. File tools take paths relative to it; nothing outside it can be reached.`,
+    ...(extras?.append_system ? [extras.append_system] : []),
     ...(input.notes ?? []),
     ...system,
   ].join('\n\n');

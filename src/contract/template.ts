@@ -112,7 +112,13 @@ export const AgentTemplate = z.strictObject({
   tools: z.array(ToolEntry).nullish(),
   mcps: z.array(McpServer).nullish(),
   skills: z.array(Skill).nullish(),
-  harness: z.strictObject({ kind: z.string().min(1), extras }).nullish(),
+  harness: z
+    .strictObject({
+      kind: z.string().min(1),
+      /** The reference's Pi extras, on every harness: its own system prompt replaced, or added to. */
+      extras: z.strictObject({ system: z.string().max(1_000_000).nullish(), append_system: z.string().max(1_000_000).nullish() }).nullish(),
+    })
+    .nullish(),
   runner: z
     .strictObject({
       kind: z.string().min(1).nullish(),

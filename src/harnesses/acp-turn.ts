@@ -24,6 +24,13 @@ export interface AcpTurnInput extends TellerInput {
   stateDir: string;
   /** The text the session's last turn ended with, which a session loaded from the state folder must have. */
   lastWords?: string;
+  /** ACP `_meta` for `session/new` and `session/load` (Harness.sessionMeta). */
+  sessionMeta?: Record<string, unknown> | undefined;
+  /**
+   * What the harness's own system prompt is made of (`harness.extras`): a saved session started
+   * under another is not loaded, since Codex keeps the instructions a session started with.
+   */
+  system: string;
   /** The prompt, for a harness session that goes on (false) or one that starts anew (true). */
   prompt: (fresh: boolean) => string;
   gate: (call: Gated) => GateAnswer;
@@ -104,9 +111,9 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
       events.close();
       died();
     });
-    const opened = await connection.openSession(await harnessSession(input.stateDir), input.cwd, input.lastWords);
+    const opened = await connection.openSession(await harnessSession(input.stateDir, input.system), input.cwd, input.lastWords, input.sessionMeta);
     sessionId = opened.sessionId;
-    if (opened.fresh) await saveSession(input.stateDir, sessionId);
+    if (opened.fresh) await saveSession(input.stateDir, sessionId, input.system);
     const response = await connection.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: input.prompt(opened.fresh) }] });
     const endedOnDenial = teller.end();
     // Reported by the harnesses here, though not yet in ACP's stable schema.
@@ -151,17 +158,18 @@ function harnessFailure(error: unknown, connection: HarnessConnection | undefine
   return new AppError('upstream-error', `the harness failed: ${detail}${tail ? ` (${tail})` : ''}`, { cause: error });
 }
 
-/** The harness's own session id an earlier turn of this session left in its state folder. */
-export async function harnessSession(stateDir: string): Promise<string | undefined> {
+/** The harness's own session id an earlier turn of this session left in its state folder, if started under this system prompt. */
+async function harnessSession(stateDir: string, system: string): Promise<string | undefined> {
   try {
-    return (JSON.parse(await readFile(path.join(stateDir, SESSION_FILE), 'utf8')) as { sessionId?: string }).sessionId;
+    const saved = JSON.parse(await readFile(path.join(stateDir, SESSION_FILE), 'utf8')) as { sessionId?: string; system?: string };
+    return (saved.system ?? '{}') === system ? saved.sessionId : undefined;
   } catch {
     return undefined;
   }
 }
 
-async function saveSession(stateDir: string, sessionId: string): Promise<void> {
+async function saveSession(stateDir: string, sessionId: string, system: string): Promise<void> {
   await mkdir(stateDir, { recursive: true });
-  await writeFile(path.join(stateDir, SESSION_FILE), JSON.stringify({ sessionId }));
+  await writeFile(path.join(stateDir, SESSION_FILE), JSON.stringify({ sessionId, system }));
 }
 

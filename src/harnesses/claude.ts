@@ -49,6 +49,11 @@ export const claude: Harness = {
       enableAllProjectMcpServers: false,
     }),
   }),
+  // Its ACP adapter takes a whole system prompt as a string, or text after its own as `append`.
+  sessionMeta: ({ extras }) => {
+    if (extras.system !== undefined) return { systemPrompt: extras.append_system === undefined ? extras.system : `${extras.system}\n\n${extras.append_system}` };
+    return extras.append_system === undefined ? undefined : { systemPrompt: { append: extras.append_system } };
+  },
   dialect: {
     toolName: (update) => {
       const meta = update._meta?.claudeCode as { toolName?: unknown } | undefined;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { RunnableTemplate } from '../agent/template.ts';
 import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
 
@@ -19,7 +20,11 @@ const SAFE_COMMANDS = [
 /** What Codex adds to a call's input on each attempt: left out, so a call raised again is the same call. */
 const PER_ATTEMPT = new Set(['call_id', 'turn_id', 'started_at_ms', 'completed_at_ms', 'process_id', 'source', 'available_decisions', 'proposed_execpolicy_amendment', 'parsed_cmd']);
 
-const toml = (value: string) => JSON.stringify(value);
+/** A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML does not take raw. */
+const toml = (value: string) => JSON.stringify(value).replaceAll('\x7f', '\\u007f');
+
+/** `harness.extras.system`, in the state folder: Codex takes a replacement of its own instructions as a file. */
+const INSTRUCTIONS_FILE = 'instructions.md';
 
 /**
  * Codex's `config.toml`. Codex's own sandbox is off (`danger-full-access`): it runs inside agentd's
@@ -28,13 +33,16 @@ const toml = (value: string) => JSON.stringify(value);
  * `never` when nothing is gated, else `untrusted`, which asks before every command it does not
  * know to only read (and, with the rules file, before those too).
  */
-function config({ endpoint, gateAny }: HarnessSetup): string {
+function config({ endpoint, gateAny, extras, stateDir }: HarnessSetup): string {
   return [
     `model = ${toml(endpoint.model)}`,
     'model_provider = "agentd"',
     `approval_policy = ${toml(gateAny ? 'untrusted' : 'never')}`,
     'sandbox_mode = "danger-full-access"',
     'check_for_update_on_startup = false',
+    // harness.extras: its own instructions replaced (from a file), or followed by a developer message.
+    ...(extras.system === undefined ? [] : [`model_instructions_file = ${toml(path.join(stateDir, INSTRUCTIONS_FILE))}`]),
+    ...(extras.append_system === undefined ? [] : [`developer_instructions = ${toml(extras.append_system)}`]),
     // The commands it runs never see the token: not in their environment, nor in a saved snapshot of it.
     '[shell_environment_policy]',
     `exclude = [${toml(KEY_VARIABLE)}]`,
@@ -83,6 +91,7 @@ export const codex: Harness = {
   env: ({ endpoint, stateDir }) => ({ CODEX_HOME: stateDir, [KEY_VARIABLE]: endpoint.apiKey }),
   settings: (setup) => [
     { path: 'config.toml', content: config(setup) },
+    { path: INSTRUCTIONS_FILE, content: setup.extras.system },
     { path: 'rules/agentd.rules', content: setup.gateAll ? `prefix_rule(pattern=[${JSON.stringify(SAFE_COMMANDS)}], decision="prompt")\n` : '' },
   ],
   dialect: {

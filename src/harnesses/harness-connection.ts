@@ -107,13 +107,14 @@ export class HarnessConnection {
    * every 100 ms), so a process elsewhere, parked with the session open, may not have written the
    * end yet: the load is tried again a little later, and a session still short of it is not used.
    */
-  async openSession(saved: string | undefined, cwd: string, lastWords?: string): Promise<{ sessionId: string; fresh: boolean }> {
+  async openSession(saved: string | undefined, cwd: string, lastWords?: string, meta?: Record<string, unknown>): Promise<{ sessionId: string; fresh: boolean }> {
     const mcpServers = this.#mcpServers;
+    const _meta = meta ? { _meta: meta } : {};
     if (saved && saved === this.#open) return { sessionId: saved, fresh: false };
     for (let attempt = 0; saved && this.#capabilities?.loadSession && attempt < LOAD_ATTEMPTS; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RELOAD_WAIT_MS));
       this.#replay = [];
-      const loaded = await this.agent.request('session/load', { sessionId: saved, cwd, mcpServers }).then(
+      const loaded = await this.agent.request('session/load', { sessionId: saved, cwd, mcpServers, ..._meta }).then(
         () => true,
         () => false,
       );
@@ -123,7 +124,7 @@ export class HarnessConnection {
       if (lastWords === undefined || replayed.includes(lastWords.trim())) return { sessionId: (this.#open = saved), fresh: false };
       await this.agent.request('session/close', { sessionId: saved }).catch(() => undefined);
     }
-    const { sessionId } = await this.agent.request('session/new', { cwd, mcpServers });
+    const { sessionId } = await this.agent.request('session/new', { cwd, mcpServers, ..._meta });
     return { sessionId: (this.#open = sessionId), fresh: true };
   }
 

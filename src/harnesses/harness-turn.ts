@@ -128,8 +128,13 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
   try {
     const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
     for (const file of harness.settings(relayed)) {
-      await mkdir(path.dirname(path.join(setup.stateDir, file.path)), { recursive: true });
-      await writeFile(path.join(setup.stateDir, file.path), file.content);
+      const at = path.join(setup.stateDir, file.path);
+      if (file.content === undefined) {
+        await rm(at, { force: true });
+        continue;
+      }
+      await mkdir(path.dirname(at), { recursive: true });
+      await writeFile(at, file.content);
     }
     // Outside the session and state folders (both writable inside), read-only inside.
     const locked = harness.lockedSettings?.(relayed);
@@ -193,7 +198,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
   const { template, history } = input;
   const { trailing } = collectCalls(history);
   const decided = trailing.filter((c) => c.approval?.approved !== undefined && !c.result);
-  const setup: HarnessSetup = { endpoint: input.endpoint, folder: input.workdir, stateDir: input.stateDir, ...gatingOf(template) };
+  const setup: HarnessSetup = { endpoint: input.endpoint, folder: input.workdir, stateDir: input.stateDir, extras: template.harness.extras ?? {}, ...gatingOf(template) };
   await writeFile(path.join(input.workdir, harness.instructionsFile), `${template.instructions.agents_md}\n`);
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
@@ -205,9 +210,11 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
     turnId: input.turnId,
     start: () => harnessProcess(harness, setup, reach),
     // Everything a start depends on; what differs per start (the relay's port and token) is not.
-    fingerprint: JSON.stringify({ kind: harness.kind, endpoint: input.endpoint, gating: gatingOf(template), instructions: template.instructions.agents_md, reach }),
+    fingerprint: JSON.stringify({ kind: harness.kind, endpoint: input.endpoint, gating: gatingOf(template), instructions: template.instructions.agents_md, extras: setup.extras, reach }),
     cwd: input.workdir,
     stateDir: input.stateDir,
+    sessionMeta: harness.sessionMeta?.(setup),
+    system: JSON.stringify(setup.extras),
     ...(decided.length === 0 && input.lastWords ? { lastWords: input.lastWords } : {}),
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
     dialect: harness.dialect,

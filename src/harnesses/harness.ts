@@ -1,12 +1,13 @@
 import type { BuiltinToolName } from '../contract/template.ts';
 import type { ModelEndpoint, Provider } from '../agent/model.ts';
-import type { RunnableTemplate } from '../agent/template.ts';
+import type { HarnessExtras, RunnableTemplate } from '../agent/template.ts';
 import type { HarnessDialect } from './update-teller.ts';
 
 /** A file a harness reads its settings from, in the session's state folder (never a credential: its relay token goes in the environment). */
 export interface StateFile {
   path: string;
-  content: string;
+  /** Undefined: the file must not be there (an earlier start's is removed). */
+  content: string | undefined;
 }
 
 /** Which of a harness's calls must reach agentd's gate, from the template's permissions. */
@@ -32,6 +33,8 @@ export interface HarnessSetup extends Gating {
   /** The session folder, its working folder. */
   folder: string;
   stateDir: string;
+  /** `harness.extras`: its own system prompt replaced (`system`), or added to (`append_system`). */
+  extras: HarnessExtras;
 }
 
 /**
@@ -64,5 +67,7 @@ export interface Harness {
    * uploads, can write): a file outside every writable place, mounted read-only at `at` inside.
    */
   lockedSettings?(setup: HarnessSetup): { at: string; content: string };
+  /** What its ACP sessions are opened (and loaded) with, beyond the folder and MCP servers. */
+  sessionMeta?(setup: HarnessSetup): Record<string, unknown> | undefined;
   dialect: HarnessDialect;
 }

@@ -97,6 +97,9 @@ export const pi: Harness = {
       }),
     },
     { path: '.pi/agent/extensions/agentd-gate.ts', content: gateExtension(setup) },
+    // Pi's own prompt replaced, or added to (harness.extras); removed when not asked for.
+    { path: '.pi/agent/SYSTEM.md', content: setup.extras.system },
+    { path: '.pi/agent/APPEND_SYSTEM.md', content: setup.extras.append_system },
   ],
   dialect: {
     asksAfterStart: true,

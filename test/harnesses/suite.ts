@@ -241,6 +241,25 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(JSON.stringify(h.model.requests.map((r) => r.body))).toContain('Write a haiku');
     }, 60_000);
 
+    it('harness.extras: `system` replaces its own system prompt, `append_system` follows it; a turn without them has its own again', async () => {
+      const session = sid(`${profile.kind}-system`);
+      const systemOf = async (extras?: Record<string, string>) => {
+        h.model.reset();
+        h.model.script({ text: 'ok' });
+        const body = await ask(session, 'allow', 'hi', extras ? { harness: { kind: profile.kind, extras } } : {});
+        expect(body.data.outputs.stop_reason).toBe('end_turn');
+        return h.model.requests[0]!.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
+      };
+      const replaced = await systemOf({ system: 'SYSTEM-MARK-31: answer tersely.' });
+      const appended = await systemOf({ append_system: 'APPEND-MARK-47: sign every answer.' });
+      const own = await systemOf();
+      expect(replaced).toContain('SYSTEM-MARK-31');
+      expect(replaced.length).toBeLessThan(own.length / 2);
+      expect(appended).toContain('APPEND-MARK-47');
+      expect(appended.length).toBeGreaterThan(own.length);
+      expect(own).not.toMatch(/SYSTEM-MARK|APPEND-MARK/);
+    }, 90_000);
+
     const mcpCall = profile.mcpCall;
     it.runIf(mcpCall !== undefined)('connects to the template’s MCP servers itself, secrets filled in, and runs their tools', async () => {
       const mcp = await startMcpServer({ name: 'calc' });

@@ -35,6 +35,7 @@ describe('template shape (spec §2.3, §9.3)', () => {
     ['runner.permissions', { ...base, runner: { permissions: { default: 'allow', tools: {} } } }, /"tools".*data\.parameters\.agent\.runner\.permissions/],
     ['the template top level', { ...base, colour: 'red' }, /"colour".*data\.parameters\.agent/],
     ['a tool entry', { ...base, tools: [{ type: 'builtin', name: 'read', mode: 'x' }] }, /"mode".*data\.parameters\.agent\.tools\[0\]/],
+    ['harness.extras', { ...base, harness: { kind: 'pi', extras: { system_prompt: 'x' } } }, /"system_prompt".*data\.parameters\.agent\.harness\.extras/],
   ])('unknown key in %s → 400 unknown-template-key', async (_name, agent, where) => {
     await expectError(await h.invoke(withAgent(agent)), 400, 'unknown-template-key', where);
   });
@@ -42,6 +43,21 @@ describe('template shape (spec §2.3, §9.3)', () => {
   it.each(['yolo', 'ALLOW', '', 7])('runner.permissions.default %j → 400 invalid-permission-mode', async (mode) => {
     const agent = { ...base, runner: { permissions: { default: mode } } };
     await expectError(await h.invoke(withAgent(agent)), 400, 'invalid-permission-mode', 'data.parameters.agent.runner.permissions.default');
+  });
+
+  it('harness.extras.system that is not text → 400 naming it', async () => {
+    await expectError(await h.invoke(withAgent({ ...base, harness: { kind: 'agentd', extras: { system: ['x'] } } })), 400, 'invalid-request', 'data.parameters.agent.harness.extras.system');
+  });
+
+  it("harness.extras on agentd's own loop: `system` takes the place of its note on the folder, `append_system` follows", async () => {
+    h.model.reset();
+    const systemOf = async (extras: Record<string, string>) => {
+      const body = await readJson(await h.invoke(withAgent({ ...base, instructions: { agents_md: 'AGENTS-31' }, harness: { kind: 'agentd', extras } })));
+      expect(body.status.code).toBe(200);
+      return h.model.requests.at(-1)!.messages.find((m) => m.role === 'system')!.content;
+    };
+    expect(await systemOf({ system: 'SYSTEM-31' })).toBe('AGENTS-31\n\nSYSTEM-31');
+    expect(await systemOf({ append_system: 'APPEND-31' })).toMatch(/^AGENTS-31\n\nYour working folder is .*\n\nAPPEND-31$/s);
   });
 
   it('an unknown harness kind is a 400 listing the known kinds', async () => {
