@@ -54,13 +54,17 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** The stored revision a turn ran, when its request named one by references. */
+export const RanRevision = z.object({ id: z.string(), slug: z.string(), version: z.number().int(), workflow: z.string(), variant: z.string() });
+export type RanRevision = z.infer<typeof RanRevision>;
+
 const id = z.object({ id: z.string() });
 const delta = z.object({ id: z.string(), delta: z.string() });
 
 export const AgentEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('turn_start'),
-    data: z.object({ turn_id: z.string(), session_id: z.string(), trace_id: z.string() }),
+    data: z.object({ turn_id: z.string(), session_id: z.string(), trace_id: z.string(), revision: RanRevision.optional() }),
   }),
   z.object({ type: z.literal('message_start'), data: id }),
   z.object({ type: z.literal('message_delta'), data: delta }),

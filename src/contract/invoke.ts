@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PendingInteraction, StopReason, Usage } from './events.ts';
+import { PendingInteraction, RanRevision, StopReason, Usage } from './events.ts';
 import { AgentTemplate } from './template.ts';
 import { ErrorEnvelope } from './errors.ts';
 
@@ -80,10 +80,6 @@ export const TurnOutputs = z.object({
   usage: Usage.optional(),
 });
 export type TurnOutputs = z.infer<typeof TurnOutputs>;
-
-/** The stored revision a turn ran, when its request named one by references. */
-export const RanRevision = z.object({ id: z.string(), slug: z.string(), version: z.number().int(), workflow: z.string(), variant: z.string() });
-export type RanRevision = z.infer<typeof RanRevision>;
 
 /** A run's reply: the error envelope's fields, plus the turn and its outputs on success. */
 export const InvokeResponse = ErrorEnvelope.extend({

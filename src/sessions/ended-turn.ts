@@ -1,5 +1,5 @@
 import type { UIMessage } from 'ai';
-import type { RanRevision } from '../contract/invoke.ts';
+import type { RanRevision } from '../contract/events.ts';
 import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import type { Message } from '../contract/messages.ts';
@@ -10,13 +10,17 @@ import type { FoldedTurn } from '../stream/fold.ts';
 import { foldEvents } from '../stream/fold.ts';
 import { LiveTurn } from './live-turn.ts';
 
+/** The stored revision a recorded turn ran, kept with its request. */
+export const ranRevision = (turn: TurnRecord) => turn.request?.revision as RanRevision | undefined;
+
 /**
  * A recorded turn's events, rebuilt from what its record keeps: the folded turn. Each text comes
  * whole, and thoughts are not kept, so they are not told.
  */
 export function recordedEvents(turn: TurnRecord): AgentEvent[] {
   const output = (turn.output ?? {}) as { messages?: Message[]; pending_interaction?: PendingInteraction };
-  const events: AgentEvent[] = [{ type: 'turn_start', data: { turn_id: turn.id, session_id: turn.session_id, trace_id: turn.trace_id } }];
+  const revision = ranRevision(turn);
+  const events: AgentEvent[] = [{ type: 'turn_start', data: { turn_id: turn.id, session_id: turn.session_id, trace_id: turn.trace_id, ...(revision ? { revision } : {}) } }];
   for (const [index, message] of (output.messages ?? []).entries()) {
     if (isToolCallMessage(message)) {
       const call = { toolCallId: message.tool_call_id!, toolName: message.tool_name!, input: message.input };
@@ -41,8 +45,7 @@ export function recordedEvents(turn: TurnRecord): AgentEvent[] {
 
 /** A turn that has ended, to follow as if it were live: its recorded events, then its end. */
 export function endedTurn(turn: TurnRecord, continues?: UIMessage): LiveTurn {
-  const revision = turn.request?.revision as RanRevision | undefined;
-  const live = new LiveTurn({ id: turn.id, projectId: turn.project_id, sessionId: turn.session_id, traceId: turn.trace_id, spanId: turn.span_id, continues, revision });
+  const live = new LiveTurn({ id: turn.id, projectId: turn.project_id, sessionId: turn.session_id, traceId: turn.trace_id, spanId: turn.span_id, continues, revision: ranRevision(turn) });
   const events = recordedEvents(turn);
   for (const event of events) live.push(event);
   const error = turn.error as FoldedTurn['error'] | null;

@@ -1,6 +1,6 @@
 import type { UIMessage } from 'ai';
 import type { AgentEvent } from '../contract/events.ts';
-import type { RanRevision } from '../contract/invoke.ts';
+import type { RanRevision } from '../contract/events.ts';
 import type { AppError } from '../errors.ts';
 import type { FoldedTurn } from '../stream/fold.ts';
 

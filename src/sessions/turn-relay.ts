@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { UIMessage } from 'ai';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
-import type { RanRevision } from '../contract/invoke.ts';
 import { AppError } from '../errors.ts';
 import type { LeasesRepo } from '../store/leases.ts';
 import type { TurnsRepo } from '../store/turns.ts';
 import type { Notifications } from '../store/notifications.ts';
 import { TurnFolder } from '../stream/fold.ts';
-import { endedTurn } from './ended-turn.ts';
+import { endedTurn, ranRevision } from './ended-turn.ts';
 import { LiveTurn } from './live-turn.ts';
 
 /**
@@ -116,7 +115,7 @@ export async function followRemoteTurn(notifications: Notifications, options: Fo
     traceId: record.trace_id,
     spanId: record.span_id,
     continues: record.request?.continues as UIMessage | undefined,
-    revision: record.request?.revision as RanRevision | undefined,
+    revision: ranRevision(record),
     relayed: true,
   });
   const reply = `reply_${randomUUID().replaceAll('-', '')}`;

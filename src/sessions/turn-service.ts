@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { doneEvent, type AgentEvent } from '../contract/events.ts';
 import { collectCalls, type HistoryCall } from '../agent/history.ts';
-import type { RanRevision } from '../contract/invoke.ts';
+import type { RanRevision } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
 import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
 import { pricingFrom, type Pricing } from '../agent/pricing.ts';
@@ -470,6 +470,8 @@ export class TurnService {
     // (the fold, each projection, a replay) gets whole parts.
     const unended = new Map<string, 'message_end' | 'thought_end'>();
     const emit = (event: AgentEvent) => {
+      // The engines know nothing of stored revisions: the turn's start tells which one runs.
+      if (event.type === 'turn_start' && turn.revision) event = { ...event, data: { ...event.data, revision: turn.revision } };
       if (event.type === 'message_start' || event.type === 'thought_start') unended.set(event.data.id, event.type === 'message_start' ? 'message_end' : 'thought_end');
       else if (event.type === 'message_end' || event.type === 'thought_end') unended.delete(event.data.id);
       folder.push(event);

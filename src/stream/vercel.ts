@@ -1,5 +1,5 @@
 import type { FinishReason, UIMessage, UIMessageChunk } from 'ai';
-import type { AgentEvent, EventOf, PendingInteraction, StopReason, Usage } from '../contract/events.ts';
+import type { AgentEvent, EventOf, PendingInteraction, RanRevision, StopReason, Usage } from '../contract/events.ts';
 import { messageChunks } from './message-chunks.ts';
 import { StepTracker } from './steps.ts';
 import { deniedResultText, toolOutputText } from '../contract/tool-messages.ts';
@@ -48,6 +48,8 @@ export function streamMessageId(turnId: string, continues: UIMessage | undefined
 export interface VercelStartMetadata {
   session_id: string;
   trace_id: string;
+  /** The stored revision the turn runs, when its request named one by references. */
+  revision?: RanRevision;
 }
 
 export interface VercelFinishMetadata {
@@ -110,7 +112,7 @@ export class VercelProjector {
     this.#messageId = opts.messageId;
     const { session_id, trace_id } = opts.startMetadata;
     // Also under the names the reference's stream gives them, which its clients read.
-    this.#startMetadata = { session_id, trace_id, sessionId: session_id, traceId: trace_id };
+    this.#startMetadata = { ...opts.startMetadata, sessionId: session_id, traceId: trace_id };
     this.#continues = opts.continues ?? false;
     this.#rebuilds = opts.rebuilds;
   }

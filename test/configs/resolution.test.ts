@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { expectError, readFrames, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
+import { recordedEvents } from '../../src/sessions/ended-turn.ts';
 import { commit, configsApi, createWorkflow, deploy } from './client.ts';
 
 /**
@@ -68,6 +69,23 @@ describe('invoke by reference', () => {
       selector: { path: 'parameters.agent' },
       revision: { id: bot.v2.id, slug: bot.v2.slug, version: 2, workflow: 'bot', variant: 'default' },
     });
+  });
+
+  it('a stream says which revision runs at its start: native turn_start, the Vercel start metadata; replayed from the store too', async () => {
+    const ran = { id: bot.v2.id, slug: bot.v2.slug, version: 2, workflow: 'bot', variant: 'default' };
+    h.model.script({ text: 'ok' });
+    const session = sid('ref-stream');
+    const native = await readFrames(await h.invoke({ session_id: session, references: { workflow: { slug: 'bot' } }, data: hello }, { headers: { accept: 'text/event-stream' } }));
+    expect(native.frames[0]).toMatchObject({ type: 'turn_start', data: { revision: ran } });
+    const vercel = await h.invoke({ references: { workflow: { slug: 'bot' } }, data: hello }, { headers: { accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' } });
+    const start = JSON.parse(/^data: (.*)$/m.exec(await vercel.text())![1]!);
+    expect(start).toMatchObject({ type: 'start', messageMetadata: { revision: ran } });
+    const inline = await readFrames(await h.invoke({ data: { ...hello, parameters: { agent: template() } } }, { headers: { accept: 'text/event-stream' } }));
+    expect(inline.frames[0]).toMatchObject({ type: 'turn_start' });
+    expect((inline.frames[0] as { data: object }).data).not.toHaveProperty('revision');
+    // The ended turn, told again from its record (a re-post that repeats it attaches to it).
+    const [turn] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
+    expect(recordedEvents(turn!)[0]).toMatchObject({ type: 'turn_start', data: { revision: ran } });
   });
 
   it('runs applications and evaluators by their own family keys', async () => {

@@ -123,7 +123,7 @@ function vercelStart(turn: LiveTurn, rebuild: boolean): VercelProjectorOptions {
   const continued = turn.continues;
   return {
     messageId: streamMessageId(turn.id, continued),
-    startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId },
+    startMetadata: { session_id: turn.sessionId, trace_id: turn.traceId, ...(turn.revision ? { revision: turn.revision } : {}) },
     continues: continued !== undefined,
     ...(continued && rebuild ? { rebuilds: continued } : {}),
   };
