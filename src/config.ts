@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
+import type { CallLimits } from './agent/tools/cgroups.ts';
 import { isPostgresUrl } from './store/database-url.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
@@ -50,7 +51,7 @@ export interface Config {
   /** How long a harness process waits, started, for its session's next turn (0: not at all). */
   harnessParkMs: number;
   modelMaxRetries: number;
-  bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean };
+  bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean; limits: CallLimits };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
   allowStdioMcp: boolean;
   /** Deadline to connect to a template's MCP servers and list their tools, and for one MCP tool call. */
@@ -137,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),
       maxOutputBytes: int(env, 'AGENTD_BASH_MAX_OUTPUT', 64 * 1024),
       unsafeHost: flag(env, 'AGENTD_UNSAFE_HOST_BASH'),
+      limits: { processes: Math.max(int(env, 'AGENTD_BASH_MAX_PROCESSES', 256), 1), memoryBytes: Math.max(int(env, 'AGENTD_BASH_MAX_MEMORY_MB', 1024), 16) * 1024 * 1024 },
     },
     allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
     mcp: { connectTimeoutMs: int(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000), callTimeoutMs: int(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000) },

@@ -6,6 +6,7 @@ import { resumeAnswered } from '../interactions/continuation.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import { DEMO_PROVIDER, type Config } from '../config.ts';
 import { fitUsage } from './usage.ts';
+import { limitsAvailable } from '../agent/tools/cgroups.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -85,6 +86,10 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   }
   process.stdout.write(`${banner.join('\n')}\n\n`);
   app.log.info({ url, data_dir: config.dataDir, turn_threads: config.turnWorkers }, 'agentd is listening');
+  void limitsAvailable().then(
+    (bounded) =>
+      bounded || app.log.warn('bash calls are bounded in time and output only: no control group this process may write to (cgroup v1 pids and memory, or v2 with both delegated), so AGENTD_BASH_MAX_PROCESSES and AGENTD_BASH_MAX_MEMORY_MB do not apply'),
+  );
   void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
   void app.evaluations
     .resume()

@@ -13,7 +13,7 @@ vi.mock('../../src/agent/tools/sandbox.ts', async (importOriginal) => ({
 describe('bash without bubblewrap', () => {
   it('is refused with instructions unless the operator opts in', async () => {
     const root = await tempFolder();
-    const tool = bashTool({ root, bash: { timeoutMs: 5000, maxOutputBytes: 1024, unsafeHost: false }, network: 'off' });
+    const tool = bashTool({ root, bash: { timeoutMs: 5000, maxOutputBytes: 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } }, network: 'off' });
     await expect(run(tool, { command: 'touch ran' })).rejects.toThrow(BWRAP_MISSING);
     await expect(fs.access(path.join(root, 'ran'))).rejects.toThrow();
   });
@@ -22,7 +22,7 @@ describe('bash without bubblewrap', () => {
     const root = await tempFolder();
     process.env.AGENTD_TEST_SECRET = 'leaky-value';
     try {
-      const tool = bashTool({ root, bash: { timeoutMs: 5000, maxOutputBytes: 4096, unsafeHost: true }, network: 'off' });
+      const tool = bashTool({ root, bash: { timeoutMs: 5000, maxOutputBytes: 4096, unsafeHost: true, limits: { processes: 256, memoryBytes: 1 << 30 } }, network: 'off' });
       const out = await run(tool, { command: 'pwd; env | sort; exit 4' });
       expect(out.split('\n')).toEqual(['exit code 4', root, `HOME=${root}`, 'LANG=C.UTF-8', 'PATH=/usr/local/bin:/usr/bin:/bin', expect.stringMatching(/^PWD=/), '']);
       await expect(run(tool, { command: 'sleep 30', timeout_ms: 300 })).rejects.toThrow('timed out after 300 ms');

@@ -5,9 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { bashTool } from '../../src/agent/tools/bash.ts';
 import { sandboxAvailable } from '../../src/agent/tools/sandbox.ts';
+import { limitsAvailable } from '../../src/agent/tools/cgroups.ts';
 import { processesWith, run, tempFolder } from './helpers.ts';
 
-const limits: Config['bash'] = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false };
+const limits: Config['bash'] = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } };
 
 function bash(root: string, overrides: Partial<Config['bash']> = {}, network: 'on' | 'off' = 'off') {
   return bashTool({ root, bash: { ...limits, ...overrides }, network });
@@ -146,5 +147,35 @@ describe.skipIf(!(await sandboxAvailable()))('bash under bubblewrap', () => {
     const root = await tempFolder();
     const out = await run(bash(root), { command: 'ls -A /tmp | grep -v "^agentd-tools-" | wc -l; touch /tmp/scratch && echo ok' });
     expect(out).toBe('exit code 0\n0\nok\n');
+  });
+});
+
+describe.skipIf(!(await sandboxAvailable()) || !(await limitsAvailable()))('bash within its control groups', () => {
+  const bounded = (root: string) => bash(root, { limits: { processes: 16, memoryBytes: 64 * 1024 * 1024 } });
+
+  it('cannot start more processes than AGENTD_BASH_MAX_PROCESSES: a fork bomb stops at the limit', async () => {
+    const root = await tempFolder();
+    const out = await run(bounded(root), { command: 'for i in $(seq 1 40); do sleep 1 & done; wait' });
+    expect(out).toMatch(/^exit code [1-9].*Cannot fork/s);
+  });
+
+  it('is killed past AGENTD_BASH_MAX_MEMORY_MB, its private /tmp included; the server goes on', async () => {
+    const root = await tempFolder();
+    expect(await run(bounded(root), { command: 'tail /dev/zero' })).toMatch(/^(exit code 137|killed by signal SIGKILL)/);
+    expect(await run(bounded(root), { command: 'head -c 200000000 /dev/zero > /tmp/fill; echo "status $?"' })).not.toContain('status 0');
+    expect(await run(bounded(root), { command: 'echo still here' })).toBe('exit code 0\nstill here\n');
+  });
+
+  it('runs in a group of its own, removed when the call ends', async () => {
+    const own = await fs.readFile('/proc/self/cgroup', 'utf8');
+    const v1 = /^\d+:[^:]*\bpids\b[^:]*:(.*)$/m.exec(own);
+    const parent = v1 ? path.join('/sys/fs/cgroup/pids', v1[1]!) : path.join('/sys/fs/cgroup', /^0::(.*)$/m.exec(own)![1]!);
+    const groups = async () => (await fs.readdir(parent)).filter((name) => name.startsWith('agentd-bash-'));
+    const call = run(bounded(await tempFolder()), { command: 'sleep 1' });
+    const seen = new Set<string>();
+    while (seen.size === 0) for (const name of await groups()) seen.add(name);
+    await call;
+    expect(seen.size).toBe(1);
+    expect(await groups()).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@ import { run, tempFolder } from './helpers.ts';
 describe('builtinTools', () => {
   it('provides every built-in tool with a description and an executor', async () => {
     const root = await tempFolder();
-    const tools = builtinTools({ root, bash: { timeoutMs: 5000, maxOutputBytes: 1024, unsafeHost: false }, network: 'off' });
+    const tools = builtinTools({ root, bash: { timeoutMs: 5000, maxOutputBytes: 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } }, network: 'off' });
     expect(Object.keys(tools).sort()).toEqual([...BUILTIN_TOOLS].sort());
     for (const [name, tool] of Object.entries(tools)) {
       expect(typeof tool.description === 'string' && tool.description.length > 40, name).toBe(true);

@@ -136,7 +136,7 @@ print(json.dumps(out))
 async function sandbox(command: string, python?: string): Promise<string> {
   const root = await tempFolder();
   if (python !== undefined) await fs.writeFile(path.join(root, 'probe.py'), python);
-  return run(bashTool({ root, bash: { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false }, network: 'off' }), { command });
+  return run(bashTool({ root, bash: { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } }, network: 'off' }), { command });
 }
 
 describe.runIf(sandboxed)('bash under the seccomp filter', () => {

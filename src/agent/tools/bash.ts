@@ -2,6 +2,7 @@ import { tool } from 'ai';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
+import { callGroups, ENTER_GROUPS } from './cgroups.ts';
 import { type ProcessOutcome, runProcess } from './run-process.ts';
 import { BWRAP, bwrapEnv, bwrapInvocation, commandEnv, sandboxAvailable, shellArgv } from './sandbox.ts';
 import { ToolError } from './tool-error.ts';
@@ -44,15 +45,26 @@ export function bashTool(ctx: BashContext) {
       const folder = await fs.realpath(ctx.root);
       const timeoutMs = Math.min(maxTimeoutMs, requested ?? maxTimeoutMs);
       const limits = { timeoutMs, maxOutputBytes, signal: abortSignal };
-      let outcome: ProcessOutcome;
+      let argv: string[];
+      let options: Parameters<typeof runProcess>[2];
       if (await sandboxAvailable()) {
         const { args, fds } = await bwrapInvocation(folder, ctx.network);
-        outcome = await runProcess(BWRAP, [...args, ...shellArgv(command)], { cwd: folder, env: bwrapEnv(), fds }, limits);
+        argv = [BWRAP, ...args, ...shellArgv(command)];
+        options = { cwd: folder, env: bwrapEnv(), fds };
       } else if (ctx.bash.unsafeHost) {
-        const [shell, ...args] = shellArgv(command) as [string, ...string[]];
-        outcome = await runProcess(shell, args, { cwd: folder, env: commandEnv(folder) }, limits);
+        argv = shellArgv(command);
+        options = { cwd: folder, env: commandEnv(folder) };
       } else {
         throw new ToolError(BWRAP_MISSING);
+      }
+      const groups = await callGroups(ctx.bash.limits);
+      let outcome: ProcessOutcome;
+      try {
+        outcome = groups
+          ? await runProcess('/bin/sh', ['-c', ENTER_GROUPS, 'agentd-bash', ...groups.procs, '--', ...argv], options, limits)
+          : await runProcess(argv[0]!, argv.slice(1), options, limits);
+      } finally {
+        await groups?.remove();
       }
       return formatOutcome(outcome, timeoutMs);
     },
