@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { allResults, caseExpected, caseFailed, caseInput, caseOutput, compareRuns, meanScore, type AgentdClient, type CaseResult } from '../client/index.ts';
+import { AgentdError, allResults, caseExpected, caseFailed, caseInput, caseOutput, compareRuns, meanScore, type AgentdClient, type CaseResult } from '../client/index.ts';
 import type { FlagValues } from './args.ts';
 import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
@@ -172,6 +172,9 @@ async function interrupted(client: AgentdClient, id: string): Promise<number> {
   return 130;
 }
 
+/** How long `eval run` keeps polling a server it cannot reach (a restart) before it gives up. */
+const LOST_CONTACT_MS = 60_000;
+
 async function run(client: AgentdClient, values: Values): Promise<number> {
   if (!values.testset) throw new CliError('--testset is required (see agentd eval --help)');
   const evaluators = values.evaluators ? readJsonFile(values.evaluators, '--evaluators') : undefined;
@@ -201,12 +204,25 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
   try {
     const progress = new ProgressReporter();
     let current = evaluation;
+    let lostSince: number | undefined;
     const toCounts = (r: Run) => ({ total: r.data.progress.total, done: r.data.progress.success + r.data.progress.failure + r.data.progress.cancelled, failed: r.data.progress.failure, inFlight: r.data.progress.running });
     while (!ended(current)) {
       progress.update(toCounts(current));
       await sleep(500, undefined, { signal: stopRequested.signal }).catch(() => undefined);
       if (stopRequested.signal.aborted) return await interrupted(client, current.id);
-      current = (await client.evaluations.get(current.id)).evaluation;
+      try {
+        current = (await client.evaluations.get(current.id)).evaluation;
+        lostSince = undefined;
+      } catch (error) {
+        // The run goes on on the server: a restart or a dropped connection is waited out for a
+        // while, and past that the error says how to pick the run up again.
+        const transient = error instanceof AgentdError && (error.status.type === 'network' || error.status.code >= 500);
+        lostSince ??= Date.now();
+        if (!transient || Date.now() - lostSince > LOST_CONTACT_MS) {
+          process.stderr.write(`\nlost contact while following run ${current.id}; it goes on on the server: agentd eval show ${current.id}\n`);
+          throw error;
+        }
+      }
     }
     progress.finish(toCounts(current));
     const status = await report(client, current, values.json === true);

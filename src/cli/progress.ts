@@ -1,3 +1,5 @@
+import { terminalColumns } from './text-table.ts';
+
 /**
  * A progress line on stderr: rewritten in place on a terminal, printed every few seconds (and at
  * the end) when stderr is a file or a pipe, so CI logs stay readable.
@@ -48,7 +50,7 @@ export class ProgressReporter {
     this.tty = stream.isTTY === true;
     this.write = (text) => void stream.write(text);
     // Read at each update: the terminal may be resized while a run goes on.
-    this.columns = () => (this.tty ? stream.columns : undefined);
+    this.columns = () => terminalColumns(stream);
   }
 
   update(counts: ProgressCounts): void {

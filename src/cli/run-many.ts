@@ -158,6 +158,10 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', interrupt);
     if (skip.size) process.stderr.write(`resuming: ${skip.size} of ${all.length} inputs already succeeded in ${values.out}\n`);
     let failed = 0;
+    // After Ctrl-C: inputs cut off, and of those the ones whose turn had started (the server runs
+    // them to their end: a client that goes away does not stop a turn).
+    let cancelled = 0;
+    const startedSessions: string[] = [];
     const outcomes = await client.invokeMany(inputs, {
       concurrency,
       session,
@@ -166,7 +170,13 @@ export async function runManyCommand(argv: string[]): Promise<number> {
       retryDelay,
       signal: controller.signal,
       onOutcome: (outcome) => {
-        if (!outcome.ok) failed++;
+        if (!outcome.ok) {
+          failed++;
+          if (controller.signal.aborted && outcome.error.status.type === 'cancelled') {
+            cancelled++;
+            if (outcome.attempts > 0) startedSessions.push(String(inputs[outcome.index]?.session_id ?? indexes[outcome.index]));
+          }
+        }
         out.write(`${resultLine(indexes[outcome.index]!, outcome)}\n`);
       },
       onProgress: (counts) => progress.update(counts),
@@ -177,10 +187,12 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     progress.finish({ total: outcomes.length, done: outcomes.length, failed, inFlight: 0 });
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
-      `${outcomes.length - failed} succeeded, ${failed} failed in ${seconds.toFixed(1)}s (${(outcomes.length / Math.max(seconds, 0.001)).toFixed(1)}/s); results in ${values.out}\n`,
+      `${controller.signal.aborted ? 'interrupted: ' : ''}${outcomes.length - failed} succeeded, ${failed - cancelled} failed${cancelled ? `, ${cancelled} cancelled` : ''} in ${seconds.toFixed(1)}s (${(outcomes.length / Math.max(seconds, 0.001)).toFixed(1)}/s); results in ${values.out}\n`,
     );
-    if (failed) {
-      const first = outcomes.find((o) => !o.ok);
+    if (startedSessions.length) process.stderr.write(`${startedSessions.length} of them had started and run on to their end on the server (sessions ${startedSessions.slice(0, 3).join(', ')}${startedSessions.length > 3 ? ', …' : ''})\n`);
+    if (cancelled) process.stderr.write(`the same command with --resume runs the ${cancelled} cancelled inputs again\n`);
+    if (failed > cancelled) {
+      const first = outcomes.find((o) => !o.ok && o.error.status.type !== 'cancelled');
       if (first && !first.ok) process.stderr.write(`first failure (input ${indexes[first.index]}): ${describeFailure(first.error)}\n`);
     }
     return failed ? 1 : 0;

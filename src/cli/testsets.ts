@@ -52,8 +52,9 @@ async function importFile(client: AgentdClient, positionals: string[], values: V
   if (values.delimiter !== undefined && !delimiter) throw new CliError(`--delimiter must be one of , ; | tab, got "${values.delimiter}"`);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
   } catch (error) {
+    if (error instanceof TypeError) throw new CliError(`${file} is not UTF-8 text: save it as UTF-8 and import it again`);
     throw new CliError(`${file} cannot be read: ${(error as Error).message}`);
   }
   const reply = await client.testsets.import(text, {

@@ -42,7 +42,18 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
  * fills the last column leaves the cursor waiting to wrap, and some terminals then wrap the next
  * line onto it. Undefined for a file or a pipe, which keep whole lines.
  */
-export const terminalWidth = (): number | undefined => (process.stdout.isTTY ? process.stdout.columns - 1 : undefined);
+export const terminalWidth = (): number | undefined => {
+  const columns = terminalColumns(process.stdout);
+  return columns === undefined ? undefined : columns - 1;
+};
+
+/**
+ * A terminal's columns; undefined for a file or a pipe. A pseudo-terminal that reports no size
+ * (`script`, `docker run -t`, some CI runners) says 0: then COLUMNS, else 80, rather than a width
+ * that cuts every line down to "…".
+ */
+export const terminalColumns = (stream: { isTTY?: boolean; columns?: number }): number | undefined =>
+  stream.isTTY ? stream.columns || Number(process.env.COLUMNS) || 80 : undefined;
 
 /** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
 export const fitLine = (line: string, width: number | undefined): string => (width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line);

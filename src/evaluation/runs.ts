@@ -15,7 +15,7 @@ import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { allOf, optional } from '../objects.ts';
-import { inboundMessages } from '../sessions/inbound.ts';
+import { checkAnswerable, inboundMessages } from '../sessions/inbound.ts';
 import type { Page, PageRequest } from '../store/cursor.ts';
 import type { Store } from '../store/db.ts';
 import type { Progress, ResultRecord } from '../store/evaluations.ts';
@@ -197,7 +197,9 @@ export class RunService {
       try {
         // Only `messages` reaches the agent (spec §4.5.2): the same rule as invoke's data.testcase.
         const messages = inboundMessages({ data: { testcase: { id: testcase.id, data: testcase.data } } }, 'native');
-        conversations.set(testcase.id, messages?.length ? messages : new AppError('invalid-messages', `test case ${testcase.id} has no messages: give it a "messages" column`));
+        if (!messages?.length) throw new AppError('invalid-messages', `test case ${testcase.id} has no messages: give it a "messages" column`);
+        checkAnswerable(messages, `test case ${testcase.id}`);
+        conversations.set(testcase.id, messages);
       } catch (error) {
         conversations.set(testcase.id, error as AppError);
       }

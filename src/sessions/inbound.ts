@@ -21,6 +21,14 @@ export function inboundMessages(request: InvokeRequest, format: MessagesFormat):
 }
 
 /**
+ * System messages join the instructions, so without any other there is nothing to answer; the
+ * provider would refuse the empty prompt and the caller's mistake would read as a 502.
+ */
+export function checkAnswerable(messages: Message[], where: string): void {
+  if (messages.every((m) => m.role === 'system')) throw new AppError('invalid-messages', `${where} holds only system messages; add at least one user message`);
+}
+
+/**
  * The assistant message a Vercel-format turn continues: the inbound conversation's last message,
  * when it is an assistant one (the client re-posts it carrying its decisions or tool outputs).
  * Read after `inboundMessages` has checked the conversation.

@@ -6,7 +6,7 @@ import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
-import { continuedMessage, inboundMessages } from './inbound.ts';
+import { checkAnswerable, continuedMessage, inboundMessages } from './inbound.ts';
 import { inlineRevisionParameters, resolveRunConfig } from '../configs/run-config.ts';
 import type { ConfigsRepo } from '../store/configs.ts';
 
@@ -99,11 +99,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
     }
     return { attach: { sessionId } };
   }
-  // System messages join the instructions, so without any other there is nothing to answer; the
-  // provider would refuse the empty prompt and the caller's mistake would read as a 502.
-  if (messages.every((m) => m.role === 'system')) {
-    throw new AppError('invalid-messages', 'data.inputs.messages holds only system messages; add at least one user message');
-  }
+  checkAnswerable(messages, 'data.inputs.messages');
   return {
     plan: {
       projectId,

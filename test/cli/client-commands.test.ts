@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { builtin, startHarness, template, type Harness } from '../support/harness.ts';
-import { agentdCommand, type CommandRun } from '../support/child-server.ts';
+import { agentdCommand, runAgentd, type CommandRun } from '../support/child-server.ts';
 import { createWorkflow } from '../configs/client.ts';
 
 /**
@@ -29,6 +29,7 @@ function script(req: RecordedRequest) {
     return { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: 'from the cli' } }] };
   }
   if (text.startsWith('fail')) return { error: { status: 401, message: 'bad key' } };
+  if (text.startsWith('slow')) return { text: `echo: ${text}`, latencyMs: 1500 };
   return { text: `echo: ${text}` };
 }
 
@@ -143,6 +144,19 @@ describe('agentd run-many', () => {
     expect(JSON.parse(after[4]!)).toMatchObject({ index: 2, status: 'failure' });
   });
 
+  it('Ctrl-C stops it and says what happened: inputs cut off are cancelled, not failed, and which had started', async () => {
+    const inputs = await file('slow.jsonl', [1, 2, 3, 4, 5, 6].map((n) => JSON.stringify({ message: `slow ${n}` })).join('\n'));
+    const out = path.join(dir, 'slow-out.jsonl');
+    h.model.reset();
+    const run = runAgentd(['run-many', '--input', inputs, '--out', out, '--template', templateFile, '--concurrency', '2'], { AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId });
+    while (h.model.requests.length < 2) await new Promise((r) => setTimeout(r, 20));
+    run.child.kill('SIGINT');
+    await run.exited;
+    expect(run.output()).toMatch(/interrupted: 0 succeeded, 0 failed, 6 cancelled/);
+    expect(run.output()).toMatch(/2 of them had started and run on to their end on the server \(sessions run-many-\S+-[01], run-many-\S+-[01]\)/);
+    expect(run.output()).toMatch(/--resume runs the 6 cancelled inputs again/);
+  });
+
   it('refuses a malformed input file, naming the line', async () => {
     const inputs = await file('bad.jsonl', '{"message": "ok"}\nnot json\n');
     const run = await agentd(['run-many', '--input', inputs, '--out', path.join(dir, 'bad-out.jsonl')]);
@@ -191,6 +205,16 @@ describe('agentd testsets', () => {
     const shown = await agentd(['testsets', 'show', /revision id: (\S+)/.exec(semicolons.stdout)![1]!]);
     expect(shown.stdout).toMatch(/^test set "semicolons", version 1, 1 rows/);
     expect(shown.stdout).toMatch(/^1\s+\[\{"role":"user","content":"one, two"\}\]\s+one, two\s+1,5$/m);
+  });
+});
+
+describe('agentd testsets import', () => {
+  it('refuses a file that is not UTF-8, saying how to fix it', async () => {
+    const at = path.join(dir, 'latin1.csv');
+    await writeFile(at, Buffer.from('question,expected\ncaf\xe9,ol\xe9\n', 'latin1'));
+    const run = await agentd(['testsets', 'import', at]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/latin1\.csv is not UTF-8 text: save it as UTF-8/);
   });
 });
 
@@ -249,6 +273,12 @@ describe('every client command', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Usage:/);
     expect(run.stdout).toContain('AGENTD_API_KEY');
+  });
+
+  it('help <command> prints that command\'s usage, as <command> --help does', async () => {
+    const run = await agentd(['help', 'eval']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe((await agentd(['eval', '--help'])).stdout);
   });
 
   it('says what to set when the key is missing', async () => {

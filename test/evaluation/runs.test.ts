@@ -149,6 +149,17 @@ describe('evaluation runs', () => {
     expect(result.attempts[0]).toMatchObject({ status: 'failure', error: { code: 424, type: 'upstream-auth' } });
   });
 
+  it('a case of system messages only fails as invoke refuses it, without calling the model or retrying', async () => {
+    const before = h.model.requests.length;
+    const systemOnly = { data: { messages: [{ role: 'system', content: 'only rules here' }] } };
+    const run = await ended((await evaluate(await testset([systemOnly]), { concurrency: { batch_size: 1, max_retries: 3, retry_delay: 0 } })).id);
+    expect(run.data.progress).toMatchObject({ total: 1, failure: 1 });
+    const [result] = await results(run.id);
+    expect(result.attempts).toHaveLength(1);
+    expect(result.attempts[0]).toMatchObject({ status: 'failure', error: { code: 400, type: 'invalid-messages', message: expect.stringMatching(/only system messages/) } });
+    expect(h.model.requests.length).toBe(before);
+  });
+
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
     healed = false;
     const run = await ended((await evaluate(await testset([row('ok-r'), row('broken-r')]), { concurrency: { batch_size: 2, max_retries: 1 } })).id);

@@ -213,6 +213,14 @@ describe('importing a file', () => {
     await expectError(await post('/simple/testsets/import', 'prompt,answer\nsay hello,hello\n', 'text/csv'), 400, 'invalid-request', /prompt, answer/);
   });
 
+  it('refuses a file that is not UTF-8, rather than storing its bytes as U+FFFD', async () => {
+    const latin1 = Buffer.from('question,expected\ncaf\xe9,ol\xe9\n', 'latin1');
+    for (const type of ['text/csv', 'application/x-ndjson']) {
+      const res = await fetch(`${h.url}/api/simple/testsets/import?project_id=${h.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${h.apiKey}`, 'content-type': type }, body: latin1 });
+      await expectError(res, 400, 'invalid-request', /not valid UTF-8/);
+    }
+  });
+
   it('reads JSONL with a messages array column', async () => {
     const conversation = [
       { role: 'system', content: 'be brief' },

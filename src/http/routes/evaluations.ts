@@ -49,7 +49,14 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     reply.headers(runHeaders({}));
   });
   // Imports arrive as the file itself; only these routes accept such bodies.
-  app.addContentTypeParser([CSV, ...JSONL], { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  // Read as bytes and decoded strictly: a file that is not UTF-8 is a 400, not rows of U+FFFD.
+  app.addContentTypeParser([CSV, ...JSONL], { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, new TextDecoder('utf-8', { fatal: true }).decode(body as Buffer));
+    } catch {
+      done(new AppError('invalid-request', 'the file is not valid UTF-8; save it as UTF-8 and send it again'), undefined);
+    }
+  });
 
   app.post('/api/simple/testsets/', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
