@@ -30,7 +30,7 @@ run      Creates an evaluation run over a test set, shows its progress, then its
            --repeats N             runs per test case (default 1)
            --batch-size N          cases in flight at once (default 10)
            --max-retries N         retries of a failed case (default 0)
-           --retry-delay DURATION  wait before a retry, e.g. 2s or 500ms (default 0s)
+           --retry-delay DURATION  wait before a retry, e.g. 2s (whole seconds; 500ms waits 1s; default 0s)
            --evaluators FILE       a JSON list of evaluators, e.g. [{"kind": "exact_match"}]
            --name NAME             the run's name
            --json                  print the run and its metrics as JSON at the end
@@ -183,7 +183,8 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
     batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
     max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
     // The API counts seconds.
-    retry_delay: durationFlag(values['retry-delay'], 'retry-delay', 0) / 1000,
+    // The run takes whole seconds: a shorter delay is rounded up, never to no delay at all.
+    retry_delay: Math.ceil(durationFlag(values['retry-delay'], 'retry-delay', 0) / 1000),
   };
   const repeats = numberFlag(values.repeats, 'repeats', 1, 1);
   const application = await applicationRevision(client, values);

@@ -136,8 +136,8 @@ export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().
 export const Concurrency = z.strictObject({
   batch_size: z.number().int().min(1).max(1000).default(10),
   max_retries: z.number().int().min(0).max(20).default(0),
-  /** Seconds between attempts of a case. */
-  retry_delay: z.number().min(0).max(3600).default(0),
+  /** Whole seconds between attempts of a case (spec §8). */
+  retry_delay: z.number().int().min(0).max(3600).default(0),
 });
 
 export const EvaluationCreate = z.strictObject({

@@ -208,6 +208,8 @@ describe('evaluation runs', () => {
     await expectError(await post({ repeats: 0 }), 400, 'invalid-request', /repeats/);
     await expectError(await post({ concurrency: { batch_size: 0 } }), 400, 'invalid-request', /batch_size/);
     await expectError(await post({ concurrency: { max_retries: -1 } }), 400, 'invalid-request', /max_retries/);
+    // Whole seconds, as spec §8 has every concurrency field.
+    await expectError(await post({ concurrency: { retry_delay: 0.5 } }), 400, 'invalid-request', /retry_delay/);
     await expectError(await post({ evaluators: [{ kind: 'regex', pattern: '(' }] }), 400, 'invalid-request', /pattern/);
   });
 });

@@ -188,7 +188,7 @@ function NewRun({ onCreated }: { onCreated: (id: string) => void }) {
           {(id) => <input id={id} type="number" min={1} max={1000} value={batchSize} onChange={number(setBatchSize)} />}
         </Field>
         <Field label="Retries">{(id) => <input id={id} type="number" min={0} max={20} value={retries} onChange={number(setRetries)} />}</Field>
-        <Field label="Retry delay (s)">{(id) => <input id={id} type="number" min={0} step="any" value={retryDelay} onChange={number(setRetryDelay)} />}</Field>
+        <Field label="Retry delay (s)">{(id) => <input id={id} type="number" min={0} step={1} value={retryDelay} onChange={number(setRetryDelay)} />}</Field>
         <Field label="Repeats">{(id) => <input id={id} type="number" min={1} max={100} value={repeats} onChange={number(setRepeats)} />}</Field>
       </div>
       <button type="submit" className="primary" disabled={busy || !testset}>
