@@ -46,6 +46,11 @@ export function toModelError(error: unknown): AppError {
     if (status === 408 || status === 504) {
       return new AppError('upstream-timeout', `the model provider at ${where} timed out (HTTP ${status})`, { cause: error });
     }
+    // Any other 4xx refuses the request itself (too long a context, a malformed call): sent again
+    // it fails the same way, so retries (an evaluation's, run-many's) skip it.
+    if (status !== undefined && status >= 400 && status < 500 && status !== 409) {
+      return new AppError('upstream-rejected', `the model provider at ${where} refused the request (HTTP ${status}): ${error.message}`, { cause: error });
+    }
     if (status !== undefined) {
       return new AppError('upstream-error', `the model provider at ${where} failed (HTTP ${status}): ${error.message}`, { cause: error });
     }

@@ -19,7 +19,8 @@ export class AgentdError extends Error {
   /** Worth trying again: rate limits, server-side and transport failures, timeouts. */
   get retryable(): boolean {
     const code = this.status.code;
-    return code === 0 || code === 408 || code === 429 || code >= 500;
+    // A request the model provider refused is refused again.
+    return (code === 0 || code === 408 || code === 429 || code >= 500) && this.status.type !== 'upstream-rejected';
   }
 }
 

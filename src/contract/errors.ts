@@ -40,6 +40,7 @@ export const ERROR_TYPES = {
   'headers-too-large': 431,
   'not-implemented': 501,
   'upstream-error': 502,
+  'upstream-rejected': 502,
   'upstream-unavailable': 503,
   'upstream-timeout': 504,
   'turn-timeout': 504,

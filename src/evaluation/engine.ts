@@ -56,7 +56,7 @@ export interface EngineDeps {
  * with an MCP server out of reach, which may come back).
  */
 const PERMANENT = new Set([400, 401, 403, 404, 413, 422]);
-const permanent = (failure: AppError) => PERMANENT.has(failure.status) || failure.type === 'upstream-auth';
+const permanent = (failure: AppError) => PERMANENT.has(failure.status) || failure.type === 'upstream-auth' || failure.type === 'upstream-rejected';
 
 /** Why an in-flight case stopped without an outcome of its own. */
 const STOPPED = new Error('the evaluation run was stopped');

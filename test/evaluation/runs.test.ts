@@ -27,6 +27,7 @@ function script(req: RecordedRequest) {
   if (text.startsWith('limited') && n === 1) return { error: { status: 429, headers: { 'retry-after': '1' }, message: 'slow down' } };
   if (text.startsWith('slow')) return { text: `answer to ${text}`, latencyMs: 60_000 };
   if (text.startsWith('keyless')) return { error: { status: 401, message: 'Incorrect API key provided' } };
+  if (text.startsWith('too long')) return { error: { status: 400, message: 'context_length_exceeded' } };
   return { text: `answer to ${text}`, latencyMs: 20, usage: { input: 10, output: 5 } };
 }
 
@@ -158,6 +159,13 @@ describe('evaluation runs', () => {
     expect(result.attempts).toHaveLength(1);
     expect(result.attempts[0]).toMatchObject({ status: 'failure', error: { code: 400, type: 'invalid-messages', message: expect.stringMatching(/only system messages/) } });
     expect(h.model.requests.length).toBe(before);
+  });
+
+  it('does not retry a request the provider refuses with a 400: it would be refused again', async () => {
+    const run = await ended((await evaluate(await testset([row('too long-1')]), { concurrency: { batch_size: 1, max_retries: 3, retry_delay: 0 } })).id);
+    const [result] = await results(run.id);
+    expect(result.attempts).toHaveLength(1);
+    expect(result.attempts[0]).toMatchObject({ status: 'failure', error: { code: 502, type: 'upstream-rejected', message: expect.stringMatching(/refused the request \(HTTP 400\)/) } });
   });
 
   it('reruns only the failed cases, with a fresh retry budget, and merges them', async () => {
