@@ -258,6 +258,36 @@ describe.runIf(run)('the console: chat and sessions', () => {
     expect(await readFile(path.join(h.sessionDir('console-paused'), 'data.csv'), 'utf8')).toBe('a,b\n1,2\n');
   });
 
+  it('opens a session whose id holds a colon, from the list and in the chat', async () => {
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hello colon' }], template(), { session_id: 'team:42' })));
+    await page.goto(`${h.url}/#/sessions`);
+    await page.getByLabel('Session id starts with').fill('team');
+    await page.getByRole('link', { name: 'team:42' }).click();
+    await expect.poll(() => page.locator('#page-title').textContent()).toMatch(/team:42/);
+    await page.locator('li.turn').first().waitFor();
+    await page.goto(`${h.url}/#/chat/${encodeURIComponent('team:42')}`);
+    await conversation().getByText('You said: hello colon').waitFor();
+  });
+
+  it('takes away the buttons of an approval the server cancelled when a new message went instead', async () => {
+    await page.goto(`${h.url}/#/chat`);
+    await send('write never approved');
+    await conversation().getByRole('button', { name: 'Approve' }).waitFor();
+    await send('never mind');
+    await conversation().getByText('You said: never mind').waitFor();
+    await conversation().getByText('approval cancelled').waitFor();
+    expect(await conversation().getByRole('button', { name: 'Approve' }).count()).toBe(0);
+  });
+
+  it('skips to the content without leaving the page', async () => {
+    await page.goto(`${h.url}/#/sessions`);
+    await page.locator('#page-title').waitFor();
+    await page.getByRole('link', { name: 'Skip to content' }).focus();
+    await page.keyboard.press('Enter');
+    expect(new URL(page.url()).hash).toBe('#/sessions');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+  });
+
   it('lets a viewer read but not act', async () => {
     const viewer = (await h.store.apiKeys.create(h.projectId, 'viewer')).key;
     const session = 'console-viewer';

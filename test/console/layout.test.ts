@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
@@ -35,6 +37,9 @@ describe.runIf(run)('the console: long names on narrow and wide screens', () => 
     h = await startHarness({ script });
     const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
     await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'hello' }], template(), { session_id: SESSION })));
+    // A file name as long as a filesystem allows, unbroken, in that session's folder.
+    await mkdir(h.sessionDir(SESSION), { recursive: true });
+    await writeFile(path.join(h.sessionDir(SESSION), `f${'n'.repeat(246)}.txt`), 'x');
     const testset = await client.testsets.import('input,expected\nwhat is 2+2,4\ncapital of France,Paris\n', { format: 'csv', name: TESTSET });
     const runs = [];
     for (const which of ['A', 'B']) {

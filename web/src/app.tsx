@@ -31,7 +31,15 @@ function Shell() {
   const { signed, signOut } = useAuth();
   return (
     <div className="shell">
-      <a className="skip" href="#main">
+      {/* The address's hash is the route: following #main would leave the page for a new chat. It moves the focus instead. */}
+      <a
+        className="skip"
+        href="#main"
+        onClick={(event) => {
+          event.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
       <nav aria-label="Main">
@@ -68,16 +76,16 @@ function Shell() {
       </nav>
       <main id="main" tabIndex={-1}>
         <Switch>
-          <Route path="/chat/:session?">{(params) => <ChatPage key={params.session ?? ''} sessionId={params.session} />}</Route>
+          <Route path="/chat/:session?">{(params) => <ChatPage key={params.session ?? ''} sessionId={params.session === undefined ? undefined : param(params.session)} />}</Route>
           <Route path="/sessions">{() => <SessionsPage />}</Route>
-          <Route path="/sessions/:id">{(params) => <SessionPage sessionId={params.id} />}</Route>
+          <Route path="/sessions/:id">{(params) => <SessionPage key={params.id} sessionId={param(params.id)} />}</Route>
           <Route path="/evaluations">{() => <EvaluationsPage />}</Route>
-          <Route path="/evaluations/compare/:a/:b">{(params) => <ComparePage a={params.a} b={params.b} />}</Route>
-          <Route path="/evaluations/:id">{(params) => <EvaluationPage id={params.id} />}</Route>
+          <Route path="/evaluations/compare/:a/:b">{(params) => <ComparePage a={param(params.a)} b={param(params.b)} />}</Route>
+          <Route path="/evaluations/:id">{(params) => <EvaluationPage id={param(params.id)} />}</Route>
           <Route path="/testsets">{() => <TestsetsPage />}</Route>
-          <Route path="/testsets/:id">{(params) => <TestsetPage id={params.id} />}</Route>
+          <Route path="/testsets/:id">{(params) => <TestsetPage id={param(params.id)} />}</Route>
           <Route path="/workflows">{() => <WorkflowsPage />}</Route>
-          <Route path="/workflows/:id">{(params) => <WorkflowPage id={params.id} />}</Route>
+          <Route path="/workflows/:id">{(params) => <WorkflowPage id={param(params.id)} />}</Route>
           <Route>
             <Redirect to="/chat" />
           </Route>
@@ -85,6 +93,19 @@ function Shell() {
       </main>
     </div>
   );
+}
+
+/**
+ * A route parameter as the id it names. Links here encode ids with encodeURIComponent, but wouter
+ * decodes the path with decodeURI, which leaves %3A, %2F, %3D… encoded: a session `team:42`
+ * would reach the API as `team%3A42` (and be encoded again, a 400).
+ */
+function param(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 export function App() {

@@ -76,15 +76,17 @@ export function ApprovalButtons({ label, decide, canAct }: { label: string; deci
   );
 }
 
-function ToolCall({ part, decide, canAct, ended }: { part: ToolPart; decide?: Decide; canAct: boolean; ended: boolean }) {
+function ToolCall({ part, decide, canAct, ended, interactions }: { part: ToolPart; decide?: Decide; canAct: boolean; ended: boolean; interactions?: ReadonlyMap<string, InteractionState> | undefined }) {
   const name = toolName(part);
   const approval = 'approval' in part ? part.approval : undefined;
   const stopped = ended && UNSETTLED.has(part.state);
+  // A pause the server gave up on (a new message was sent instead of an answer): answering it here would do nothing.
+  const withdrawn = part.state === 'approval-requested' && !!approval && interactions?.get(approval.id)?.status === 'cancelled';
   return (
     <div className={`tool-call state-${part.state}`} role="group" aria-label={`Tool call ${name}`}>
       <div className="tool-head">
         <span className="tool-name">{name}</span>
-        {stopped ? <Badge value="cancelled" label="stopped" /> : <Badge value={STATES[part.state]?.[1] ?? 'running'} label={STATES[part.state]?.[0] ?? part.state} />}
+        {withdrawn ? <Badge value="cancelled" label="approval cancelled" /> : stopped ? <Badge value="cancelled" label="stopped" /> : <Badge value={STATES[part.state]?.[1] ?? 'running'} label={STATES[part.state]?.[0] ?? part.state} />}
       </div>
       <details open={part.state !== 'output-available'}>
         <summary>Input</summary>
@@ -97,7 +99,7 @@ function ToolCall({ part, decide, canAct, ended }: { part: ToolPart; decide?: De
         </details>
       ) : null}
       {part.state === 'output-error' ? <p className="error-note">{part.errorText}</p> : null}
-      {part.state === 'approval-requested' && approval && decide ? (
+      {part.state === 'approval-requested' && approval && decide && !withdrawn ? (
         <ApprovalButtons label={name} canAct={canAct} decide={(approved, reason) => decide(approval.id, approved, reason)} />
       ) : null}
       {approval && 'approved' in approval && approval.approved !== undefined ? (
@@ -107,7 +109,7 @@ function ToolCall({ part, decide, canAct, ended }: { part: ToolPart; decide?: De
   );
 }
 
-export function UiMessageView({ message, decide, canAct }: { message: UIMessage; decide?: Decide; canAct: boolean }) {
+export function UiMessageView({ message, decide, canAct, interactions }: { message: UIMessage; decide?: Decide; canAct: boolean; interactions?: ReadonlyMap<string, InteractionState> | undefined }) {
   const metadata = message.metadata as { usage?: { total?: number; cost?: number }; stop_reason?: string } | undefined;
   const ending = metadata?.stop_reason ? ENDINGS[metadata.stop_reason] : undefined;
   return (
@@ -122,7 +124,7 @@ export function UiMessageView({ message, decide, canAct }: { message: UIMessage;
               <div className="text">{part.text}</div>
             </details>
           );
-        if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} {...(decide ? { decide } : {})} />;
+        if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} interactions={interactions} {...(decide ? { decide } : {})} />;
         if (part.type === 'step-start') return null;
         return <Json key={index} value={part} />;
       })}

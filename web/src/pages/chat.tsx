@@ -45,6 +45,10 @@ const reachingFetch: typeof fetch = async (input, init) => {
 /** The server's envelope inside a transport error, as one line. */
 function chatError(error: Error): string {
   if (error instanceof AgentdError) return errorText(error);
+  // The stream began and then broke off (the server went away, the network dropped): the browser
+  // says no more than "network error", which tells nobody what happened or what to do.
+  if (error.name === 'TypeError')
+    return `network: the connection to ${window.location.origin} broke off before the answer ended (${error.message}); is agentd still running there? Once it is, reload this page to see how the turn ended.`;
   try {
     const body = JSON.parse(error.message) as { status?: { code?: number; type?: string; message?: string } };
     if (body.status?.message) return `${body.status.code ?? ''} ${body.status.type ?? 'error'}: ${body.status.message}`.trim();
@@ -226,6 +230,7 @@ function Chat({ sessionId }: { sessionId: string }) {
             key={message.id}
             message={message}
             canAct={canAct}
+            interactions={server.state?.byId}
             decide={(id, approved, reason) => void addToolApprovalResponse({ id, approved, ...(reason ? { reason } : {}) })}
           />
         ))}
@@ -254,7 +259,6 @@ function Chat({ sessionId }: { sessionId: string }) {
         ) : null}
         <ErrorNote error={answerError} />
         <ErrorNote error={server.error} what="Pending approvals" />
-        <div ref={end} />
       </div>
       <form className="composer" onSubmit={send}>
         <label htmlFor="message" className="visually-hidden">
@@ -279,6 +283,8 @@ function Chat({ sessionId }: { sessionId: string }) {
           </button>
         )}
       </form>
+      {/* Below the composer, which sticks to the bottom of the window: scrolled to here, the end of the conversation is not under it. */}
+      <div ref={end} />
     </Page>
   );
 }
