@@ -182,8 +182,7 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
   const concurrency = {
     batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
     max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
-    // The API counts seconds.
-    // The run takes whole seconds: a shorter delay is rounded up, never to no delay at all.
+    // The API counts whole seconds: a shorter delay is rounded up, never down to none.
     retry_delay: Math.ceil(durationFlag(values['retry-delay'], 'retry-delay', 0) / 1000),
   };
   const repeats = numberFlag(values.repeats, 'repeats', 1, 1);

@@ -1,6 +1,5 @@
 import type { UIMessage } from 'ai';
-import type { RanRevision } from '../contract/events.ts';
-import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction } from '../contract/events.ts';
+import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction, type RanRevision } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import type { Message } from '../contract/messages.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';

@@ -1,6 +1,5 @@
 import type { UIMessage } from 'ai';
-import type { AgentEvent } from '../contract/events.ts';
-import type { RanRevision } from '../contract/events.ts';
+import type { AgentEvent, RanRevision } from '../contract/events.ts';
 import type { AppError } from '../errors.ts';
 import type { FoldedTurn } from '../stream/fold.ts';
 

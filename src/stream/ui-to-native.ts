@@ -3,6 +3,7 @@ import { ToolInput, UIMessage, type Approval, type Message } from '../contract/m
 import { sourced } from '../contract/message-sources.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
+import { isObject } from '../objects.ts';
 
 /**
  * Inbound Vercel `UIMessage`s (what `useChat` posts) → native messages. The in-band approval
@@ -40,7 +41,8 @@ const ToolPart = z.discriminatedUnion('state', [
   z.looseObject({ ...toolBase, state: z.literal('approval-requested'), approval: ApprovalRequest }),
   z.looseObject({ ...toolBase, state: z.literal('approval-responded'), approval: ApprovalDecision }),
   z.looseObject({ ...toolBase, state: z.literal('output-available'), output: z.unknown(), approval: ApprovalDecision.optional() }),
-  z.looseObject({ ...toolBase, state: z.literal('output-error'), errorText: z.string(), approval: ApprovalDecision.optional() }),
+  // A call whose input the model got wrong ends here with that raw input (the SDK's `tool-input-error`).
+  z.looseObject({ ...toolBase, state: z.literal('output-error'), input: z.unknown().optional(), errorText: z.string(), approval: ApprovalDecision.optional() }),
   // The SDK always sets the approval; parts persisted by older clients may lack it (vercel/ai#15787).
   z.looseObject({ ...toolBase, state: z.literal('output-denied'), approval: ApprovalDecision.optional() }),
 ]);
@@ -132,7 +134,8 @@ function toolMessages(raw: { type: string }, at: string): [call: Message, result
   if (toolName === '') invalidAt("tool part type must name the tool, as in 'tool-<name>'", `${at}.type`);
 
   // Both messages of the part name the part itself in any later error.
-  const call = (approval?: Approval): Message => sourced(toolCallMessage(part.toolCallId, toolName, part.input, approval), at);
+  const input = part.state === 'output-error' && !isObject(part.input) ? {} : part.input;
+  const call = (approval?: Approval): Message => sourced(toolCallMessage(part.toolCallId, toolName, input, approval), at);
   const result = (content: string, isError: boolean): Message => sourced(toolResultMessage(part.toolCallId, content, isError), at);
   switch (part.state) {
     case 'input-available':

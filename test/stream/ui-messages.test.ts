@@ -120,6 +120,11 @@ describe('uiToNative', () => {
     expect(invalidMessages([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-bash', toolCallId: 'c', state: 'input-available', input: 'ls' }] }])).toBe(
       "a tool call's input must be an object of its arguments at data.inputs.messages[0].parts[0].input",
     );
+    // The SDK keeps the raw text of an input the model got wrong (`tool-input-error`): that call failed, and goes on as one with no input.
+    expect(uiToNative([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-bash', toolCallId: 'c', state: 'output-error', input: '{"command": ', errorText: 'bad input' }] }])).toMatchObject([
+      { role: 'tool', tool_call_id: 'c', tool_name: 'bash', input: {} },
+      { role: 'tool', tool_call_id: 'c', content: 'bad input', is_error: true },
+    ]);
     expect(invalidMessages([{ id: 'a', role: 'assistant', parts: [{ type: 'tool-bash', toolCallId: 'c', state: 'input-streaming' }] }])).toBe(
       "tool call is still streaming its input (state 'input-streaming'); send the message once the call is complete at data.inputs.messages[0].parts[0].state",
     );

@@ -170,7 +170,7 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
     setFailure(undefined);
     try {
       const done = await client.sessions.writeFile(sessionId, join(file.name), file);
-      setNote(`Uploaded ${done.path} (${done.size} bytes).`);
+      setNote(`Uploaded ${done.path} (${byteCount(done.size)}).`);
       await listing.mutate();
     } catch (e) {
       setFailure(e);
@@ -203,7 +203,7 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
                 {entry.name}
               </button>
             )}
-            {entry.size !== undefined ? <span className="muted"> {entry.size} bytes</span> : null}
+            {entry.size !== undefined ? <span className="muted"> {byteCount(entry.size)}</span> : null}
           </li>
         ))}
       </ul>
@@ -220,3 +220,5 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
     </section>
   );
 }
+
+const byteCount = (n: number) => `${n} ${n === 1 ? 'byte' : 'bytes'}`;
