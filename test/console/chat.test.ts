@@ -244,6 +244,18 @@ describe.runIf(run)('the console: chat and sessions', () => {
     expect(request.tools).toEqual([]);
   });
 
+  it('runs what the template editor holds even when Check was not pressed', async () => {
+    await page.goto(`${h.url}/#/chat`);
+    await page.getByRole('button', { name: /^Agent:/ }).click();
+    await page.getByLabel('Run').selectOption('inline');
+    const editor = page.getByLabel('Agent template (JSON)');
+    await expect.poll(() => editor.inputValue()).toContain('"runner"');
+    await editor.fill(JSON.stringify({ instructions: { agents_md: 'You are the unchecked agent.' }, llm: { provider: 'openai', model: 'fake-model' }, tools: [] }));
+    await send('and now who are you');
+    await conversation().getByText('You said: and now who are you').waitFor();
+    expect(JSON.stringify(h.model.requests.at(-1)!.body)).toContain('You are the unchecked agent.');
+  });
+
   it('lists sessions, searchable by id, and shows a session\'s files', async () => {
     await page.goto(`${h.url}/#/sessions`);
     await page.getByLabel('Session id starts with').fill('console-');

@@ -61,22 +61,16 @@ function TemplateEditor({ value, onChange }: { value: Record<string, unknown> | 
 
   async function check() {
     setChecked(false);
-    let template: unknown;
-    try {
-      template = JSON.parse(text);
-    } catch (error) {
-      setProblem(`not JSON: ${(error as Error).message}`);
-      return;
-    }
-    if (typeof template !== 'object' || template === null || Array.isArray(template)) {
-      setProblem('the template must be a JSON object');
+    const read = templateOf(text);
+    if ('problem' in read) {
+      setProblem(read.problem);
       return;
     }
     try {
-      await client.inspect({ revision: { data: { parameters: { agent: template as Record<string, unknown> } } } } as never);
+      await client.inspect({ revision: { data: { parameters: { agent: read.template } } } } as never);
       setProblem(undefined);
       setChecked(true);
-      onChange(template as Record<string, unknown>);
+      onChange(read.template);
     } catch (error) {
       setProblem(errorText(error));
     }
@@ -95,6 +89,10 @@ function TemplateEditor({ value, onChange }: { value: Record<string, unknown> | 
             onChange={(e) => {
               setText(e.target.value);
               setChecked(false);
+              // What the box holds is what runs, checked or not (invoke checks it as Check does):
+              // edits left unchecked must not leave the previous template running in their place.
+              const read = templateOf(e.target.value);
+              if ('template' in read) onChange(read.template);
             }}
             aria-invalid={problem ? true : undefined}
             aria-describedby={problem ? `${id}-problem` : undefined}
@@ -118,6 +116,18 @@ function TemplateEditor({ value, onChange }: { value: Record<string, unknown> | 
       </details>
     </div>
   );
+}
+
+/** The editor's text as a template, or why it is not one. */
+function templateOf(text: string): { template: Record<string, unknown> } | { problem: string } {
+  let template: unknown;
+  try {
+    template = JSON.parse(text);
+  } catch (error) {
+    return { problem: `not JSON: ${(error as Error).message}` };
+  }
+  if (typeof template !== 'object' || template === null || Array.isArray(template)) return { problem: 'the template must be a JSON object' };
+  return { template: template as Record<string, unknown> };
 }
 
 export function AgentPicker({ choice, onChange }: { choice: AgentChoice; onChange: (choice: AgentChoice) => void }) {
