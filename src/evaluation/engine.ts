@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
 import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
 import type { Message } from '../contract/messages.ts';
@@ -57,6 +58,17 @@ export interface EngineDeps {
  */
 const PERMANENT = new Set([400, 401, 403, 404, 413, 422]);
 const permanent = (failure: AppError) => PERMANENT.has(failure.status) || failure.type === 'upstream-auth' || failure.type === 'upstream-rejected';
+
+/**
+ * The least time between the starts of two cases of one claim. Started together, a batch's model
+ * requests leave as one burst, their answers come back together, and the batch's work bunches up
+ * behind each answer round after round (SQLite's group commit and the turn threads' messages
+ * gather per pass of the event loop, and keep them in step): a run at a fixed latency took 1.27 ×
+ * its ideal at batch_size 100, against 1.11–1.13 with its cases started a millisecond apart
+ * (BENCHMARKS.md, "A run's cases started apart"). A burst is also what a provider's rate limits
+ * punish. It costs a run at most batch_size milliseconds, once.
+ */
+const START_SPACING_MS = 1;
 
 /** Why an in-flight case stopped without an outcome of its own. */
 const STOPPED = new Error('the evaluation run was stopped');
@@ -247,7 +259,8 @@ class RunDriver {
         ended = false;
         const room = batch_size - inFlight.size;
         const claimed = room > 0 ? await store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs) : [];
-        for (const result of claimed) {
+        for (const [i, result] of claimed.entries()) {
+          if (i > 0) await sleep(START_SPACING_MS);
           const run = this.runCase(result, prepared).finally(() => {
             inFlight.delete(result.id);
             ended = true;

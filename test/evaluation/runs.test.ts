@@ -113,6 +113,13 @@ describe('evaluation runs', () => {
     expect(body.metrics.map((m: any) => [m.scenario_id, m.data['application-eval-target'].tokens.count])).toEqual(all.slice(0, 3).map((r) => [r.testcase_id, 2]));
   });
 
+  it('starts the cases of one claim apart, not as one burst', async () => {
+    const run = await ended((await evaluate(await testset(['ok-s1', 'ok-s2', 'ok-s3', 'ok-s4', 'ok-s5', 'ok-s6'].map((t) => row(t))), { concurrency: { batch_size: 6 } })).id);
+    const starts = (await results(run.id)).map((r) => Date.parse(r.attempts[0].started_at)).sort((a, b) => a - b);
+    // Each case starts at least a millisecond after the one before it.
+    expect(new Set(starts).size).toBe(6);
+  });
+
   it("reads results and metrics with the reference's query bodies", async () => {
     const run = await ended((await evaluate(await testset([row('ok-x'), row('ok-y')]), { repeats: 2 })).id);
     const query = async (body: unknown) => (await okJsonText(await api('POST', '/evaluations/results/query', body))).body;
