@@ -239,8 +239,9 @@ export class RunService {
     if (run.status === 'pending' || run.status === 'running') {
       throw new AppError('conflict', `evaluation run ${id} is still ${run.status}; rerun its failed cases once it has ended`);
     }
-    const moved = await store.evaluations.moveResults(id, 'failure', 'pending');
-    if (moved === 0) throw new AppError('conflict', `evaluation run ${id} has no failed cases to run again`);
+    // A stopped run's cancelled cases never ran to an outcome: running them again is how it resumes.
+    const moved = (await store.evaluations.moveResults(id, 'failure', 'pending')) + (await store.evaluations.moveResults(id, 'cancelled', 'pending'));
+    if (moved === 0) throw new AppError('conflict', `evaluation run ${id} has no failed or cancelled cases to run again`);
     const startedAt = new Date().toISOString();
     await store.evaluations.updateRun(id, { status: 'running', started_at: startedAt, ended_at: null, error: null, metrics: null, cancel_requested: false });
     this.engine.start({ ...run, status: 'running', started_at: startedAt, ended_at: null });
@@ -251,6 +252,8 @@ export class RunService {
     const { store } = this.deps;
     const filter = query.result;
     const runIds = allOf(filter.run_id, filter.run_ids);
+    // A run of another project, or none, is a 404 here as it is on every other route that names it.
+    for (const runId of runIds ?? []) await this.run(projectId, runId);
     const testcaseIds = allOf(filter.testcase_id, filter.testcase_ids) ?? [];
     const scenarioIds = allOf(filter.scenario_id, filter.scenario_ids) ?? [];
     const repeatIdxs = allOf(filter.repeat_idx, filter.repeat_idxs);

@@ -483,7 +483,7 @@ const ROUTES: Route[] = [
   {
     method: 'post',
     path: '/api/simple/evaluations/{evaluation_id}/rerun-failed',
-    summary: 'Run the failed cases of an ended run again (fresh retry budget) and merge their results',
+    summary: 'Run the failed and cancelled cases of an ended run again (fresh retry budget) and merge their results; resumes a stopped run',
     role: 'editor',
     params: ['evaluation_id'],
     ok: { status: 200, schema: EvaluationReply, description: 'The run, running again' },

@@ -15,6 +15,8 @@ let appRevision: string;
 const calls = new Map<string, number>();
 /** Until set, "broken" cases fail on every attempt. */
 let healed = false;
+/** Until set, "slow" cases take a minute. */
+let quick = false;
 
 const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
 
@@ -25,7 +27,7 @@ function script(req: RecordedRequest) {
   if (text.startsWith('broken') && !healed) return { error: { status: 500, message: 'always down' } };
   if (text.startsWith('flaky') && n === 1) return { error: { status: 503, message: 'down once' } };
   if (text.startsWith('limited') && n === 1) return { error: { status: 429, headers: { 'retry-after': '1' }, message: 'slow down' } };
-  if (text.startsWith('slow')) return { text: `answer to ${text}`, latencyMs: 60_000 };
+  if (text.startsWith('slow')) return { text: `answer to ${text}`, latencyMs: quick ? 20 : 60_000 };
   if (text.startsWith('keyless')) return { error: { status: 401, message: 'Incorrect API key provided' } };
   if (text.startsWith('too long')) return { error: { status: 400, message: 'context_length_exceeded' } };
   return { text: `answer to ${text}`, latencyMs: 20, usage: { input: 10, output: 5 } };
@@ -190,7 +192,7 @@ describe('evaluation runs', () => {
     const merged = await results(run.id);
     expect(merged[0]).toEqual(before[0]);
     expect(merged[1].attempts.map((a: any) => a.status)).toEqual(['failure', 'failure', 'success']);
-    await expectError(await api('POST', `/simple/evaluations/${run.id}/rerun-failed`), 409, 'conflict', /no failed cases/);
+    await expectError(await api('POST', `/simple/evaluations/${run.id}/rerun-failed`), 409, 'conflict', /no failed or cancelled cases/);
   });
 
   it('stop cancels the cases in flight and those not started; the run ends cancelled', async () => {
@@ -211,6 +213,25 @@ describe('evaluation runs', () => {
     expect(all.map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled'], ['cancelled'], [], []]);
     const { body: list } = await okJsonText(await api('GET', '/simple/evaluations/'));
     expect(list.evaluations[0]).toMatchObject({ id: created.id, data: { status: 'cancelled' } });
+
+    // A stopped run resumes: its cancelled cases run again, and it ends as if it had not stopped.
+    quick = true;
+    await okJsonText(await api('POST', `/simple/evaluations/${created.id}/rerun-failed`));
+    const resumed = await ended(created.id);
+    quick = false;
+    expect(resumed.data).toMatchObject({ status: 'success', progress: { total: 4, success: 4, cancelled: 0 } });
+    expect((await results(created.id)).map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled', 'success'], ['cancelled', 'success'], ['success'], ['success']]);
+  });
+
+  it("answers a query for another project's run as a 404, as every route that names a run does", async () => {
+    const run = await ended((await evaluate(await testset([row('ok-guarded')]))).id);
+    const other = await h.store.projects.ensure(`other-${run.id}`);
+    const outsider = { key: (await h.store.apiKeys.create(other.id, 'editor')).key, projectId: other.id };
+    const query = (path: string, body: unknown) => configsApi(h, 'POST', path, body, outsider);
+    await expectError(await query('/evaluations/results/query', { result: { run_id: run.id } }), 404, 'not-found', new RegExp(run.id));
+    await expectError(await query('/evaluations/results/query', { result: { run_ids: ['no-such-run'] } }), 404, 'not-found', /no-such-run/);
+    await expectError(await query('/evaluations/metrics/query', { metrics: { run_id: run.id } }), 404, 'not-found');
+    expect((await results(run.id)).map((r) => r.status)).toEqual(['success']);
   });
 
   it('refuses what cannot run, at creation', async () => {
