@@ -16,6 +16,8 @@ export interface InvokeCall {
   streamFlag: boolean | undefined;
   /** Resolve `@ag.embed`s in the configuration (`flags.resolve`, else `x-ag-workflow-embeds`). */
   resolveEmbeds: boolean;
+  /** Where the caller wrote the conversation, for errors: a chat body's is its own `messages`. */
+  messagesAt: string;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -112,6 +114,7 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
     force: body.flags?.force ?? (control === 'force' || chat !== undefined),
     streamFlag: body.flags?.stream ?? (chat ? true : undefined),
     resolveEmbeds: body.flags?.resolve ?? embeds === 'resolve',
+    messagesAt: chat ? 'messages' : 'data.inputs.messages',
   };
 }
 

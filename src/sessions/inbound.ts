@@ -10,14 +10,14 @@ import { uiToNative } from '../stream/ui-messages.ts';
  * `messages` of `data.testcase.data` — the agent declares that one input, so no other test case
  * column reaches it (spec §4.5.2).
  */
-export function inboundMessages(request: InvokeRequest, format: MessagesFormat): Message[] | undefined {
+export function inboundMessages(request: InvokeRequest, format: MessagesFormat, inputsAt = 'data.inputs.messages'): Message[] | undefined {
   const data = request.data;
   const fromInputs = data?.inputs?.messages;
   const raw = fromInputs ?? (data?.inputs == null ? data?.testcase?.data?.messages : undefined);
-  const where = fromInputs !== undefined && fromInputs !== null ? 'data.inputs.messages' : 'data.testcase.data.messages';
+  const where = fromInputs !== undefined && fromInputs !== null ? inputsAt : 'data.testcase.data.messages';
   if (raw === undefined || raw === null) return undefined;
   if (!Array.isArray(raw)) throw new AppError('invalid-messages', `${where} must be an array of messages`);
-  return format === 'vercel' ? uiToNative(raw) : nativeMessages(raw, where);
+  return format === 'vercel' ? uiToNative(raw, { path: where }) : nativeMessages(raw, where);
 }
 
 /**

@@ -23,6 +23,8 @@ export interface StartTurn {
   resolveEmbeds: boolean;
   /** Whether the caller reads the turn as it is written (a stream) or only its end. */
   streaming: boolean;
+  /** Where the caller wrote the conversation, named by its errors (`data.inputs.messages` unless said). */
+  messagesAt?: string;
 }
 
 /** What a turn runs, however it was asked for: an invoke, or the continuation of a paused turn. */
@@ -84,7 +86,8 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   const template = parseTemplate(configuration.agent, deps.config.defaultLlm, configuration.agentAt);
   const { revision } = configuration;
 
-  const messages = inboundMessages(request, params.format);
+  const messagesAt = params.messagesAt ?? 'data.inputs.messages';
+  const messages = inboundMessages(request, params.format, messagesAt);
   const continues = continuedMessage(request, params.format);
   const sessionId = params.sessionId ?? newId().replaceAll('-', '');
   if (!messages?.length) {
@@ -94,12 +97,12 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
         'invalid-messages',
         fromTestcase
           ? 'data.testcase.data.messages is required: the test case must hold the conversation in a "messages" column (an array with at least one message)'
-          : 'data.inputs.messages is required: an array with at least one message',
+          : `${messagesAt} is required: an array with at least one message`,
       );
     }
     return { attach: { sessionId } };
   }
-  checkAnswerable(messages, 'data.inputs.messages');
+  checkAnswerable(messages, messagesAt);
   return {
     plan: {
       projectId,

@@ -208,7 +208,23 @@ describe('invalid Vercel input', () => {
     await chat.untilFinished(1);
     expect(chat.status).toBe('error');
     expect(chat.error?.message).toContain('invalid-messages');
-    expect(chat.error?.message).toContain('data.inputs.messages[1].parts[0]');
+    // It names the place in the body the transport posted, not where agentd moves the messages.
+    expect(chat.error?.message).toContain('at messages[1].parts[0]');
+    expect(chat.error?.message).not.toContain('data.inputs');
+    expect(h.model.requests).toHaveLength(0);
+  });
+
+  it("a chat body's errors name its own messages, wherever they are found", async () => {
+    const post = async (messages: unknown[]) => {
+      const res = await h.invoke({ id: 'chat-paths', messages, trigger: 'submit-message', data: { parameters: { agent } } });
+      expect(res.status).toBe(400);
+      return (await res.json()).status.message as string;
+    };
+    const call = { type: 'tool-write', toolCallId: 'c1', state: 'input-available', input: 'not an object' };
+    expect(await post([user('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [call] }])).toMatch(/at messages\[1\]\.parts\[0\]\.input$/);
+    expect(await post([{ id: 's1', role: 'system', parts: [{ type: 'text', text: 'be brief' }] }])).toMatch(/^messages holds only system messages/);
+    const answered = { type: 'tool-write', toolCallId: 'c2', state: 'output-available', input: { path: 'a' }, output: 'ok' };
+    expect(await post([user('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [answered, answered] }])).toMatch(/duplicate tool call "c2" at messages\[1\]\.parts\[1\]/);
     expect(h.model.requests).toHaveLength(0);
   });
 });

@@ -81,6 +81,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       force: call.force,
       resolveEmbeds: call.resolveEmbeds,
       streaming: stream,
+      messagesAt: call.messagesAt,
     });
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
     request.run = run;
