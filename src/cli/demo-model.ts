@@ -4,12 +4,14 @@ import { fitUsage } from './usage.ts';
 
 const USAGE = `Usage: agentd demo-model [--port N]
 
-Runs a loopback model server that speaks the OpenAI chat-completions and Responses protocols, so
-agentd can be tried with no provider account and no network. It echoes what you say; a message
-"/tool <name> <json>" makes it call that tool (e.g. /tool write {"path":"a.txt","content":"hi"}).
+Runs a loopback model server that speaks the OpenAI chat-completions and
+Responses protocols, so agentd can be tried with no provider account and no
+network. It echoes what you say; a message "/tool <name> <json>" makes it call
+that tool (e.g. /tool write {"path":"a.txt","content":"hi"}).
 
 It listens on 127.0.0.1, port 11434 by default — Ollama's — so a template with
-{"llm": {"provider": "ollama", "model": "demo"}} reaches it with no further configuration.
+{"llm": {"provider": "ollama", "model": "demo"}} reaches it with no further
+configuration.
 `;
 
 export async function demoModelCommand(argv: string[]): Promise<number> {

@@ -6,7 +6,7 @@ import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, remoteClient, numberFlag, runSubcommand } from './remote.ts';
 import { readJsonFile } from './requests.ts';
-import { terminalWidth, textTable } from './text-table.ts';
+import { terminalWidth, textTable, wrapWords } from './text-table.ts';
 
 /** The built-in agent with its default template: a revision every project can evaluate. */
 const BUILTIN_AGENT = 'agenta:builtin:agent:v0';
@@ -17,28 +17,36 @@ const USAGE = `Usage:
   agentd eval compare RUN_A RUN_B [--json]
   agentd eval stop RUN
 
-run      Creates an evaluation run over a test set, shows its progress, then its metrics. Exits 0
-         when every case succeeded and passed its evaluators, 1 when some failed or scored low or
-         the run did not finish, so it fits in a CI pipeline. Ctrl-C asks whether to stop the run or leave it running.
-           --testset ID            a test set revision id (or a test set's id: its newest revision)
+run      Creates an evaluation run over a test set, shows its progress, then its
+         metrics. Exits 0 when every case succeeded and passed its evaluators, 1
+         when some failed or scored low or the run did not finish, so it fits in
+         a CI pipeline. Ctrl-C asks whether to stop the run or leave it running.
+           --testset ID            a test set revision id (or a test set's id:
+                                   its newest revision)
          the agent (default: the built-in agent with its default template):
            --revision ID           a workflow revision
-           --app SLUG              an application's newest revision (of its first variant)
+           --app SLUG              an application's newest revision (of its
+                                   first variant)
            --variant NAME          with --app: that variant's newest revision
-           --env NAME              with --app: the revision environment NAME deploys for it
+           --env NAME              with --app: the revision environment NAME
+                                   deploys for it
          and:
            --repeats N             runs per test case (default 1)
            --batch-size N          cases in flight at once (default 10)
            --max-retries N         retries of a failed case (default 0)
-           --retry-delay DURATION  wait before a retry, e.g. 2s (whole seconds; 500ms waits 1s; default 0s)
-           --evaluators FILE       a JSON list of evaluators, e.g. [{"kind": "exact_match"}]
+           --retry-delay DURATION  wait before a retry, e.g. 2s (whole seconds;
+                                   500ms waits 1s; default 0s)
+           --evaluators FILE       a JSON list such as [{"kind": "exact_match"}]
            --name NAME             the run's name
-           --json                  print the run and its metrics as JSON at the end
-show     A run's status, progress and metrics; with --cases each case (input, expected, output,
-         scores, attempts, duration), --failed only those that failed.
-compare  Two runs of one test set, case by case: what got better or worse, with score and
-         duration deltas. Exits 1 when a case of RUN_B is worse than in RUN_A (for CI).
-stop     Stops a running run: cases in flight are cancelled, the rest never start.
+           --json                  at the end, the run and its metrics as JSON
+show     A run's status, progress and metrics; with --cases each case (input,
+         expected, output, scores, attempts, duration), --failed only those that
+         failed.
+compare  Two runs of one test set, case by case: what got better or worse, with
+         score and duration deltas. Exits 1 when a case of RUN_B is worse than
+         in RUN_A (for CI).
+stop     Stops a running run: cases in flight are cancelled, the rest never
+         start.
 
 ${CONNECTION_HELP}`;
 
@@ -73,11 +81,11 @@ async function report(client: AgentdClient, run: Run, json: boolean): Promise<nu
   if (json) {
     process.stdout.write(`${JSON.stringify({ evaluation: run, metrics })}\n`);
   } else {
-    process.stdout.write(
-      `run ${run.id}: ${run.data.status} — ${progress.success} succeeded, ${progress.failure} failed, ${progress.cancelled} cancelled, ${progress.pending + progress.running} left of ${progress.total}\n`,
-    );
-    if (run.data.error) process.stdout.write(`error: ${run.data.error.message}\n`);
-    if (metrics[0]) process.stdout.write(`\n${metricsTable(metrics[0], terminalWidth())}`);
+    const width = terminalWidth();
+    const counts = [`${progress.success} succeeded,`, `${progress.failure} failed,`, `${progress.cancelled} cancelled,`, `${progress.pending + progress.running} left of ${progress.total}`];
+    process.stdout.write(wrapWords([`run ${run.id}:`, `${run.data.status} —`, ...counts], width));
+    if (run.data.error) process.stdout.write(wrapWords(['error:', ...run.data.error.message.split(' ')], width));
+    if (metrics[0]) process.stdout.write(`\n${metricsTable(metrics[0], width)}`);
   }
   return run.data.status === 'success' ? 0 : 1;
 }

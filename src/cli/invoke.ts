@@ -8,22 +8,27 @@ import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
 
-Runs the agent from the terminal. Its answer streams in as it is written; tool calls and their
-results are shown as they happen; when a tool needs your approval you are asked (y to approve,
-n or "n <reason>" to deny) and the turn goes on. Without --message or --file it is a chat: type a
-message after "you>", an empty line or Ctrl-D ends it.
+Runs the agent from the terminal. Its answer streams in as it is written; tool
+calls and their results are shown as they happen; when a tool needs your
+approval you are asked (y to approve, n or "n <reason>" to deny) and the turn
+goes on. Without --message or --file it is a chat: type a message after "you>",
+an empty line or Ctrl-D ends it.
 
-  --message TEXT       one message, one turn (plus what approvals continue), then exit
+  --message TEXT       one message, one turn (plus what approvals continue),
+                       then exit
   --file FILE          a whole invoke body (JSON) to send as the first turn
-  --template FILE      the agent template (JSON) to run, when the request names none
+  --template FILE      the agent template (JSON) to run, when the request names
+                       none
   --revision ID        run this stored workflow revision instead
-  --session ID         run in this session (its working folder); default: a new one. The
-                       server keeps no conversation: earlier turns reach the model only when
-                       sent again, e.g. in a --file body
+  --session ID         run in this session (its working folder); default: a new
+                       one. The server keeps no conversation: earlier turns
+                       reach the model only when sent again, e.g. in a --file
+                       body
   --approve            approve every tool call without asking
   --deny               deny every tool call without asking
   --stream             stream each turn's text as it is written (the default)
-  --json               print each turn's reply as JSON instead of streaming its text
+  --json               print each turn's reply as JSON instead of streaming its
+                       text
   -h, --help           this help
 
 ${CONNECTION_HELP}`;

@@ -24,20 +24,23 @@ const USAGE = `Usage:
   agentd keys create --project NAME [--role viewer|editor|admin] [--json]
   agentd keys list --project NAME [--json]
   agentd keys revoke --id KEY_ID
-  agentd keys create|list|revoke --url URL --api-key ADMIN_KEY …   (through a server's API)
+  agentd keys create|list|revoke --url URL --api-key ADMIN_KEY …
 
-create   Creates an API key for a project (creating the project if it does not exist yet) and
-         prints it once; only its hash is stored. --role defaults to editor. With --json, prints
-         one line: {"project_id": "...", "api_key": "..."}.
-list     Lists a project's keys by id and prefix (never the key itself), role, and when each was
-         created and last used.
-revoke   Revokes a key; requests using it are refused at once: by a server on the same SQLite
-         file (it sees the write at its next request), and by every server of a PostgreSQL
-         deployment (they are told; should one miss it, its key cache forgets within a minute).
+create   Creates an API key for a project (creating the project if it does not
+         exist yet) and prints it once; only its hash is stored. --role defaults
+         to editor. With --json, prints one line: {"project_id": "...",
+         "api_key": "..."}.
+list     Lists a project's keys by id and prefix (never the key itself), role,
+         and when each was created and last used.
+revoke   Revokes a key; requests using it are refused at once: by a server on
+         the same SQLite file (it sees the write at its next request), and by
+         every server of a PostgreSQL deployment (they are told; should one miss
+         it, its key cache forgets within a minute).
 
-Beside the server, these work on its database: the one \`agentd serve\` uses (AGENTD_DATA_DIR,
-or DATABASE_URL). With --url they go through that server's API instead, with an admin key
-(--api-key, or AGENTD_API_KEY), and act in that key's project (no --project).
+Beside the server, these work on its database: the one \`agentd serve\` uses
+(AGENTD_DATA_DIR, or DATABASE_URL). With --url they go through that server's API
+instead, with an admin key (--api-key, or AGENTD_API_KEY), and act in that key's
+project (no --project).
 
 Keys go in requests as: Authorization: ApiKey <key>
 `;

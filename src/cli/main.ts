@@ -34,16 +34,17 @@ Usage: agentd <command> [options]
 Commands:
   serve        start the server (npm start)
   keys         create, list and revoke API keys
-  demo-model   run a loopback demo model, for trying agentd without a provider account
-  invoke       chat with an agent in the terminal: streams its answer, asks you about approvals
-  run-many     run one turn per input line of a file, N at a time, results to a file
-  testsets     import a test set from a CSV or JSONL file; list and show test sets
-  eval         run an evaluation with a live progress bar; show its cases; compare two runs; stop one
-  workflows    list, create and commit workflows; deploy a revision to an environment
-  sessions     list the project's sessions; show one with its turns and what waits for an answer
+  demo-model   run a loopback demo model: try agentd without a provider account
+  invoke       chat with an agent: streams its answer, asks you about approvals
+  run-many     run a turn per input line, N at a time, results to a file
+  testsets     import test sets from CSV or JSONL files; list and show them
+  eval         run an evaluation; show its cases; compare two runs; stop one
+  workflows    list, create and commit workflows; deploy one to an environment
+  sessions     list sessions; show one: its turns, what waits for an answer
 
-The client commands (invoke, run-many, testsets, eval, workflows, sessions) reach the server at AGENTD_URL with
-AGENTD_API_KEY and AGENTD_PROJECT_ID (or --url, --api-key, --project).
+The client commands (invoke, run-many, testsets, eval, workflows, sessions)
+reach the server at AGENTD_URL with AGENTD_API_KEY and AGENTD_PROJECT_ID, or
+with the flags --url, --api-key and --project.
 
 Run "agentd <command> --help" for a command's options.
 `;

@@ -9,25 +9,38 @@ import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
 
-Runs one agent turn per input line (spec §4.7), --concurrency at a time, and writes one result line
-per input to --out as each finishes. Exits 0 when every input succeeded, 1 when some failed.
+Runs one agent turn per input line (spec §4.7), --concurrency at a time, and
+writes one result line per input to --out as each finishes. Exits 0 when every
+input succeeded, 1 when some failed. Progress and the summary go to stderr.
 
-Each input line is a JSON object: a whole invoke body ({"data": …}), or {"messages": [...]}, or
-{"message": "text"} (also "input" or "question").
+Each input line is a JSON object: a whole invoke body ({"data": …}), or
+{"messages": [...]}, or {"message": "text"} (also "input" or "question").
 
-  --input FILE         the inputs (JSON Lines)
-  --out FILE           where results go, one JSON line per input: {index, status, session_id,
-                       output, error, attempts, duration_ms}
-  --concurrency N      inputs in flight at once (default 8)
-  --session MODE       fresh (default): each input its own session; shared: one conversation,
-                       inputs in order; none: the server mints an id per input
-  --session-id ID      shared: the session's id; fresh: the prefix of each input's id
-  --template FILE      an agent template (JSON) for inputs that carry none
-  --revision ID        run this stored workflow revision instead
-  --retries N          retries of a rate-limited or failed input (default 2)
-  --retry-delay DURATION  wait before a retry, e.g. 2s or 500ms (default 1s; a longer retry-after wins)
-  --resume             keep --out and skip the inputs it already holds a success for
-  -h, --help           this help
+  --input FILE            the inputs (JSON Lines); - reads them from stdin
+  --out FILE              where results go, one JSON line per input: {index,
+                          status, session_id, output, error, attempts,
+                          duration_ms}; - writes them to stdout
+  --concurrency N         inputs in flight at once (default 8)
+  --session MODE          fresh (default): each input its own session; shared:
+                          one conversation, inputs in order; none: the server
+                          mints an id per input
+  --session-id ID         shared: the session's id; fresh: the prefix of each
+                          input's id, ID-<index> (default: a new prefix each
+                          run, so --resume runs inputs in new sessions)
+  --template FILE         an agent template (JSON) for inputs that carry none
+  --revision ID           run this stored workflow revision instead
+  --retries N             retries of a rate-limited or failed input (default 2)
+  --retry-delay DURATION  wait before a retry, e.g. 2s or 500ms (default 1s; a
+                          longer retry-after wins)
+  --resume                keep --out (a file) and skip the inputs it already
+                          holds a success for
+  -h, --help              this help
+
+An input whose session runs another turn waits for that turn to end, looking
+again every --retry-delay, then runs; the wait uses up no retry. A Ctrl-C leaves
+the turns in flight running on the server: with --session-id, --resume then
+waits for each and runs its input again in the same session, which keeps both
+turns (and what the first one wrote in its folder); --out gets the second.
 
 ${CONNECTION_HELP}`;
 
@@ -42,10 +55,16 @@ function toRequest(value: unknown, line: number): InvokeBody {
   throw new CliError(`--input line ${line} has no conversation: give "data", "messages" or "message"`);
 }
 
-function readInputs(file: string): InvokeBody[] {
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readInputs(file: string): Promise<InvokeBody[]> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = file === '-' ? await readStdin() : readFileSync(file, 'utf8');
   } catch (error) {
     throw new CliError(`--input ${file} cannot be read: ${(error as Error).message}`);
   }
@@ -62,7 +81,7 @@ function readInputs(file: string): InvokeBody[] {
     }
     inputs.push(toRequest(value, i + 1));
   }
-  if (inputs.length === 0) throw new CliError(`--input ${file} has no inputs`);
+  if (inputs.length === 0) throw new CliError(`--input ${file === '-' ? '- (stdin)' : file} has no inputs`);
   return inputs;
 }
 
@@ -136,6 +155,8 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     if (!values.input || !values.out) throw new CliError('--input and --out are required (see agentd run-many --help)');
     const session = values.session ?? 'fresh';
     if (session !== 'fresh' && session !== 'shared' && session !== 'none') throw new CliError(`--session must be fresh, shared or none, got "${session}"`);
+    const toStdout = values.out === '-';
+    if (values.resume && toStdout) throw new CliError('--resume reads the results so far from --out: give it the results file, not -');
     if (values.resume && session === 'shared') throw new CliError('--resume needs --session fresh or none: a shared conversation cannot be picked up halfway');
     const concurrency = numberFlag(values.concurrency, 'concurrency', 8, 1);
     const retries = numberFlag(values.retries, 'retries', 2, 0);
@@ -143,14 +164,15 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     const template = values.template ? readJsonFile(values.template, '--template') : undefined;
     const client = remoteClient(values);
 
-    const all = readInputs(values.input).map((input) => withConfiguration(input, template, values.revision));
+    const all = (await readInputs(values.input)).map((input) => withConfiguration(input, template, values.revision));
     const skip = values.resume ? succeeded(values.out) : new Set<number>();
     const indexes = all.map((_, i) => i).filter((i) => !skip.has(i));
     const prefix = values['session-id'] ?? `run-many-${Date.now().toString(36)}`;
-    // Fresh session ids follow the input's line index, so a resumed input keeps its session.
+    // Fresh session ids follow the input's index: with --session-id, a resumed input keeps its session.
     const inputs = indexes.map((i) => (session === 'fresh' ? { ...all[i]!, session_id: all[i]!.session_id ?? `${prefix}-${i}` } : all[i]!));
 
-    const out = createWriteStream(values.out, { fd: openOut(values.out, values.resume === true) });
+    const out = toStdout ? process.stdout : createWriteStream(values.out, { fd: openOut(values.out, values.resume === true) });
+    const where = toStdout ? 'on stdout' : `in ${values.out}`;
     const progress = new ProgressReporter();
     const started = Date.now();
     const controller = new AbortController();
@@ -182,15 +204,17 @@ export async function runManyCommand(argv: string[]): Promise<number> {
       onProgress: (counts) => progress.update(counts),
     });
     process.off('SIGINT', interrupt);
-    out.end();
-    await once(out, 'finish');
+    if (!toStdout) {
+      out.end();
+      await once(out, 'finish');
+    }
     progress.finish({ total: outcomes.length, done: outcomes.length, failed, inFlight: 0 });
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
-      `${controller.signal.aborted ? 'interrupted: ' : ''}${outcomes.length - failed} succeeded, ${failed - cancelled} failed${cancelled ? `, ${cancelled} cancelled` : ''} in ${seconds.toFixed(1)}s (${(outcomes.length / Math.max(seconds, 0.001)).toFixed(1)}/s); results in ${values.out}\n`,
+      `${controller.signal.aborted ? 'interrupted: ' : ''}${outcomes.length - failed} succeeded, ${failed - cancelled} failed${cancelled ? `, ${cancelled} cancelled` : ''} in ${seconds.toFixed(1)}s (${(outcomes.length / Math.max(seconds, 0.001)).toFixed(1)}/s); results ${where}\n`,
     );
     if (startedSessions.length) process.stderr.write(`${startedSessions.length} of them had started and run on to their end on the server (sessions ${startedSessions.slice(0, 3).join(', ')}${startedSessions.length > 3 ? ', …' : ''})\n`);
-    if (cancelled) process.stderr.write(`the same command with --resume runs the ${cancelled} cancelled inputs again\n`);
+    if (cancelled && !toStdout) process.stderr.write(`the same command with --resume runs the ${cancelled} cancelled inputs again\n`);
     if (failed > cancelled) {
       const first = outcomes.find((o) => !o.ok && o.error.status.type !== 'cancelled');
       if (first && !first.ok) process.stderr.write(`first failure (input ${indexes[first.index]}): ${describeFailure(first.error)}\n`);

@@ -10,13 +10,15 @@ import { limitsAvailable } from '../agent/tools/cgroups.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
-Starts the server on the embedded SQLite database in AGENTD_DATA_DIR (default ./.agentd), or on
-DATABASE_URL when set (behind PgBouncer in transaction mode, AGENTD_DATABASE_LISTEN_URL names
-the server itself for the one listening connection; docs/deployment.md). Migrations run at start.
-On the first start it creates the project "default" and prints one API key for it.
+Starts the server on the embedded SQLite database in AGENTD_DATA_DIR (default
+./.agentd), or on DATABASE_URL when set (behind PgBouncer in transaction mode,
+AGENTD_DATABASE_LISTEN_URL names the server itself for the one listening
+connection; docs/deployment.md). Migrations run at start. On the first start it
+creates the project "default" and prints one API key for it.
 
   --port N      listen on port N (default PORT or 8787)
-  --host ADDR   listen on ADDR (default HOST or 127.0.0.1; 0.0.0.0 for all interfaces)
+  --host ADDR   listen on ADDR (default HOST or 127.0.0.1; 0.0.0.0 for all
+                interfaces)
 `;
 
 export async function serveCommand(argv: string[], config: Config): Promise<number> {

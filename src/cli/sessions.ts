@@ -7,14 +7,17 @@ const USAGE = `Usage: agentd sessions list [options]
        agentd sessions show SESSION [options]
 
 list   the project's sessions, newest first: when each was last used, its latest
-       turn, whether a turn runs now and how many interactions wait for an answer
-show   one session: its turns, newest first, with status, stop reason, usage and cost, and the
-       interactions waiting for an answer (answer them with the interactions API)
+       turn, whether a turn runs now and how many interactions wait for an
+       answer
+show   one session: its turns, newest first, with status, stop reason, usage and
+       cost, and the interactions waiting for an answer (answer them with the
+       interactions API)
 
   --prefix TEXT   list: only sessions whose id starts with TEXT
   --pending       list: only sessions with an interaction waiting for an answer
   --live          list: only sessions running a turn now
-  --limit N       how many sessions (list) or turns (show), newest first (default 20, at most 200)
+  --limit N       how many sessions (list) or turns (show), newest first
+                  (default 20, at most 200)
   --json          print the server's reply as JSON
 
 ${CONNECTION_HELP}`;

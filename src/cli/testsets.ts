@@ -10,17 +10,19 @@ const USAGE = `Usage:
   agentd testsets list [--json]
   agentd testsets show ID [--json]
 
-import  Creates a test set from a CSV or JSONL file (by its extension, or --format) and prints its
-        name, id and revision id (what \`agentd eval run --testset\` takes). A "messages" column
-        holds a JSON array of messages; else the --input column, or an "input" or "question"
-        column, becomes the user message.
+import  Creates a test set from a CSV or JSONL file (by its extension, or
+        --format) and prints its name, id and revision id (what \`agentd eval run
+        --testset\` takes). A "messages" column holds a JSON array of messages;
+        else the --input column, or an "input" or "question" column, becomes the
+        user message.
           --format csv|jsonl   when the extension does not say
-          --delimiter D        a CSV's column separator: , ; | or tab (default: the one its
-                               header line uses)
+          --delimiter D        a CSV's column separator: , ; | or tab (default:
+                               the one its header line uses)
           --name NAME          the test set's name (default: the file's name)
           --slug SLUG          its slug
           --input COLUMN       the text column to turn into the user message
-          --testset ID         commit the file as a new revision of this test set instead
+          --testset ID         commit the file as a new revision of this test
+                               set instead
 list    The project's test sets: name (slug), rows, version, revision id.
 show    One test set's rows (ID: a test set's id or slug, or a revision id).
   --json  print the server's reply as JSON

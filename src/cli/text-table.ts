@@ -57,3 +57,20 @@ export const terminalColumns = (stream: { isTTY?: boolean; columns?: number }): 
 
 /** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
 export const fitLine = (line: string, width: number | undefined): string => (width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line);
+
+/**
+ * Words on as few lines as fit `width` (a terminal's), each line after the first indented by two;
+ * one line when there is no width. A "word" may hold spaces (`0 left of 2`): it is never split,
+ * and one longer than the room goes whole.
+ */
+export function wrapWords(words: readonly string[], width: number | undefined): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of words) {
+    if (line && width !== undefined && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = `  ${word}`;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return `${[...lines, line].join('\n')}\n`;
+}

@@ -19,8 +19,12 @@ export function fitUsage(text: string, width = process.stdout.isTTY && process.s
   const room = Math.max(width, 40);
   const input = text.split('\n');
   const out: string[] = [];
+  // Where the description of the option or command above starts: a line indented to it goes on with that description.
+  let described: number | undefined;
   for (let i = 0; i < input.length; i++) {
     let line = input[i]!;
+    if (line.trim() === '') described = undefined;
+    else if (hangingColumn(line) > indentOf(line)) described = hangingColumn(line);
     while (line.length > room) {
       const column = hangingColumn(line);
       const named = column > indentOf(line);
@@ -34,7 +38,7 @@ export function fitUsage(text: string, width = process.stdout.isTTY && process.s
       out.push(line.slice(0, cut).trimEnd());
       const next = input[i + 1];
       // An indented line of its own (a command line of an example) is no continuation.
-      const continues = next !== undefined && next.trim() !== '' && indentOf(next) === hang && !/^ *-/.test(next) && (named ? hang === column : hang === 0);
+      const continues = next !== undefined && next.trim() !== '' && indentOf(next) === hang && !/^ *-/.test(next) && (named ? hang === column : hang === 0 || hang === described);
       if (continues) {
         input[i + 1] = `${' '.repeat(hang)}${carried} ${next.trimStart()}`;
         line = '';

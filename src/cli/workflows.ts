@@ -6,17 +6,20 @@ import { terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage:
   agentd workflows list [--json]
-  agentd workflows create SLUG [--template FILE] [--name NAME] [--family F] [--message TEXT]
+  agentd workflows create SLUG [--template FILE] [--name NAME] [--family F]
+                          [--message TEXT]
   agentd workflows commit SLUG --template FILE [--variant V] [--message TEXT]
   agentd workflows deploy SLUG --env NAME [--variant V] [--version N] [--key K]
 
-list    Workflows with their variants and newest versions, and what each environment deploys.
-create  A new workflow (--family application, workflow or evaluator; default workflow), with
-        --template's agent template as its first revision.
-commit  A new revision of a variant (default "default"; a new name starts a branch) from
-        --template: an agent template, or {"agent": …} parameters.
-deploy  Deploys a revision to environment NAME (made on first use): the variant's newest, or
-        --version N of it. --key names the entry (default the workflow's slug).
+list    Workflows with their variants and newest versions, and what each
+        environment deploys.
+create  A new workflow (--family application, workflow or evaluator; default
+        workflow), with --template's agent template as its first revision.
+commit  A new revision of a variant (default "default"; a new name starts a
+        branch) from --template: an agent template, or {"agent": …} parameters.
+deploy  Deploys a revision to environment NAME (made on first use): the
+        variant's newest, or --version N of it. --key names the entry (default
+        the workflow's slug).
   --json  print the server's reply as JSON
 
 ${CONNECTION_HELP}`;

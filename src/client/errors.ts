@@ -16,11 +16,20 @@ export class AgentdError extends Error {
     this.body = options.body;
   }
 
-  /** Worth trying again: rate limits, server-side and transport failures, timeouts. */
+  /**
+   * Worth trying again: rate limits, server-side and transport failures, timeouts, and a session
+   * busy with another turn (it is free again once that turn ends).
+   */
   get retryable(): boolean {
     const code = this.status.code;
+    if (this.sessionBusy) return true;
     // A request the model provider refused is refused again.
     return (code === 0 || code === 408 || code === 429 || code >= 500) && this.status.type !== 'upstream-rejected';
+  }
+
+  /** The session runs another turn: no turn ran for this request. */
+  get sessionBusy(): boolean {
+    return this.status.code === 409 && this.status.type === 'session-busy';
   }
 }
 

@@ -5,7 +5,7 @@ import { AgentdError } from './errors.ts';
  * Running many inputs (spec §4.7): one invoke per input, `concurrency` at a time, each with its own
  * outcome — one failure never touches the others — returned in input order whatever order they
  * finished in. Rate limits and server failures are retried, waiting at least what `retry-after`
- * asks.
+ * asks; an input whose session runs another turn waits for it, however long.
  */
 
 export interface InvokeManyProgress {
@@ -30,9 +30,9 @@ export interface InvokeManyOptions {
   session?: 'fresh' | 'shared' | 'none';
   /** `shared`: the session's id; `fresh`: the prefix of each input's id. Random when absent. */
   sessionId?: string;
-  /** Further tries of an input that failed with a retryable error (default 2). */
+  /** Further tries of an input that failed with a retryable error (default 2); a busy session is waited for without counting. */
   retries?: number;
-  /** Milliseconds before a retry (default 1000); a longer `retry-after` wins. */
+  /** Milliseconds before a retry, or between looks at a busy session (default 1000); a longer `retry-after` wins. */
   retryDelay?: number;
   onProgress?: (progress: InvokeManyProgress) => void;
   /** Each outcome as soon as it is known, e.g. to write it out. */
@@ -110,6 +110,9 @@ export async function invokeMany(client: Pick<AgentdClient, 'invoke'>, inputs: r
         return settle({ index, ok: true, response, attempts, durationMs: Date.now() - started });
       } catch (caught) {
         const error = signal?.aborted ? cancelled() : caught instanceof AgentdError ? caught : new AgentdError({ code: 0, type: 'network', message: String(caught) }, { cause: caught });
+        // A busy session ran no turn of this input: waiting for it (its turn may go on for minutes,
+        // one a Ctrl-C left running on the server, say) is no attempt and uses up no retry.
+        if (error.sessionBusy) attempts--;
         if (!error.retryable || attempts > retries || signal?.aborted) return settle({ index, ok: false, error, attempts, durationMs: Date.now() - started });
         await wait(Math.max(retryDelay, error.retryAfterMs ?? 0), signal);
       }

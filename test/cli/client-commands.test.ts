@@ -7,6 +7,7 @@ import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { builtin, startHarness, template, type Harness } from '../support/harness.ts';
 import { agentdCommand, runAgentd, type CommandRun } from '../support/child-server.ts';
 import { createWorkflow } from '../configs/client.ts';
+import { createClient } from '../../src/client/index.ts';
 
 /**
  * The client commands as a user runs them (issue 6): `agentd invoke` (streaming, approvals answered
@@ -30,6 +31,7 @@ function script(req: RecordedRequest) {
   }
   if (text.startsWith('fail')) return { error: { status: 401, message: 'bad key' } };
   if (text.startsWith('slow')) return { text: `echo: ${text}`, latencyMs: 1500 };
+  if (text.startsWith('held')) return { text: `echo: ${text}`, latencyMs: 3000 };
   return { text: `echo: ${text}` };
 }
 
@@ -155,6 +157,43 @@ describe('agentd run-many', () => {
     expect(run.output()).toMatch(/interrupted: 0 succeeded, 0 failed, 6 cancelled/);
     expect(run.output()).toMatch(/2 of them had started and run on to their end on the server \(sessions run-many-\S+-[01], run-many-\S+-[01]\)/);
     expect(run.output()).toMatch(/--resume runs the 6 cancelled inputs again/);
+  });
+
+  it('--resume right after a Ctrl-C waits for a turn still running in its session, then runs the input there', async () => {
+    const inputs = await file('held.jsonl', '{"message": "held for a while"}\n');
+    const out = path.join(dir, 'held-out.jsonl');
+    const args = ['run-many', '--input', inputs, '--out', out, '--template', templateFile, '--session-id', 'cli-held', '--retries', '0', '--retry-delay', '200ms'];
+    h.model.reset();
+    const first = runAgentd(args, { AGENTD_URL: h.url, AGENTD_API_KEY: h.apiKey, AGENTD_PROJECT_ID: h.projectId });
+    while (h.model.requests.length < 1) await new Promise((r) => setTimeout(r, 20));
+    first.child.kill('SIGINT');
+    await first.exited;
+    expect(first.output()).toMatch(/interrupted: 0 succeeded, 0 failed, 1 cancelled/);
+    const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
+    expect((await client.sessions.get('cli-held-0')).live_turn).toBeDefined();
+
+    const resumed = await agentd([...args, '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/1 succeeded, 0 failed/);
+    const last = JSON.parse((await readFile(out, 'utf8')).trim().split('\n').at(-1)!);
+    // The wait was no attempt: --retries 0 still had its one.
+    expect(last).toMatchObject({ index: 0, status: 'success', session_id: 'cli-held-0', attempts: 1 });
+    expect(h.model.requests).toHaveLength(2);
+  });
+
+  it('reads the inputs from stdin with --input - and writes the results to stdout with --out -', async () => {
+    const run = await agentd(['run-many', '--input', '-', '--out', '-', '--template', templateFile], '{"message": "piped one"}\n{"message": "piped two"}\n');
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.index, l.status, l.output.at(-1).content]).sort()).toEqual([
+      [0, 'success', 'echo: piped one'],
+      [1, 'success', 'echo: piped two'],
+    ]);
+    expect(run.stderr).toMatch(/2 succeeded, 0 failed .*; results on stdout\n/);
+
+    const resume = await agentd(['run-many', '--input', '-', '--out', '-', '--resume'], '{"message": "never sent"}\n');
+    expect(resume).toMatchObject({ code: 2, stdout: '' });
+    expect(resume.stderr).toContain('--resume reads the results so far from --out: give it the results file, not -');
   });
 
   it('refuses a malformed input file, naming the line', async () => {

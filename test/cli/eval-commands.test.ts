@@ -158,6 +158,17 @@ describe.runIf(hasTmux())('in a terminal', () => {
     }
   });
 
+  it('fits a run\'s status line in 80 columns', async () => {
+    const term = await agentdInTerminal(['eval', 'show', runA], { ...env, COLUMNS: '80' }, 80);
+    try {
+      const screen = await term.waitFor(/left of 3[\s\S]*exact_match/);
+      for (const line of screen.split('\n')) expect(line.length, line).toBeLessThanOrEqual(80);
+      expect(screen.replace(/\s+/g, ' ')).toContain(`run ${runA}: success — 3 succeeded, 0 failed, 0 cancelled, 0 left of 3`);
+    } finally {
+      await term.close();
+    }
+  });
+
   it.each([60, 120])('rewrites one progress line in %i columns, and Ctrl-C asks whether to stop the run', async (columns) => {
     latencyMs = 1500;
     const term = await agentdInTerminal(['eval', 'run', '--testset', testset, '--batch-size', '1'], env, columns);
