@@ -19,6 +19,7 @@ function script(req: RecordedRequest): FakeReply {
   const last = req.messages.at(-1);
   const said = userText(req);
   if (last?.role === 'tool') return { text: `Tool said: ${last.content}` };
+  if (said.startsWith('name ')) return { toolCalls: [{ name: 'write', input: { path: said.slice('name '.length), content: 'looks like a text file' } }] };
   if (said.startsWith('write ')) return { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: said.slice('write '.length) } }] };
   if (said === 'slow') return { text: 'first words, then more words, then the last words', chunkDelayMs: 600 };
   if (said === 'html') return { text: '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>' };
@@ -80,6 +81,23 @@ describe.runIf(run)('the console: chat and sessions', () => {
     const request = h.model.requests.at(-1)!;
     expect(request.stream).toBe(true);
     expect(sessionId()).toMatch(/^chat-/);
+  });
+
+  it('opens a new chat without a request the server refuses', async () => {
+    const other = await openPage(browser, h.url);
+    const failed: string[] = [];
+    other.page.on('response', (response) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+    });
+    await signIn(other.page, h.apiKey);
+    await other.page.getByRole('link', { name: 'Chat', exact: true }).click();
+    await other.page.getByLabel('Message').fill('first words here');
+    await other.page.getByRole('button', { name: 'Send' }).click();
+    await other.page.locator('.conversation').getByText('You said: first words here').waitFor();
+    await other.page.waitForLoadState('networkidle');
+    expect(failed).toEqual([]);
+    expect(other.problems).toEqual([]);
+    await other.page.context().close();
   });
 
   it('folds a thought away', async () => {
@@ -268,6 +286,30 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await page.getByLabel('Upload a file into this folder').setInputFiles({ name: 'data.csv', mimeType: 'text/csv', buffer: Buffer.from('a,b\n1,2\n') });
     await page.getByText('Uploaded data.csv (8 bytes).').waitFor();
     expect(await readFile(path.join(h.sessionDir('console-paused'), 'data.csv'), 'utf8')).toBe('a,b\n1,2\n');
+  });
+
+  it('shows the bidi controls in a file name rather than letting them reorder it, in the files and in the tool card', async () => {
+    // A right-to-left override makes "invoice-\u202Efdp.exe" look like "invoice-exe.pdf".
+    const name = 'invoice-\u202Efdp.exe';
+    const session = 'console-bidi';
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: `name ${name}` }], template({ tools: [builtin('write')] }), { session_id: session })));
+    const shown = 'invoice-U+202Efdp.exe';
+    await page.goto(`${h.url}/#/sessions/${session}`);
+    const file = page.locator('ul.files button');
+    await file.waitFor();
+    expect(await file.textContent()).toBe(shown);
+    expect(await file.getAttribute('aria-label')).toBe(`Download ${shown}`);
+    await page.locator('li.turn summary').first().click();
+    const input = page.getByRole('group', { name: 'Tool call write' }).getByLabel('Input of write');
+    expect(await input.textContent()).toContain(`"path": "${shown}"`);
+    await page.goto(`${h.url}/#/chat/${session}`);
+    const card = conversation().getByRole('group', { name: 'Tool call write' }).getByLabel('Input of write');
+    await card.waitFor();
+    expect(await card.textContent()).toContain(`"path": "${shown}"`);
+    // The call's result names the file too; the model's own prose is left as it wrote it.
+    const data = (await conversation().locator('pre.json').allTextContents()).join('\n');
+    expect(data).toContain(`to ${shown}`);
+    expect(data).not.toContain('\u202E');
   });
 
   it('opens a session whose id holds a colon, from the list and in the chat', async () => {

@@ -83,6 +83,20 @@ describe.runIf(run)('the console: evaluations and workflows', () => {
     await drawer.getByRole('button', { name: 'Close' }).click();
   });
 
+  it('gives the focus back to the case that opened it when its view closes, from the keyboard', async () => {
+    const opener = page.getByRole('button', { name: /^Open case/ });
+    const drawer = page.getByRole('dialog', { name: /^Case/ });
+    const focused = (locator: typeof opener) => locator.evaluate((el) => el === document.activeElement);
+    for (const close of ['Escape', 'Enter']) {
+      await opener.focus();
+      await page.keyboard.press('Enter');
+      await expect.poll(() => focused(drawer.getByRole('button', { name: 'Close' }))).toBe(true);
+      await page.keyboard.press(close);
+      await drawer.waitFor({ state: 'detached' });
+      expect(await focused(opener), `closed with ${close}`).toBe(true);
+    }
+  });
+
   it('compares two runs case by case: what got better and what got worse', async () => {
     wrong = new Set(['capital of France']);
     const b = await client.evaluations.create({
@@ -101,6 +115,19 @@ describe.runIf(run)('the console: evaluations and workflows', () => {
     await page.getByLabel('Changed cases only').check();
     const changes = await page.locator('tbody th').allTextContents();
     expect(changes.sort()).toEqual(['better', 'worse']);
+  });
+
+  it('says which run of a comparison does not exist, and shows no table', async () => {
+    const a = (await client.evaluations.list()).evaluations.find((e) => e.name === 'run A')!;
+    await page.goto(`${h.url}/#/evaluations/compare/${a.id}/no-such-run`);
+    const alert = page.getByRole('alert');
+    await expect.poll(() => alert.textContent()).toMatch(/^Run B \(no-such-run\) was not found/);
+    expect(await alert.textContent()).not.toContain(a.id);
+    await page.waitForLoadState('networkidle');
+    expect(await page.locator('table').count()).toBe(0);
+    expect(await page.getByRole('list', { name: 'Summary' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Back to the evaluation runs' }).click();
+    await page.getByRole('heading', { name: 'Evaluations' }).waitFor();
   });
 
   it('stops a running run', async () => {

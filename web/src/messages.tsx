@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { UIMessage } from 'ai';
 import type { InteractionState } from './interactions.ts';
-import { Badge, Json, VIEWER_NOTE } from './ui.tsx';
+import { Badge, Json, Revealed, VIEWER_NOTE } from './ui.tsx';
 
 /**
  * How a conversation reads: UI messages as the chat holds them (the AI SDK's parts), and the
@@ -98,7 +98,11 @@ function ToolCall({ part, decide, canAct, ended, interactions }: { part: ToolPar
           <Json value={part.output ?? null} label={`Result of ${name}`} />
         </details>
       ) : null}
-      {part.state === 'output-error' ? <p className="error-note">{part.errorText}</p> : null}
+      {part.state === 'output-error' ? (
+        <p className="error-note">
+          <Revealed text={part.errorText} />
+        </p>
+      ) : null}
       {part.state === 'approval-requested' && approval && decide && !withdrawn ? (
         <ApprovalButtons label={name} canAct={canAct} decide={(approved, reason) => decide(approval.id, approved, reason)} />
       ) : null}

@@ -97,8 +97,42 @@ export function Time({ iso }: { iso: string | undefined }) {
 export function Json({ value, label }: { value: unknown; label?: string }) {
   return (
     <pre className="json" aria-label={label} tabIndex={0}>
-      {typeof value === 'string' ? value : JSON.stringify(value, null, 2)}
+      {/* A tool's input and result name files: their bidi controls are shown as a file list shows them. */}
+      <Revealed text={typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? '')} />
     </pre>
+  );
+}
+
+/**
+ * Bidirectional controls: invisible, yet they reorder the text around them ("Trojan Source"), so
+ * a file named "invoice-\u202Efdp.exe" would read "invoice-exe.pdf". Isolating the text is not
+ * enough against a control inside it; each one is shown as its code point instead, so what is
+ * seen is the text's real order.
+ */
+const BIDI_CONTROL = /([\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069])/;
+const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+
+/** `text` with its bidi controls written as code points, for where only a string goes (a label). */
+export const revealControls = (text: string) =>
+  text
+    .split(BIDI_CONTROL)
+    .map((piece, i) => (i % 2 ? codePoint(piece) : piece))
+    .join('');
+
+/** `text` as written, in its real order: each bidi control a marked code point, the whole kept from reordering what surrounds it. */
+export function Revealed({ text }: { text: string }) {
+  return (
+    <bdi>
+      {text.split(BIDI_CONTROL).map((piece, i) =>
+        i % 2 ? (
+          <span key={i} className="control-char" title="A hidden character that reorders text, shown as its code point">
+            {codePoint(piece)}
+          </span>
+        ) : (
+          piece
+        ),
+      )}
+    </bdi>
   );
 }
 

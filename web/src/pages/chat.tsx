@@ -22,6 +22,8 @@ interface Saved {
 }
 
 const newSessionId = () => `chat-${crypto.randomUUID().slice(0, 8)}`;
+/** The history state of a chat this page started: kept through a reload, gone from any other link to the session. */
+const NEW_CHAT = { newChat: true };
 
 function load(key: string): Saved | undefined {
   try {
@@ -64,7 +66,7 @@ const approvalIds = (messages: UIMessage[]) =>
 export function ChatPage({ sessionId }: { sessionId: string | undefined }) {
   const [, navigate] = useLocation();
   useEffect(() => {
-    if (!sessionId) navigate(`/chat/${newSessionId()}`, { replace: true });
+    if (!sessionId) navigate(`/chat/${newSessionId()}`, { replace: true, state: NEW_CHAT });
   }, [sessionId, navigate]);
   return sessionId ? <Chat sessionId={sessionId} /> : null;
 }
@@ -124,10 +126,15 @@ function Chat({ sessionId }: { sessionId: string }) {
     end.current?.scrollIntoView({ block: 'end' });
   }, [messages]);
 
+  // A chat started here has no session on the server until its first message: reading it before
+  // then would only earn a 404, which the browser logs as an error.
+  const [started] = useState(() => (window.history.state as typeof NEW_CHAT | null)?.newChat === true);
+  const unborn = started && messages.length === 0;
+
   // What the server kept, whenever no turn streams here: a turn answered elsewhere, stopped or
   // ended while this page was away goes into the conversation this browser holds. Only a new read
   // brings something to write in (a stream that started meanwhile is left alone).
-  const server = useServerState(sessionId, !busy);
+  const server = useServerState(sessionId, !busy && !unborn);
   useEffect(() => {
     const next = server.state && !busy ? reconcile(latest.current.messages, server.state) : undefined;
     if (next) setMessages(next);

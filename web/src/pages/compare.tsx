@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { allResults, caseInput, caseOutput, compareRuns, meanScore, type CaseChange } from '../../../src/client/index.ts';
+import { AgentdError, allResults, caseInput, caseOutput, compareRuns, meanScore, type CaseChange } from '../../../src/client/index.ts';
 import { ErrorNote, Loading, Page, formatMs, formatNumber, useApi } from '../ui.tsx';
 
 const signed = (n: number | undefined, format: (n: number) => string) => (n === undefined ? '–' : `${n > 0 ? '+' : ''}${format(n)}`);
@@ -9,21 +9,38 @@ const signed = (n: number | undefined, format: (n: number) => string) => (n === 
 /** Two runs of the same test set, case by case: what got better, what got worse, and by how much. */
 export function ComparePage({ a, b }: { a: string; b: string }) {
   const { client } = useAuth();
-  const runs = useApi(['compare-runs', a, b], async () => Promise.all([client.evaluations.get(a), client.evaluations.get(b)]));
-  const results = useApi(['compare-results', a, b], async () => Promise.all([allResults(client, a), allResults(client, b)]));
+  // A run the link names but the project does not hold (deleted, or a made-up id) is told apart
+  // from a failed read, so the page can say which one it is, and compares nothing.
+  const readRun = (id: string) =>
+    client.evaluations.get(id).then(
+      (reply) => reply.evaluation,
+      (error: unknown) => {
+        if (error instanceof AgentdError && error.status.code === 404) return null;
+        throw error;
+      },
+    );
+  const runs = useApi(['compare-runs', a, b], () => Promise.all([readRun(a), readRun(b)]));
+  const [runA, runB] = runs.data ?? [];
+  const results = useApi(runA && runB ? ['compare-results', a, b] : null, () => Promise.all([allResults(client, a), allResults(client, b)]));
+  const missing = runs.data?.flatMap((run, i) => (run ? [] : [i ? `B (${b})` : `A (${a})`])) ?? [];
   const [changedOnly, setChangedOnly] = useState(false);
 
   const rows = useMemo(() => (results.data ? compareRuns(results.data[0], results.data[1]) : []), [results.data]);
 
   const count = (change: CaseChange) => rows.filter((r) => r.change === change).length;
-  const [runA, runB] = runs.data?.map((r) => r.evaluation) ?? [];
   const sameTestset = runA && runB && Object.keys(runA.data.testset_steps).join() === Object.keys(runB.data.testset_steps).join();
   const shown = changedOnly ? rows.filter((r) => r.change !== 'same') : rows;
 
   return (
     <Page title="Compare two runs">
       <ErrorNote error={runs.error ?? results.error} />
-      {!results.data && !results.error ? <Loading /> : null}
+      {missing.length ? (
+        <p role="alert" className="error-note">
+          {missing.length === 1 ? `Run ${missing[0]} was not found` : `Runs ${missing.join(' and ')} were not found`}: deleted, or the link names no run of this project.{' '}
+          <Link href="/evaluations">Back to the evaluation runs</Link>
+        </p>
+      ) : null}
+      {(!runs.data && !runs.error) || (runA && runB && !results.data && !results.error) ? <Loading /> : null}
       {runA && runB ? (
         <p className="wrap">
           A: <Link href={`/evaluations/${encodeURIComponent(runA.id)}`}>{runA.name ?? runA.id}</Link> · B:{' '}

@@ -1,4 +1,4 @@
-import { useMemo, useState } from 'react';
+import { useMemo, useRef, useState } from 'react';
 import { useAuth } from '../auth.tsx';
 import { allResults, caseExpected, caseFailed, caseInput, caseOutput, type CaseResult } from '../../../src/client/index.ts';
 import { Histogram } from '../histogram.tsx';
@@ -19,6 +19,12 @@ export function EvaluationPage({ id }: { id: string }) {
   const metrics = useApi(view ? ['metrics', id, status, done] : null, () => client.evaluations.metrics({ metrics: { run_id: id } }));
   const [failuresOnly, setFailuresOnly] = useState(false);
   const [open, setOpen] = useState<string>();
+  // Closing a case's view gives the focus back to what opened it, not to the page's body.
+  const opener = useRef<HTMLElement>(null);
+  const close = () => {
+    setOpen(undefined);
+    opener.current?.focus();
+  };
   const [stopError, setStopError] = useState<unknown>();
 
   const shown = useMemo(() => (results.data ?? []).filter((r) => !failuresOnly || caseFailed(r)), [results.data, failuresOnly]);
@@ -93,7 +99,15 @@ export function EvaluationPage({ id }: { id: string }) {
                   return (
                     <tr key={result.id} className={caseFailed(result) ? 'failed' : undefined}>
                       <th scope="row">
-                        <button type="button" className="link" onClick={() => setOpen(result.id)} aria-label={`Open case ${index + 1}`}>
+                        <button
+                          type="button"
+                          className="link"
+                          onClick={(e) => {
+                            opener.current = e.currentTarget;
+                            setOpen(result.id);
+                          }}
+                          aria-label={`Open case ${index + 1}`}
+                        >
                           {index + 1}
                           {result.repeat_idx ? `.${result.repeat_idx}` : ''}
                         </button>{' '}
@@ -118,7 +132,7 @@ export function EvaluationPage({ id }: { id: string }) {
             </table>
           </div>
           {results.data && shown.length === 0 ? <p className="muted">{failuresOnly ? 'No failed cases.' : 'No cases have run yet.'}</p> : null}
-          {opened ? <CaseDetail result={opened} onClose={() => setOpen(undefined)} /> : null}
+          {opened ? <CaseDetail result={opened} onClose={close} /> : null}
         </>
       ) : null}
     </Page>

@@ -3,7 +3,7 @@ import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
 import { readInteractions } from '../interactions.ts';
 import { ApprovalButtons, NativeMessagesView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Loading, Page, Time, VIEWER_NOTE, formatCost, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Loading, Page, Revealed, Time, VIEWER_NOTE, formatCost, revealControls, useApi } from '../ui.tsx';
 
 /** One session: its turns, what waits for an answer (answerable here), and its folder. */
 export function SessionPage({ sessionId }: { sessionId: string }) {
@@ -182,7 +182,10 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
   return (
     <section aria-labelledby="files-title">
       <h2 id="files-title">
-        Files <span className="mono muted">{path === '.' ? '/' : `/${path}`}</span>
+        Files{' '}
+        <span className="mono muted">
+          <Revealed text={path === '.' ? '/' : `/${path}`} />
+        </span>
       </h2>
       {up !== undefined ? (
         <button type="button" onClick={() => setPath(up)}>
@@ -196,11 +199,11 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
           <li key={entry.name}>
             {entry.type === 'directory' ? (
               <button type="button" className="link" onClick={() => setPath(join(entry.name))}>
-                {entry.name}/
+                <Revealed text={`${entry.name}/`} />
               </button>
             ) : (
-              <button type="button" className="link" onClick={() => void download(entry.name)} aria-label={`Download ${entry.name}`}>
-                {entry.name}
+              <button type="button" className="link" onClick={() => void download(entry.name)} aria-label={`Download ${revealControls(entry.name)}`}>
+                <Revealed text={entry.name} />
               </button>
             )}
             {entry.size !== undefined ? <span className="muted"> {byteCount(entry.size)}</span> : null}
@@ -215,7 +218,11 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
       ) : (
         <p className="hint">{VIEWER_NOTE}</p>
       )}
-      {note ? <p role="status">{note}</p> : null}
+      {note ? (
+        <p role="status">
+          <Revealed text={note} />
+        </p>
+      ) : null}
       <ErrorNote error={failure} />
     </section>
   );
