@@ -70,6 +70,11 @@ export async function invokeMany(client: Pick<AgentdClient, 'invoke'>, inputs: r
   const progress: InvokeManyProgress = { total: inputs.length, done: 0, failed: 0, inFlight: 0 };
   /** `shared`: the conversation so far, grown by each turn that succeeds. */
   let history: unknown[] = [];
+  /**
+   * The server refused the key itself (401, or 403 for this project): every input would be refused
+   * alike, so none is sent after it, and each ends with that answer.
+   */
+  let refused: AgentdError | undefined;
 
   const requestFor = (input: InvokeBody, index: number): InvokeBody => {
     const messages = input.data?.inputs?.messages ?? [];
@@ -102,6 +107,7 @@ export async function invokeMany(client: Pick<AgentdClient, 'invoke'>, inputs: r
     let attempts = 0;
     for (;;) {
       if (signal?.aborted) return settle({ index, ok: false, error: cancelled(), attempts, durationMs: Date.now() - started });
+      if (refused) return settle({ index, ok: false, error: refused, attempts, durationMs: Date.now() - started });
       attempts++;
       try {
         const request = requestFor(input, index);
@@ -113,6 +119,7 @@ export async function invokeMany(client: Pick<AgentdClient, 'invoke'>, inputs: r
         // A busy session ran no turn of this input: waiting for it (its turn may go on for minutes,
         // one a Ctrl-C left running on the server, say) is no attempt and uses up no retry.
         if (error.sessionBusy) attempts--;
+        if (error.status.code === 401 || error.status.code === 403) refused ??= error;
         if (!error.retryable || attempts > retries || signal?.aborted) return settle({ index, ok: false, error, attempts, durationMs: Date.now() - started });
         await wait(Math.max(retryDelay, error.retryAfterMs ?? 0), signal);
       }

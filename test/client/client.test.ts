@@ -525,6 +525,14 @@ describe('invokeMany', () => {
     expect(progress.at(-1)).toEqual({ total: 4, done: 4, failed: 2, inFlight: 0 });
   });
 
+  it('a key the server refuses stops the run: no input is sent after the 401, and each ends with it', async () => {
+    const refusedClient = createClient({ baseUrl: h.url, apiKey: 'not-a-key', projectId: h.projectId });
+    const outcomes = await refusedClient.invokeMany(inputs(['k0', 'k1', 'k2', 'k3', 'k4']), { concurrency: 2, retryDelay: 0 });
+    expect(outcomes.map((o) => !o.ok && o.error.status.code)).toEqual([401, 401, 401, 401, 401]);
+    // The two in flight when it came were sent; none after.
+    expect(outcomes.map((o) => o.attempts)).toEqual([1, 1, 0, 0, 0]);
+  });
+
   it('fresh sessions are `${sessionId}-${i}`; none gets server-minted distinct ids', async () => {
     const prefix = sid('fresh');
     const fresh = await client.invokeMany(inputs(['f0', 'f1', 'f2']), { session: 'fresh', sessionId: prefix });
