@@ -157,6 +157,9 @@ async function applicationRevision(client: AgentdClient, values: Values): Promis
   return resolved.revision.id;
 }
 
+/** A line to the terminal on stderr, wrapped to its width between the given words (commands stay whole). */
+const tell = (words: string[]) => process.stderr.write(wrapWords(words, terminalWidth(process.stderr)));
+
 /**
  * Ctrl-C while a run is watched: on a terminal, asks whether to stop the run on the server or
  * leave it running; elsewhere there is nobody to ask, and it is left running. Either way it says
@@ -167,15 +170,15 @@ async function interrupted(client: AgentdClient, id: string): Promise<number> {
   let stop = false;
   if (process.stdin.isTTY) {
     const rl = createInterface({ input: process.stdin, output: process.stderr });
-    const answer = await Promise.race([rl.question(`Stop run ${id} on the server too? [y/N] `), new Promise<string>((resolve) => rl.once('SIGINT', () => resolve('')))]);
+    const answer = await Promise.race([rl.question('Stop the run on the server too? [y/N] '), new Promise<string>((resolve) => rl.once('SIGINT', () => resolve('')))]);
     rl.close();
     stop = /^y(es)?$/i.test(answer.trim());
   }
   if (stop) {
     await client.evaluations.stop(id);
-    process.stderr.write(`stopped run ${id}: its cases in flight were cancelled\n`);
+    tell([`stopped run ${id}:`, 'its cases in flight were cancelled']);
   } else {
-    process.stderr.write(`left run ${id} running: agentd eval show ${id} follows it, agentd eval stop ${id} stops it\n`);
+    tell([`left run ${id} running:`, `agentd eval show ${id}`, 'follows it,', `agentd eval stop ${id}`, 'stops it']);
   }
   return 130;
 }
@@ -205,7 +208,7 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
       ...(evaluators ? { evaluators: evaluators as never } : {}),
     },
   });
-  process.stderr.write(`run ${evaluation.id} started (agentd eval show ${evaluation.id})\n`);
+  tell([`run ${evaluation.id}`, 'started', `(agentd eval show ${evaluation.id})`]);
   const stopRequested = new AbortController();
   const onSigint = () => stopRequested.abort();
   process.once('SIGINT', onSigint);
@@ -227,7 +230,8 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
         const transient = error instanceof AgentdError && (error.status.type === 'network' || error.status.code >= 500);
         lostSince ??= Date.now();
         if (!transient || Date.now() - lostSince > LOST_CONTACT_MS) {
-          process.stderr.write(`\nlost contact while following run ${current.id}; it goes on on the server: agentd eval show ${current.id}\n`);
+          process.stderr.write('\n');
+          tell(['lost contact while following', `run ${current.id};`, 'it goes on on the server:', `agentd eval show ${current.id}`]);
           throw error;
         }
       }
@@ -238,7 +242,7 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
     // For CI a case its evaluators fail (or could not score) has failed too, as a failed turn has.
     const low = (await allResults(client, current.id)).filter(caseFailed).length;
     if (low === 0) return 0;
-    process.stderr.write(`${low} case${low === 1 ? '' : 's'} scored low (agentd eval show ${current.id} --cases --failed)\n`);
+    tell([`${low} case${low === 1 ? '' : 's'} scored low`, `(agentd eval show ${current.id} --cases --failed)`]);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);

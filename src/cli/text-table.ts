@@ -42,8 +42,8 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
  * fills the last column leaves the cursor waiting to wrap, and some terminals then wrap the next
  * line onto it. Undefined for a file or a pipe, which keep whole lines.
  */
-export const terminalWidth = (): number | undefined => {
-  const columns = terminalColumns(process.stdout);
+export const terminalWidth = (stream: { isTTY?: boolean; columns?: number } = process.stdout): number | undefined => {
+  const columns = terminalColumns(stream);
   return columns === undefined ? undefined : columns - 1;
 };
 

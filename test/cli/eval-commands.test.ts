@@ -179,15 +179,21 @@ describe.runIf(hasTmux())('in a terminal', () => {
       expect(lines[0]!.length).toBeLessThanOrEqual(columns);
       const id = /run (\S+) started/.exec(progress)![1]!;
       await term.send('C-c');
-      await term.waitFor(/Stop run \S+ on the server too\? \[y\/N\]/);
+      await term.waitFor(/Stop the run on the server too\? \[y\/N\]/);
       const stop = columns === 60;
       await term.send(stop ? 'y' : 'n', 'Enter');
+      // What it says is wrapped to the terminal between its words, the commands in it kept whole.
+      const said = await term.waitFor(stop ? /were cancelled/ : /stops it/);
+      // (The terminal itself echoes Ctrl-C as "^C" after the progress line.)
+      for (const line of said.split('\n')) expect(line.replace('^C', '').length, line).toBeLessThanOrEqual(columns);
+      const text = said.replace(/\s+/g, ' ');
+      expect(text).toContain(`run ${id} started (agentd eval show ${id})`);
       if (stop) {
-        await term.waitFor(/stopped run \S+: its cases in flight were cancelled/);
+        expect(text).toContain(`stopped run ${id}: its cases in flight were cancelled`);
         await finished(id);
         expect((await client.evaluations.get(id)).evaluation.data.status).toBe('cancelled');
       } else {
-        await term.waitFor(new RegExp(`left run ${id} running: agentd eval show ${id} follows it`));
+        expect(text).toContain(`left run ${id} running: agentd eval show ${id} follows it, agentd eval stop ${id} stops it`);
         await client.evaluations.stop(id);
       }
     } finally {
