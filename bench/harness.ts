@@ -84,7 +84,7 @@ async function floorTurn(kind: HarnessKind, n: number): Promise<{ cold: number; 
   model.script(writeTurn(kind, folder));
   const started = performance.now();
   const setup = { endpoint: PROFILES[kind].endpoint, folder, stateDir: home, extras: {}, gateAll: false, gateAny: false };
-  const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false, modelTimeoutMs: 120_000 });
+  const command = await harnessProcess(HARNESSES[kind], setup, { mcps: [], network: 'off', unsafeHost: false, modelTimeoutMs: 120_000, secrets: [] });
   const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'ignore', ...(command.fds ?? [])], detached: true });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const connection = acp

@@ -5,6 +5,7 @@ import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
 import { ToolError } from './tools/tool-error.ts';
 import { own } from '../objects.ts';
+import { secretForms } from '../telemetry/redact.ts';
 
 /**
  * The template's MCP servers (`data.parameters.agent.mcps`) as AI SDK tools for one turn.
@@ -341,9 +342,11 @@ function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   // Short header values are flags and content types, and would blot out ordinary words.
   const headerValues = Object.values(connection.headers ?? {});
   const secrets = [connection.url, ...headerValues.filter((v) => v.length >= 8)];
-  // The request's secrets that the url or a header was filled with, short ones too (not a letter or two).
+  // The request's secrets that the url or a header was filled with, short ones too (not a letter or
+  // two), and as the URL carries them: a value with a space or a quote in it reaches the server,
+  // and its errors, percent-encoded.
   for (const value of Object.values(opts.secrets ?? {})) {
-    if (value.length >= 4 && [connection.url, ...headerValues].some((text) => text.includes(value))) secrets.push(value);
+    if (value.length >= 4 && [connection.url, ...headerValues].some((text) => text.includes(value))) secrets.push(...secretForms(value));
   }
   try {
     const url = new URL(connection.url);

@@ -12,14 +12,16 @@ import type { ModelEndpoint } from '../agent/model.ts';
 import { gateFor } from '../agent/permissions.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
 import type { TurnInput } from '../agent/turn.ts';
+import { secretList } from '../telemetry/redact.ts';
 import { BWRAP, bwrapEnv, harnessInvocation, sandboxAvailable, SANDBOX_PATH } from '../agent/tools/sandbox.ts';
 import { resolveModule } from './resolve-module.ts';
 import { canonical } from './canonical.ts';
-import type { GateAnswer } from './acp-turn.ts';
+import type { AcpTurnEnd, GateAnswer } from './acp-turn.ts';
 import type { Gated } from './update-teller.ts';
 import type { HarnessProcess } from './harness-connection.ts';
 import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
 import { HarnessRelay, RELAY_DIR } from './relay.ts';
+import { scrubState } from './scrub-state.ts';
 import { claude } from './claude.ts';
 import { codex } from './codex.ts';
 import { pi } from './pi.ts';
@@ -32,7 +34,7 @@ export type HarnessKind = keyof typeof HARNESSES;
 const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
 
 /** What a harness turn takes: what the built-in loop's turn takes, less its model and tools, and where the harness keeps its state. */
-export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId'> {
+export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId' | 'secretValues'> {
   /** The template's MCP servers, the request's secrets filled in: the harness connects to them itself. */
   mcps: McpServer[];
   /** What the session's last finished turn ended with, if text: a harness session loaded for this turn must have it. */
@@ -104,6 +106,8 @@ export interface HarnessReach {
   unsafeHost: boolean;
   /** How long its model may send nothing (AGENTD_MODEL_TIMEOUT_MS). */
   modelTimeoutMs: number;
+  /** The run's secrets and keys: masked in what the model and the MCP servers answer the harness. */
+  secrets: ReadonlyArray<string | undefined>;
 }
 
 /**
@@ -123,7 +127,7 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
   const remote = reach.mcps.flatMap((m) => (m.connection.type === 'stdio' ? [] : [m.connection]));
   const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {} }))];
   // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
-  const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on', reach.modelTimeoutMs);
+  const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on', reach.modelTimeoutMs, [...reach.secrets, setup.endpoint.apiKey]);
   let lockedDir: string | undefined;
   try {
     const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
@@ -203,7 +207,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs };
+  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs, secrets: input.secretValues ?? [] };
   // The ACP client loads with the first harness turn: a server that runs none keeps 3–5 MB of heap.
   const { runAcpTurn } = await import('./acp-turn.ts');
   const turn = runAcpTurn({
@@ -224,10 +228,17 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
     signal: input.signal,
     parking: input.parking,
   });
-  let next = await turn.next();
-  for (; !next.done; next = await turn.next()) {
-    if (next.value.type === 'interaction_request') pending ??= next.value.data;
-    yield next.value;
+  // A second of slack: some file systems keep modification times to the second.
+  const startedAt = Date.now() - 1000;
+  let next: IteratorResult<AgentEvent, AcpTurnEnd>;
+  try {
+    next = await turn.next();
+    for (; !next.done; next = await turn.next()) {
+      if (next.value.type === 'interaction_request') pending ??= next.value.data;
+      yield next.value;
+    }
+  } finally {
+    await scrubState(input.stateDir, startedAt, secretList([...reach.secrets, input.endpoint.apiKey]));
   }
   const end = next.value;
   if (end.usage) {

@@ -5,7 +5,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { secretList } from '../telemetry/redact.ts';
 import { ModelCalls } from './model-calls.ts';
 
 /** A server the harness reaches only through agentd: its model endpoint, an MCP server. */
@@ -58,8 +60,9 @@ export class HarnessRelay {
   }
 
   /** `upstreams[0]` is the model, whose calls get `modelTimeoutMs` and are watched (ModelCalls). */
-  static async open(upstreams: readonly Upstream[], network: 'on' | 'off', modelTimeoutMs: number): Promise<HarnessRelay> {
+  static async open(upstreams: readonly Upstream[], network: 'on' | 'off', modelTimeoutMs: number, secrets: ReadonlyArray<string | undefined> = []): Promise<HarnessRelay> {
     const token = randomBytes(24).toString('base64url');
+    const masked = secretList(secrets).map((secret) => Buffer.from(secret));
     const modelCalls = new ModelCalls(upstreams[0]!.url, modelTimeoutMs);
     const socketDir = network === 'off' ? mkdtempSync(path.join(os.tmpdir(), 'agentd-relay-')) : undefined;
     const servers: http.Server[] = [];
@@ -67,7 +70,7 @@ export class HarnessRelay {
     const ports: number[] = [];
     try {
       for (const [i, upstream] of upstreams.entries()) {
-        const server = http.createServer((req, res) => void relay(upstream, token, req, res, i === 0 ? modelCalls : undefined));
+        const server = http.createServer((req, res) => void relay(upstream, token, req, res, i === 0 ? modelCalls : undefined, masked));
         servers.push(server);
         const target = new URL(upstream.url);
         const suffix = `${target.pathname.replace(/\/+$/, '')}${target.search}`;
@@ -120,7 +123,7 @@ function carriesToken(req: http.IncomingMessage, token: string): boolean {
  * comes. A model call (`model`) is cut when the model sends nothing for its time limit, and what
  * it came to is kept.
  */
-async function relay(upstream: Upstream, token: string, req: http.IncomingMessage, res: http.ServerResponse, model?: ModelCalls): Promise<void> {
+async function relay(upstream: Upstream, token: string, req: http.IncomingMessage, res: http.ServerResponse, model: ModelCalls | undefined, masked: readonly Buffer[]): Promise<void> {
   if (!carriesToken(req, token)) {
     res.writeHead(403, { 'content-type': 'text/plain' }).end('agentd relay: this request does not carry its harness process token\n');
     return;
@@ -129,6 +132,8 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
   const headers: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) if (!DROPPED.has(name)) headers[name] = value;
   Object.assign(headers, upstream.headers);
+  // Answers are masked as they pass, so they must come as text.
+  if (masked.length > 0) headers['accept-encoding'] = 'identity';
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
   // A model call is a POST; what else a harness asks (Claude's HEAD preflight, a model list) may
   // fail without harm.
@@ -147,9 +152,11 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
     watch?.answered(answer.statusCode ?? 502, answer.headers);
     const back: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(answer.headers)) if (!DROPPED.has(name)) back[name] = value;
+    // Masking changes the length.
+    if (masked.length > 0) delete back['content-length'];
     res.writeHead(answer.statusCode ?? 502, back);
     res.flushHeaders();
-    void pipeline(answer, res).catch(() => res.destroy());
+    void (masked.length > 0 ? pipeline(answer, new Masking(masked), res) : pipeline(answer, res)).catch(() => res.destroy());
   });
   request.once('error', (error) => {
     if (watch && !timedOut && !hungUp) watch.unreachable(error);
@@ -162,4 +169,63 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
     request.destroy();
   });
   await pipeline(req, request).catch(() => request.destroy());
+}
+
+const MASK = Buffer.from('[redacted]');
+
+/**
+ * An upstream's answer with the run's secrets masked on their way to the harness. A model that
+ * repeats its key, an MCP server that echoes the headers or the url the relay sent it: the harness
+ * would keep the value in its own transcripts (Codex's rollouts, Pi's sessions, in the state
+ * folder), where agentd's masking of the turn's events never reaches. A tail that could begin a
+ * secret waits for the next chunk, so a value split between two is masked too.
+ */
+class Masking extends Transform {
+  readonly #secrets: readonly Buffer[];
+  readonly #longest: number;
+  #held: Buffer = Buffer.alloc(0);
+
+  constructor(secrets: readonly Buffer[]) {
+    super();
+    this.#secrets = secrets;
+    this.#longest = Math.max(...secrets.map((s) => s.length));
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    const data = this.#mask(this.#held.length > 0 ? Buffer.concat([this.#held, chunk]) : chunk);
+    const keep = this.#tail(data);
+    this.#held = Buffer.from(data.subarray(data.length - keep));
+    if (data.length > keep) this.push(data.subarray(0, data.length - keep));
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(null, this.#held.length > 0 ? this.#held : undefined);
+  }
+
+  #mask(data: Buffer): Buffer {
+    let out = data;
+    for (const secret of this.#secrets) {
+      let at = out.indexOf(secret);
+      if (at === -1) continue;
+      const parts: Buffer[] = [];
+      let from = 0;
+      for (; at !== -1; at = out.indexOf(secret, from)) {
+        parts.push(out.subarray(from, at), MASK);
+        from = at + secret.length;
+      }
+      parts.push(out.subarray(from));
+      out = Buffer.concat(parts);
+    }
+    return out;
+  }
+
+  /** How many bytes at the end of `data` could begin a secret. */
+  #tail(data: Buffer): number {
+    for (let n = Math.min(data.length, this.#longest - 1); n > 0; n--) {
+      const tail = data.subarray(data.length - n);
+      if (this.#secrets.some((secret) => secret.length > n && secret.subarray(0, n).equals(tail))) return n;
+    }
+    return 0;
+  }
 }

@@ -10,9 +10,40 @@ export type Redactor = <T>(value: T) => T;
 const MASK = '[redacted]';
 const identity: Redactor = (value) => value;
 
-function secretList(values: Iterable<string | undefined>): string[] {
+const UNRESERVED = /^[\w.~-]*$/;
+
+/**
+ * A secret as text may quote it: as it is, and as it reads once escaped on its way somewhere. A
+ * value put into an MCP server's url comes back percent-encoded (the URL parser encodes a space,
+ * `"`, `<`, `{`, non-ASCII…), a value inside JSON text comes back with `"` and `\\` escaped, so a
+ * server that echoes its URL or its headers as JSON would otherwise slip the value past the mask.
+ */
+export function secretForms(value: string): string[] {
+  // Letters, digits and `-._~` read the same escaped every way: nearly every key is such a value.
+  if (UNRESERVED.test(value)) return [value];
+  const forms = new Set([value]);
+  const add = (form: () => string) => {
+    try {
+      forms.add(form());
+    } catch {
+      // Not encodable that way (a lone surrogate): it cannot come back in that form either.
+    }
+  };
+  add(() => JSON.stringify(value).slice(1, -1));
+  add(() => encodeURIComponent(value));
+  add(() => encodeURI(value));
+  add(() => new URLSearchParams({ v: value }).toString().slice(2));
+  // As the WHATWG URL parser writes it in a query and in a path (it leaves more as it is than encodeURI).
+  if (!value.includes('#')) add(() => new URL(`http://h/?${value}`).search.slice(1));
+  if (!/[?#]/.test(value)) add(() => new URL(`http://h/${value}`).pathname.slice(1));
+  return [...forms];
+}
+
+/** The texts to mask for these secret values, every form of each, longest first. */
+export function secretList(values: Iterable<string | undefined>): string[] {
   // Short values would mask ordinary words; a real secret is longer than this.
-  return [...new Set([...values].filter((v): v is string => typeof v === 'string' && v.length >= 6))].sort((a, b) => b.length - a.length);
+  const raw = [...values].filter((v): v is string => typeof v === 'string' && v.length >= 6);
+  return [...new Set(raw.flatMap(secretForms))].filter((v) => v.length >= 6).sort((a, b) => b.length - a.length);
 }
 
 function maskIn(secrets: readonly string[], text: string): string {
@@ -30,12 +61,27 @@ export function makeRedactor(values: Iterable<string | undefined>): Redactor {
   const walk = (value: unknown): unknown => {
     if (typeof value === 'string') return redactString(value);
     if (!value || typeof value !== 'object') return value;
-    let copy: Record<string, unknown> | undefined;
-    for (const [key, item] of Object.entries(value)) {
-      const redacted = walk(item);
-      if (redacted !== item) (copy ??= (Array.isArray(value) ? [...value] : { ...value }) as Record<string, unknown>)[key] = redacted;
+    if (Array.isArray(value)) {
+      let copy: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const redacted = walk(value[i]);
+        if (redacted !== value[i]) (copy ??= [...value])[i] = redacted;
+      }
+      return copy ?? value;
     }
-    return copy ?? value;
+    // An object's keys are text the caller or a model chose too (`tags: {"<secret>": …}` would
+    // otherwise reach the stored turn and a span attribute's name): masked as its values are.
+    // Rebuilt with fromEntries, which defines each key: an own `__proto__` stays a key.
+    const entries = Object.entries(value);
+    let copy: [string, unknown][] | undefined;
+    for (let i = 0; i < entries.length; i++) {
+      const [key, item] = entries[i]!;
+      const name = redactString(key);
+      const redacted = walk(item);
+      if (!copy && (name !== key || redacted !== item)) copy = entries.slice(0, i);
+      copy?.push([name, redacted]);
+    }
+    return copy ? Object.fromEntries(copy) : value;
   };
   return <T>(value: T) => walk(value) as T;
 }
@@ -60,9 +106,10 @@ export function redactError(error: unknown, redact: Redactor): unknown {
  * delta settles it or its end event releases it.
  */
 export function makeEventRedactor(values: Iterable<string | undefined>): (event: AgentEvent) => AgentEvent[] {
-  const secrets = secretList(values);
+  const given = [...values];
+  const secrets = secretList(given);
   if (secrets.length === 0) return (event) => [event];
-  const redact = makeRedactor(secrets);
+  const redact = makeRedactor(given);
   const held = new Map<string, string>();
   const tailToHold = (text: string) => {
     for (let n = Math.min(text.length, secrets[0]!.length - 1); n > 0; n--) {

@@ -195,9 +195,10 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(existsSync(path.join(h.sessionDir(session), 'hello.txt'))).toBe(false);
     }, 60_000);
 
-    it('keeps no provider key in any file of the data folder (session, harness state, SQLite) nor in the stored turns', async () => {
+    it('keeps no provider key in any file of the data folder (session, harness state, SQLite) nor in the stored turns, even one its model repeats', async () => {
       const session = sid(`${profile.kind}-key`);
-      h.model.script([write(session), { text: 'Wrote it.' }]);
+      // The harness keeps what its model answered in its own transcript, in the state folder.
+      h.model.script([write(session), { text: `Wrote it with ${profile.key}.` }]);
       await ask(session);
       // The data folder holds the session folders, the harnesses' state folders and a SQLite database.
       for (const file of await readdir(h.dataDir, { recursive: true })) {
