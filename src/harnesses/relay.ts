@@ -72,8 +72,9 @@ export class HarnessRelay {
       for (const [i, upstream] of upstreams.entries()) {
         const server = http.createServer((req, res) => void relay(upstream, token, req, res, i === 0 ? modelCalls : undefined, masked));
         servers.push(server);
-        const target = new URL(upstream.url);
-        const suffix = `${target.pathname.replace(/\/+$/, '')}${target.search}`;
+        // Without the upstream's query: it may hold a secret filled in (`?token={{secrets.T}}`), so the
+        // relay adds it on its side (`relay`), and the harness never holds it.
+        const suffix = new URL(upstream.url).pathname.replace(/\/+$/, '');
         if (socketDir) {
           await listen(server, path.join(socketDir, `${i}.sock`));
           ports.push(FIRST_PORT + i);
@@ -128,7 +129,14 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
     res.writeHead(403, { 'content-type': 'text/plain' }).end('agentd relay: this request does not carry its harness process token\n');
     return;
   }
-  const target = new URL(req.url ?? '/', new URL(upstream.url).origin);
+  const base = new URL(upstream.url);
+  const target = new URL(req.url ?? '/', base.origin);
+  // What is asked at the upstream's path or below gets the upstream's own query, as a client given
+  // its url would send it; kept as written, so a value reaches the server encoded as it was.
+  const basePath = base.pathname.replace(/\/+$/, '');
+  if (base.search && (target.pathname === basePath || target.pathname.startsWith(`${basePath}/`))) {
+    target.search = target.search ? `${target.search}&${base.search.slice(1)}` : base.search;
+  }
   const headers: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) if (!DROPPED.has(name)) headers[name] = value;
   Object.assign(headers, upstream.headers);

@@ -40,6 +40,20 @@ describe('HarnessRelay', () => {
     }
   });
 
+  it('keeps the upstream’s query, which may hold a secret, from the harness, and adds it to what it relays', async () => {
+    const relay = await HarnessRelay.open([{ url, headers: {} }, { url: `${url}/mcp?token=s%20cret-77&v=2`, headers: {} }], 'on', 5_000);
+    try {
+      expect(relay.urls[1]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/mcp$/);
+      const asked = async (at: string) => (await (await fetch(at, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' })).text()).split('\n')[0];
+      expect(await asked(relay.urls[1]!)).toBe('data: POST /v1/mcp?token=s%20cret-77&v=2');
+      expect(await asked(`${relay.urls[1]}?session=1`)).toBe('data: POST /v1/mcp?session=1&token=s%20cret-77&v=2');
+      // Elsewhere on the server (an SSE transport's own endpoint), as the server named it.
+      expect(await asked(relay.urls[1]!.replace('/v1/mcp', '/messages?id=3'))).toBe('data: POST /messages?id=3');
+    } finally {
+      relay.close();
+    }
+  });
+
   it('refuses a request without the token, and one with another process’s', async () => {
     const relay = await HarnessRelay.open([{ url, headers: {} }], 'on', 5_000);
     const other = await HarnessRelay.open([{ url, headers: {} }], 'on', 5_000);
