@@ -1,7 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HarnessRelay } from '../../src/harnesses/relay.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
 
 /**
  * What passes the relay back to a harness is kept in the harness's own transcripts (Codex's
@@ -12,12 +12,11 @@ import { HarnessRelay } from '../../src/harnesses/relay.ts';
 
 const KEY = 'sk-relay-real-key-123456';
 const QUOTED = 'tok"en-with-quote-98765';
-let upstream: http.Server;
+let upstream: Upstream;
 let url: string;
-const seen: http.IncomingHttpHeaders[] = [];
+let seen: http.IncomingHttpHeaders[];
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    seen.push(req.headers);
+  upstream = await startUpstream((req, res) => {
     const auth = (req.headers.authorization ?? '').replace(/^Bearer /, '');
     const body = `data: {"text":"my key is ${auth}","quoted":${JSON.stringify(QUOTED)}}\n\n`;
     // Cut inside the key: a value split between two chunks must be masked too.
@@ -26,8 +25,7 @@ beforeAll(async () => {
     res.write(body.slice(0, cut));
     setTimeout(() => res.end(body.slice(cut)), 30);
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+  ({ url, seen } = upstream);
 });
 afterAll(() => upstream.close());
 

@@ -1,23 +1,21 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HarnessRelay } from '../../src/harnesses/relay.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
 
 /** The relay between a harness and its model or MCP servers (relay.ts), against a real upstream. */
 
-let upstream: http.Server;
+let upstream: Upstream;
 let url: string;
-const seen: http.IncomingHttpHeaders[] = [];
+let seen: http.IncomingHttpHeaders[];
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    seen.push(req.headers);
+  upstream = await startUpstream((req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     // Streamed in two pieces, the second after a pause: the relay must not wait for the end.
     res.write(`data: ${req.method} ${req.url}\n\n`);
     setTimeout(() => res.end('data: done\n\n'), 50);
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+  ({ url, seen } = upstream);
 });
 afterAll(() => upstream.close());
 
@@ -82,22 +80,18 @@ describe('HarnessRelay', () => {
 });
 
 describe('HarnessRelay: what the model calls came to', () => {
-  let model: http.Server;
+  let model: Upstream;
   let modelUrl: string;
   beforeAll(async () => {
-    model = http.createServer((req, res) => {
+    model = await startUpstream((req, res) => {
       if (req.url?.endsWith('/limited')) res.writeHead(429, { 'retry-after': '7' }).end('{"error":"slow down, sk-real-key"}');
       else if (req.url?.endsWith('/refused')) res.writeHead(401).end();
       else if (req.url?.endsWith('/stalls')) res.writeHead(200, { 'content-type': 'text/event-stream' }).write('data: first\n\n');
       else if (!req.url?.endsWith('/silent')) res.writeHead(200).end('ok');
     });
-    await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
-    modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+    modelUrl = model.url;
   });
-  afterAll(() => {
-    model.closeAllConnections();
-    model.close();
-  });
+  afterAll(() => model.close());
 
   const post = (relay: HarnessRelay, path: string) => fetch(`${relay.urls[0]}${path}`, { method: 'POST', headers: { 'x-api-key': relay.token }, body: '{}' });
 
