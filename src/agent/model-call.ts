@@ -1,7 +1,9 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
 import { APICallError, RetryError } from 'ai';
+import { AppError } from '../errors.ts';
 import { isJsonType } from '../media-types.ts';
+import { hostOf } from './model-errors.ts';
 import { learn, neverStreams, streamOnly } from './model-facts.ts';
 import { watched } from './model-timeout.ts';
 import { endpointOf } from './model.ts';
@@ -24,6 +26,18 @@ function isUnreadableReply(error: unknown): boolean {
   return false;
 }
 
+function isHtml(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i.test(contentType);
+}
+
+/** The content type of the answer a failed call read, when the error kept its headers. */
+function responseType(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (APICallError.isInstance(e)) return e.responseHeaders?.['content-type'];
+  }
+  return undefined;
+}
+
 function isRefusedCall(error: unknown): boolean {
   return error instanceof Error && REFUSALS.has((error as { statusCode?: number }).statusCode ?? 0);
 }
@@ -40,9 +54,10 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
   const retried = retrying(settings.maxRetries, options.abortSignal);
   // Each attempt has the whole AGENTD_MODEL_TIMEOUT_MS; the waits between attempts do not count.
   const attempt = <T>(call: (abortSignal: AbortSignal) => PromiseLike<T>) => retried(() => watched(settings.timeoutMs, options.abortSignal, call));
-  const generate = async function* () {
+  const generate = async function* (answered?: () => void) {
     const { value, watch } = await attempt((abortSignal) => model.doGenerate({ ...options, abortSignal }));
     watch.stop();
+    answered?.();
     yield* contentParts(value);
   };
   if (neverStreams.has(endpoint)) return yield* generate();
@@ -52,7 +67,10 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     } catch (error) {
       // Nothing has reached the turn yet, so the call is made again, streamed. An unreadable reply
       // is a sure sign; a refusal may have other causes, so it is not learnt.
-      if (isUnreadableReply(error)) learn({ kind: 'stream-only', endpoint });
+      // An HTML page (a proxy's, a login page) says nothing about how the server streams.
+      if (isHtml(responseType(error))) throw error;
+      // A JSON body that did not parse is a broken answer, not a sign of a server that only streams.
+      if (isUnreadableReply(error) && !isJsonType(responseType(error))) learn({ kind: 'stream-only', endpoint });
       else if (!isRefusedCall(error)) throw error;
     }
   }
@@ -61,8 +79,16 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     watch.stop();
     // The SDK would read that body as an empty stream: drop it unread and ask again without streaming.
     await result.stream.cancel();
-    learn({ kind: 'never-streams', endpoint });
-    return yield* generate();
+    // Learnt once the server has answered the call made without streaming: a JSON error body, or
+    // one that does not parse, says nothing about how it streams.
+    return yield* generate(() => learn({ kind: 'never-streams', endpoint }));
+  }
+  const type = result.response?.headers?.['content-type'];
+  if (isHtml(type)) {
+    watch.stop();
+    // The SDK would read an HTML page as an event stream with no events: an empty answer.
+    await result.stream.cancel().catch(() => {});
+    throw new AppError('upstream-error', `the model provider at ${hostOf(endpoint.split(' ')[0]!)} answered with an HTML page (${type!.split(';')[0]!.trim()}) instead of an event stream; check the provider's base URL`);
   }
   // Read here rather than through a transform stream of the watchdog's: a stream that goes quiet
   // is cancelled, and said to have timed out.

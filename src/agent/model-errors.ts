@@ -20,6 +20,17 @@ function causeCode(error: unknown): string | undefined {
 }
 
 /**
+ * The provider's `retry-after` (seconds or an HTTP date), else its `retry-after-ms` (OpenAI's) in
+ * whole seconds, as the caller's `retry-after` header.
+ */
+function retryAfterOf(headers: Record<string, string> | undefined): string | undefined {
+  const given = headers?.['retry-after']?.trim();
+  if (given) return given;
+  const ms = Number.parseFloat(headers?.['retry-after-ms'] ?? '');
+  return Number.isFinite(ms) && ms >= 0 ? String(Math.ceil(ms / 1000)) : undefined;
+}
+
+/**
  * Maps what a provider call can throw to a status the caller can act on: bad upstream credentials
  * are the operator's to fix (424), rate limits pass through with their retry-after (429), a dead or
  * broken upstream is a gateway failure (502/504). Never a 500 for someone else's outage.
@@ -37,8 +48,9 @@ export function toModelError(error: unknown): AppError {
       return new AppError('upstream-auth', `the model provider at ${where} answered 404: ${error.message}; check llm.model and the provider's base URL`, { status: 424, cause: error });
     }
     if (status === 429) {
-      const retryAfter = error.responseHeaders?.['retry-after'];
-      return new AppError('upstream-rate-limited', `the model provider at ${where} is rate limiting (HTTP 429)${retryAfter ? `; retry after ${retryAfter} s` : ''}`, {
+      const retryAfter = retryAfterOf(error.responseHeaders);
+      const when = retryAfter && (/^\d+$/.test(retryAfter) ? `${retryAfter} s` : retryAfter);
+      return new AppError('upstream-rate-limited', `the model provider at ${where} is rate limiting (HTTP 429)${when ? `; retry after ${when}` : ''}`, {
         cause: error,
         ...(retryAfter ? { headers: { 'retry-after': retryAfter } } : {}),
       });
@@ -57,6 +69,8 @@ export function toModelError(error: unknown): AppError {
     const code = causeCode(error);
     return new AppError('upstream-error', `could not reach the model provider at ${where}${code ? ` (${code})` : ''}: ${error.message}`, { cause: error });
   }
+  const failure = streamFailure(error);
+  if (failure) return fromStreamFailure(failure, error);
   if (error instanceof Error && (error.name === 'TimeoutError' || causeCode(error) === 'UND_ERR_HEADERS_TIMEOUT')) {
     return new AppError('upstream-timeout', `the model provider did not answer in time: ${error.message}`, { cause: error });
   }
@@ -66,4 +80,52 @@ export function toModelError(error: unknown): AppError {
   }
   const message = error instanceof Error ? error.message : String(error);
   return new AppError('upstream-error', `the model provider's response could not be used: ${message}`, { cause: error });
+}
+
+/** What a provider said in an error event of a stream that had begun. */
+interface StreamFailure {
+  message: string;
+  statusCode: number | undefined;
+  /** The provider's error type and code, e.g. `overloaded_error`, `rate_limit_exceeded`. */
+  kind: string;
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+}
+
+function httpStatus(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{3}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined;
+}
+
+/**
+ * A stream's `error` part is not always an Error: the providers pass on the error event itself
+ * (OpenAI's `error` and `response.failed`, Anthropic's `overloaded_error`, an OpenAI-compatible
+ * server's `{"error": {...}}` chunk), as a plain object or the AI SDK's ProviderStreamError.
+ */
+function streamFailure(error: unknown): StreamFailure | undefined {
+  if (error instanceof Error) return undefined;
+  const outer = record(error);
+  if (!outer) return undefined;
+  const inner = record(record(outer.response)?.error) ?? record(outer.error) ?? outer;
+  if (typeof inner.message !== 'string') return undefined;
+  const statusCode = [outer.statusCode, inner.statusCode, inner.status, outer.status, inner.code, outer.code].map(httpStatus).find((s) => s !== undefined);
+  const kind = [...new Set([inner.type, inner.code, outer.type, outer.code].filter((v): v is string => typeof v === 'string' && v !== '' && !/^\d+$/.test(v)))].join(' ');
+  return { message: inner.message, statusCode, kind };
+}
+
+function fromStreamFailure({ message, statusCode, kind }: StreamFailure, cause: unknown): AppError {
+  const lower = kind.toLowerCase();
+  const status =
+    statusCode ??
+    (/rate_limit|insufficient_quota/.test(lower) ? 429 : /authentication/.test(lower) ? 401 : /permission/.test(lower) ? 403 : /overloaded/.test(lower) ? 529 : undefined);
+  const said = `${kind ? ` (${kind})` : ''}: ${message}`;
+  if (status === 401 || status === 403) return new AppError('upstream-auth', `the model provider rejected the credentials while answering${said}`, { cause });
+  if (status === 429) return new AppError('upstream-rate-limited', `the model provider is rate limiting${said}`, { cause });
+  if (status === 408 || status === 504) return new AppError('upstream-timeout', `the model provider timed out while answering${said}`, { cause });
+  if (status !== undefined && status >= 400 && status < 500 && status !== 404 && status !== 409) {
+    return new AppError('upstream-rejected', `the model provider refused the request while answering${said}`, { cause });
+  }
+  return new AppError('upstream-error', `the model provider failed while answering${said}`, { cause });
 }

@@ -8,6 +8,7 @@ import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
 import { learn, wayIn } from './model-facts.ts';
+import { endingAtLastEvent } from './sse-end.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 import { own } from '../objects.ts';
 
@@ -16,8 +17,12 @@ export type Provider = (typeof PROVIDERS)[number];
 
 const WHERE = 'data.parameters.agent.llm';
 
-/** Every provider's HTTP client: a cheaper fetch, measured in BENCHMARKS.md. */
-const HTTP = { fetch: keepAliveFetch };
+/**
+ * Every provider's HTTP client: a cheaper fetch, measured in BENCHMARKS.md, whose event streams end
+ * at their last event (sse-end.ts).
+ */
+const modelFetch: typeof keepAliveFetch = async (input, init) => endingAtLastEvent(await keepAliveFetch(input, init));
+const HTTP = { fetch: modelFetch };
 
 /** A project connection as a turn uses it, its API key decrypted. Lives only as long as the turn. */
 export interface ProjectConnection {
@@ -192,7 +197,7 @@ function http(apiKey: string, authHeader: string): { fetch: typeof keepAliveFetc
     fetch: (input, init) => {
       const headers = new Headers(init?.headers);
       headers.delete(authHeader);
-      return keepAliveFetch(input, { ...init, headers });
+      return modelFetch(input, { ...init, headers });
     },
   };
 }

@@ -106,6 +106,20 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
 
   const { calls } = collectCalls(input.history);
+  /**
+   * The conversation's call ids, each unique. Some servers number their calls afresh in every
+   * answer (`call_0`, `list_dir:0`), give two calls of one answer the same id, or none: a call
+   * whose id is taken (or empty) gets a fresh one, used from then on, so the conversation the
+   * caller posts back never holds two calls of one id.
+   */
+  const callIds = new Set(calls.map((c) => c.toolCallId));
+  const uniqueCallId = (id: string): string => {
+    const base = id || `call-${input.turnId}`;
+    let unique = base;
+    for (let n = 2; callIds.has(unique); n++) unique = `${base}-${n}`;
+    callIds.add(unique);
+    return unique;
+  };
   const { system, prompt, decided } = toPrompt(input.history, calls);
   const tools = buildTools(input);
   const masked = makeRedactor(input.secretValues ?? []);
@@ -183,6 +197,9 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
     return { call, outcome: runTool(tools[call.toolName]!, { ...call, input: masked(call.input) }, signal) };
   };
 
+  /** The calls of the step under way, until their outcomes are told. */
+  let untold: StepCall[] = [];
+
   try {
     if (decided.length) {
       const content = yield* told(await Promise.all(decided.map(settle)));
@@ -196,6 +213,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       steps++;
       const assistant: AssistantPart[] = [];
       const stepCalls: StepCall[] = [];
+      untold = stepCalls;
       // Text and reasoning as they stream, keyed by kind and the provider's id; the message ids are
       // the turn's own, fresh for every part, since providers reuse theirs from step to step.
       const open = new Map<string, { id: string; part: Extract<AssistantPart, { type: 'text' | 'reasoning' }> }>();
@@ -242,7 +260,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           case 'tool-call': {
             // Tools the provider runs itself are none of agentd's: it gives no model any.
             if (part.providerExecuted) break;
-            const call = await parseCall(part, tools);
+            const call = await parseCall({ ...part, toolCallId: uniqueCallId(part.toolCallId) }, tools);
             assistant.push({
               type: 'tool-call',
               toolCallId: call.toolCallId,
@@ -274,6 +292,7 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
         }
       }
 
+      untold = [];
       const content = yield* told(stepCalls);
       const said = assistant.filter((p) => p.type !== 'text' || p.text !== '' || p.providerOptions);
       if (said.length) messages.push({ role: 'assistant', content: said });
@@ -293,6 +312,10 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       }
     }
   } catch (error) {
+    // Calls the model made before its answer broke off were started at once: they have run (or
+    // run now, within their own limits). What they did is told, and kept with the turn, rather
+    // than a call the record shows without the result its side effects had.
+    if (untold.length && !signal.aborted) yield* told(untold);
     // The tokens already spent are told, before the caller's error and `done`.
     if (finishedCalls > 0) yield usageEvent();
     if (signal.aborted) throw signal.reason ?? error;
