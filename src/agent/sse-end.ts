@@ -8,6 +8,9 @@
  */
 const LAST_TYPES = new Set(['response.completed', 'response.incomplete', 'response.failed', 'message_stop']);
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
+/** Bytes every last event holds: a chunk without any of them is passed on unread. */
+const HINTS = ['[DONE]', 'response.completed', 'response.incomplete', 'response.failed', 'message_stop'].map((hint) => Buffer.from(hint));
+const NEWLINE = 0x0a;
 
 function isLastEvent(line: string): boolean {
   if (line.startsWith('event:')) return LAST_TYPES.has(line.slice(6).trim());
@@ -18,33 +21,52 @@ function isLastEvent(line: string): boolean {
   return type !== undefined && LAST_TYPES.has(type);
 }
 
-function untilLastEvent(): TransformStream<Uint8Array, Uint8Array> {
-  const decoder = new TextDecoder();
-  let line = '';
-  let last = false;
-  return new TransformStream({
-    transform(chunk, controller) {
-      controller.enqueue(chunk);
-      const text = decoder.decode(chunk, { stream: true });
-      let from = 0;
-      for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', from)) {
-        line += text.slice(from, at);
-        from = at + 1;
-        const whole = line.endsWith('\r') ? line.slice(0, -1) : line;
-        line = '';
-        if (whole === '') {
-          // The blank line that ends the event: after the last one, nothing more is read.
-          if (last) return controller.terminate();
-        } else if (!last && isLastEvent(whole)) last = true;
-      }
-      line += text.slice(from);
-    },
-  });
+/**
+ * Reads the stream's lines as they pass, for the blank line that closes its last event. A chunk is
+ * decoded only when it (with the line the chunk before left unfinished) holds a hint: a stream's
+ * deltas, nearly all of its chunks, cost a byte search.
+ */
+class LastEventWatch {
+  #carry: Buffer = Buffer.alloc(0);
+  #last = false;
+
+  /** Whether the stream has ended with `chunk`. */
+  endsWith(chunk: Uint8Array): boolean {
+    const bytes = this.#carry.length > 0 ? Buffer.concat([this.#carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const lastNewline = bytes.lastIndexOf(NEWLINE);
+    if (!this.#last && !HINTS.some((hint) => bytes.includes(hint))) {
+      this.#carry = lastNewline === -1 ? Buffer.from(bytes) : Buffer.from(bytes.subarray(lastNewline + 1));
+      return false;
+    }
+    const lines = bytes.toString('utf8', 0, lastNewline + 1).split('\n');
+    this.#carry = Buffer.from(bytes.subarray(lastNewline + 1));
+    for (const raw of lines.slice(0, -1)) {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line === '') {
+        if (this.#last) return true;
+      } else if (!this.#last && isLastEvent(line)) this.#last = true;
+    }
+    return false;
+  }
 }
 
 /** The response as it came, its body ending at the stream's last event when it is an event stream. */
 export function endingAtLastEvent(response: Response): Response {
   const type = response.headers.get('content-type') ?? '';
   if (!response.body || !/^\s*text\/event-stream/i.test(type)) return response;
-  return new Response(response.body.pipeThrough(untilLastEvent()), { status: response.status, statusText: response.statusText, headers: response.headers });
+  const reader = response.body.getReader();
+  const watch = new LastEventWatch();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      controller.enqueue(value);
+      if (watch.endsWith(value)) {
+        controller.close();
+        await reader.cancel();
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
