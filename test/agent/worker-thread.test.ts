@@ -16,9 +16,11 @@ describe('a worker thread', () => {
 
   it('reports a module that fails to load as the thread\'s error, and ends', async () => {
     const worker = workerThread(entry, { workerData: { fail: true } });
+    // Listened for from the start: the exit may follow the error before a later listener is on.
+    const exited = once(worker, 'exit');
     const [error] = await once(worker, 'error');
     expect(error).toMatchObject({ message: 'this module failed to load' });
-    const [code] = await once(worker, 'exit');
+    const [code] = await exited;
     expect(code).toBe(1);
   });
 });
