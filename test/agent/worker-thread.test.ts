@@ -16,8 +16,9 @@ describe('a worker thread', () => {
 
   it('reports a module that fails to load as the thread\'s error, and ends', async () => {
     const worker = workerThread(entry, { workerData: { fail: true } });
-    // Listened for from the start: the exit may follow the error before a later listener is on.
-    const exited = once(worker, 'exit');
+    // Listened for from the start: the exit may follow the error before a later listener is on
+    // (and not with `once`, which rejects on the error).
+    const exited = new Promise<[number]>((resolve) => worker.once('exit', (code) => resolve([code])));
     const [error] = await once(worker, 'error');
     expect(error).toMatchObject({ message: 'this module failed to load' });
     const [code] = await exited;
