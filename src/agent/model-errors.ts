@@ -30,6 +30,13 @@ function retryAfterOf(headers: Record<string, string> | undefined): string | und
   return Number.isFinite(ms) && ms >= 0 ? String(Math.ceil(ms / 1000)) : undefined;
 }
 
+/** What the provider said, or what its answer was when it said nothing a provider's SDK could read (a proxy's HTML page). */
+function reasonOf(error: APICallError): string {
+  if (error.message.trim()) return error.message;
+  const type = error.responseHeaders?.['content-type']?.split(';')[0]?.trim();
+  return type ? `no reason given, only a ${type} page` : 'no reason given';
+}
+
 /**
  * Maps what a provider call can throw to a status the caller can act on: bad upstream credentials
  * are the operator's to fix (424), rate limits pass through with their retry-after (429), a dead or
@@ -61,10 +68,10 @@ export function toModelError(error: unknown): AppError {
     // Any other 4xx refuses the request itself (too long a context, a malformed call): sent again
     // it fails the same way, so retries (an evaluation's, run-many's) skip it.
     if (status !== undefined && status >= 400 && status < 500 && status !== 409) {
-      return new AppError('upstream-rejected', `the model provider at ${where} refused the request (HTTP ${status}): ${error.message}`, { cause: error });
+      return new AppError('upstream-rejected', `the model provider at ${where} refused the request (HTTP ${status}): ${reasonOf(error)}`, { cause: error });
     }
     if (status !== undefined) {
-      return new AppError('upstream-error', `the model provider at ${where} failed (HTTP ${status}): ${error.message}`, { cause: error });
+      return new AppError('upstream-error', `the model provider at ${where} failed (HTTP ${status}): ${reasonOf(error)}`, { cause: error });
     }
     const code = causeCode(error);
     return new AppError('upstream-error', `could not reach the model provider at ${where}${code ? ` (${code})` : ''}: ${error.message}`, { cause: error });

@@ -11,6 +11,7 @@ const TYPE = /"type"\s*:\s*"([^"]+)"/;
 /** Bytes every last event holds: a chunk without any of them is passed on unread. */
 const HINTS = ['[DONE]', 'response.completed', 'response.incomplete', 'response.failed', 'message_stop'].map((hint) => Buffer.from(hint));
 const NEWLINE = 0x0a;
+const NOTHING = Buffer.alloc(0);
 
 function isLastEvent(line: string): boolean {
   if (line.startsWith('event:')) return LAST_TYPES.has(line.slice(6).trim());
@@ -27,19 +28,21 @@ function isLastEvent(line: string): boolean {
  * deltas, nearly all of its chunks, cost a byte search.
  */
 class LastEventWatch {
-  #carry: Buffer = Buffer.alloc(0);
+  /** The line the chunks so far left unfinished (nearly always none: events end their chunks). */
+  #carry: Buffer = NOTHING;
   #last = false;
 
   /** Whether the stream has ended with `chunk`. */
   endsWith(chunk: Uint8Array): boolean {
     const bytes = this.#carry.length > 0 ? Buffer.concat([this.#carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const lastNewline = bytes.lastIndexOf(NEWLINE);
+    const rest = lastNewline === bytes.length - 1 ? NOTHING : Buffer.from(bytes.subarray(lastNewline + 1));
     if (!this.#last && !HINTS.some((hint) => bytes.includes(hint))) {
-      this.#carry = lastNewline === -1 ? Buffer.from(bytes) : Buffer.from(bytes.subarray(lastNewline + 1));
+      this.#carry = rest;
       return false;
     }
     const lines = bytes.toString('utf8', 0, lastNewline + 1).split('\n');
-    this.#carry = Buffer.from(bytes.subarray(lastNewline + 1));
+    this.#carry = rest;
     for (const raw of lines.slice(0, -1)) {
       const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
       if (line === '') {
