@@ -105,6 +105,11 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
       done = read.done;
       if (read.done) break;
       watch.restart();
+      // The providers' word for a stream that closed before the event that completes an answer
+      // (a dropped connection, a proxy's cut): what came is kept, and the turn fails as broken off.
+      if (read.value.type === 'finish' && read.value.finishReason.unified === 'interrupted') {
+        throw new AppError('upstream-error', `the model provider's answer broke off: its stream ended before the event that completes it (at ${hostOf(endpoint.split(' ')[0]!)})`);
+      }
       yield read.value;
     }
   } finally {

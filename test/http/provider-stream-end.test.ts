@@ -6,21 +6,22 @@ import { invokeBody, readFrames, startHarness, type Harness } from '../support/h
 /**
  * src/agent/sse-end.ts: a server (or a proxy in front of it) that sends a whole answer, its last
  * event included, and keeps the body open. The turn ends with the answer, not with 504 once
- * AGENTD_MODEL_TIMEOUT_MS has passed.
+ * AGENTD_MODEL_TIMEOUT_MS has passed. And the other way round: a body that closes before the last
+ * event is an answer broken off, not a whole one.
  */
 
 const TEXT = 'Hé😀llo — wörld 你好';
 let upstream: Server;
 let h: Harness;
 
-function responsesEvents(): string {
+function responsesEvents(complete = true): string {
   const response = (extra: Record<string, unknown> = {}) => ({ id: 'resp_1', object: 'response', created_at: 1, status: 'in_progress', model: 'm', output: [], ...extra });
   const events = [
     { type: 'response.created', response: response() },
     { type: 'response.output_item.added', output_index: 0, item: { id: 'msg_1', type: 'message', status: 'in_progress', role: 'assistant', content: [] } },
     { type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: TEXT, logprobs: [] },
     { type: 'response.output_item.done', output_index: 0, item: { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: TEXT, annotations: [] }] } },
-    { type: 'response.completed', response: response({ status: 'completed', usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } }) },
+    ...(complete ? [{ type: 'response.completed', response: response({ status: 'completed', usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } }) }] : []),
   ];
   return events.map((e, i) => `event: ${e.type}\ndata: ${JSON.stringify({ ...e, sequence_number: i })}\n\n`).join('');
 }
@@ -33,13 +34,16 @@ function chatEvents(): string {
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
-    req.resume();
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       if (!req.url!.endsWith('/responses') && !req.url!.endsWith('/chat/completions')) {
         res.writeHead(404);
         return res.end();
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Cut short: the answer's text, and the body closed without the event that completes it.
+      if ((JSON.parse(body) as { model: string }).model === 'cut') return res.end(responsesEvents(false));
       // The whole answer, and then nothing: the body is never ended.
       res.write(req.url!.endsWith('/responses') ? responsesEvents() : chatEvents());
     });
@@ -56,7 +60,6 @@ afterAll(async () => {
 
 describe('a stream whose body stays open after its last event', () => {
   it.each([['openai'], ['ollama']])('%s: the turn ends with the answer, at once', async (provider) => {
-    const started = Date.now();
     const res = await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { llm: { provider, model: 'm' }, tools: [] }), { headers: { accept: 'text/event-stream' } });
     expect(res.status).toBe(200);
     const { frames } = await readFrames(res);
@@ -65,6 +68,16 @@ describe('a stream whose body stays open after its last event', () => {
     expect(frames.map((f) => f.type)).not.toContain('error');
     expect(frames.at(-1)).toMatchObject({ type: 'done', data: { stop_reason: 'end_turn' } });
     expect(frames.find((f) => f.type === 'usage')?.data).toMatchObject({ input: 3, output: 2 });
-    expect(Date.now() - started).toBeLessThan(2500);
+  });
+});
+
+describe('a stream whose body closes before its last event', () => {
+  it('is an answer broken off: its text is told, then the error, and the turn is stored failed', async () => {
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], { llm: { provider: 'openai', model: 'cut' }, tools: [] }, { session_id: 'cut-short' }), { headers: { accept: 'text/event-stream' } });
+    const { frames } = await readFrames(res);
+    expect(frames.filter((f) => f.type === 'message_delta').map((f) => (f.data as { delta: string }).delta).join('')).toBe(TEXT);
+    expect(frames.find((f) => f.type === 'error')?.data).toMatchObject({ code: 502, message: expect.stringMatching(/broke off/) });
+    const [turn] = await h.store.turns.listForSession(h.projectId, 'cut-short', { limit: 1 });
+    expect(turn).toMatchObject({ status: 'failed', error: { type: 'upstream-error' } });
   });
 });
