@@ -239,13 +239,18 @@ describe.runIf(run)('the console: chat and sessions', () => {
     expect(await readFile(path.join(h.sessionDir(session), 'note.txt'), 'utf8')).toBe('reopened');
   });
 
-  it('runs a template edited in the page, checked by the server first', async () => {
+  /** A new chat's template editor, open and filled with the defaults inspect reports. */
+  async function templateEditor() {
     await page.goto(`${h.url}/#/chat`);
     await page.getByRole('button', { name: /^Agent:/ }).click();
     await page.getByLabel('Run').selectOption('inline');
     const editor = page.getByLabel('Agent template (JSON)');
-    // The defaults inspect reports fill it to start with.
     await expect.poll(() => editor.inputValue()).toContain('"runner"');
+    return editor;
+  }
+
+  it('runs a template edited in the page, checked by the server first', async () => {
+    const editor = await templateEditor();
     await editor.fill('{"runner": {"permissions": {"default": "sometimes"}}}');
     await page.getByRole('button', { name: 'Check and use' }).click();
     await expect.poll(() => page.getByRole('alert').first().textContent()).toMatch(/400 .*permissions\.default/);
@@ -263,11 +268,7 @@ describe.runIf(run)('the console: chat and sessions', () => {
   });
 
   it('runs what the template editor holds even when Check was not pressed', async () => {
-    await page.goto(`${h.url}/#/chat`);
-    await page.getByRole('button', { name: /^Agent:/ }).click();
-    await page.getByLabel('Run').selectOption('inline');
-    const editor = page.getByLabel('Agent template (JSON)');
-    await expect.poll(() => editor.inputValue()).toContain('"runner"');
+    const editor = await templateEditor();
     await editor.fill(JSON.stringify({ instructions: { agents_md: 'You are the unchecked agent.' }, llm: { provider: 'openai', model: 'fake-model' }, tools: [] }));
     await send('and now who are you');
     await conversation().getByText('You said: and now who are you').waitFor();
