@@ -1,5 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Fastify from 'fastify';
+import { assertConformance, watchConformance } from '../support/conformance.ts';
 import { invokeBody, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** The OpenAPI document is generated from the schemas that validate requests; it must match the routes. */
@@ -60,6 +62,22 @@ describe('GET /openapi.json', () => {
         expect(op.responses['4XX'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorEnvelope');
       }
     }
+  });
+});
+
+describe('the replies every test server sends', () => {
+  // test/support/harness.ts watches each test server this way, so every suite checks its replies.
+  it('are checked against the documented schema of their route and status', async () => {
+    const app = Fastify();
+    const conformance = watchConformance(app);
+    app.get('/api/keys/self', async (request, reply) => (request.query as { bad?: string }).bad ? { key: 42 } : reply.code(404).send({ status: { code: 404 } }));
+    await app.inject({ url: '/api/keys/self?bad=1' });
+    await app.inject({ url: '/api/keys/self' });
+    await app.close();
+    expect(conformance.violations).toHaveLength(2);
+    expect(conformance.violations[0]).toMatch(/^GET \/api\/keys\/self 200: /);
+    expect(conformance.violations[1]).toMatch(/^GET \/api\/keys\/self 404: /);
+    expect(() => assertConformance(conformance)).toThrow(/do not match \/openapi.json/);
   });
 });
 

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
+import { assertConformance, watchConformance } from './conformance.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer, type FakeProtocol, type FakeScript } from '../../src/testing/fake-model.ts';
 import { freshDatabase } from './database.ts';
@@ -76,6 +77,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];
   const app = await buildApp({ config, store, ...(options.logs ? { logStream: { write: (line: string) => void logs.push(line) } } : {}) });
+  const conformance = watchConformance(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
@@ -116,6 +118,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await store.close();
       await database.drop();
       if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+      assertConformance(conformance);
     },
   };
 }

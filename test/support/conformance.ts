@@ -1,0 +1,84 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { FastifyInstance } from 'fastify';
+import { openApiDocument } from '../../src/http/openapi.ts';
+
+/**
+ * Checks every JSON reply a test server sends against what /openapi.json documents for its route
+ * and status: clients generated from the document must be able to read whatever the server says.
+ * Each test server is watched, so the whole suite is the sample; what does not match is kept and
+ * thrown when the server closes (`assertConformance`), failing the file that met it.
+ */
+export interface Conformance {
+  /** One line per reply that did not match: route, status, what was wrong. */
+  violations: string[];
+}
+
+export function assertConformance(conformance: Conformance): void {
+  if (conformance.violations.length === 0) return;
+  throw new Error(`replies that do not match /openapi.json:\n${[...new Set(conformance.violations)].join('\n')}`);
+}
+
+type Document = ReturnType<typeof openApiDocument>;
+
+const doc: Document = openApiDocument('conformance');
+const ajv = new Ajv2020({ strict: false, allErrors: false });
+ajv.addSchema({ $id: 'doc', components: doc.components } as object);
+const validators = new Map<string, ValidateFunction | null>();
+
+/** The validator for a documented reply, with `#/components/...` references resolved against the document. */
+function validatorFor(key: string, schema: object | undefined): ValidateFunction | null {
+  if (validators.has(key)) return validators.get(key)!;
+  const compiled = schema ? ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'))) : null;
+  validators.set(key, compiled);
+  return compiled;
+}
+
+/** The document's path for a Fastify route (`/a/:id` → `/a/{id}`), trailing slash as documented. */
+function documentedPath(url: string): string | undefined {
+  const path = url.replace(/:(\w+)/g, '{$1}');
+  const paths = doc.paths as Record<string, unknown>;
+  if (path in paths) return path;
+  if (`${path}/` in paths) return `${path}/`;
+  if (path.endsWith('/') && path.slice(0, -1) in paths) return path.slice(0, -1);
+  return undefined;
+}
+
+export function watchConformance(app: FastifyInstance): Conformance {
+  const conformance: Conformance = { violations: [] };
+  app.addHook('onSend', async (request, reply, payload) => {
+    const type = String(reply.getHeader('content-type') ?? '');
+    const url = request.routeOptions.url;
+    if (!url || !type.startsWith('application/json') || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
+    const path = documentedPath(url);
+    if (!path) return payload;
+    const method = request.method.toLowerCase();
+    const operation = (doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>)[path]?.[method];
+    if (!operation) return payload;
+    const status = reply.statusCode;
+    const documented = operation.responses[String(status)] ?? (status >= 500 ? operation.responses['5XX'] : status >= 400 ? operation.responses['4XX'] : undefined);
+    const where = `${request.method} ${path} ${status}`;
+    if (!documented) {
+      conformance.violations.push(`${where}: the status is not documented (documented: ${Object.keys(operation.responses).join(', ')})`);
+      return payload;
+    }
+    const schema = documented.content?.['application/json']?.schema;
+    if (!schema) {
+      conformance.violations.push(`${where}: a JSON body where the document gives none`);
+      return payload;
+    }
+    const validate = validatorFor(`${method} ${path} ${status >= 400 ? 'error' : status}`, schema);
+    let body: unknown;
+    try {
+      body = JSON.parse(String(payload));
+    } catch {
+      conformance.violations.push(`${where}: the body is not JSON`);
+      return payload;
+    }
+    if (validate && !validate(body)) {
+      const [first] = validate.errors ?? [];
+      conformance.violations.push(`${where}: ${first?.instancePath || '(body)'} ${first?.message ?? 'does not match'} ${JSON.stringify(first?.params ?? {})}`);
+    }
+    return payload;
+  });
+  return conformance;
+}
