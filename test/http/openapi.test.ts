@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify from 'fastify';
-import { assertConformance, watchConformance } from '../support/conformance.ts';
+import { assertConformance, eventMismatch, watchConformance } from '../support/conformance.ts';
 import { invokeBody, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** The OpenAPI document is generated from the schemas that validate requests; it must match the routes. */
@@ -78,6 +78,13 @@ describe('the replies every test server sends', () => {
     expect(conformance.violations[0]).toMatch(/^GET \/api\/keys\/self 200: /);
     expect(conformance.violations[1]).toMatch(/^GET \/api\/keys\/self 404: /);
     expect(() => assertConformance(conformance)).toThrow(/do not match \/openapi.json/);
+  });
+
+  // readFrames (test/support/harness.ts) checks every native event a test reads this way.
+  it('and so are the native events a test reads, against AgentEvent', () => {
+    expect(eventMismatch({ type: 'message_delta', data: { id: 'm1', delta: 'Hi' } })).toBeUndefined();
+    expect(eventMismatch({ type: 'message_delta', data: { id: 'm1' } })).toMatch(/delta/);
+    expect(eventMismatch({ type: 'finish', data: {} })).toMatch(/"finish" is none of turn_start, .*done/);
   });
 });
 

@@ -43,6 +43,27 @@ function documentedPath(url: string): string | undefined {
   return undefined;
 }
 
+const eventValidators = new Map<unknown, ValidateFunction>();
+
+/**
+ * What is wrong with a native stream's event against the document's AgentEvent, or undefined:
+ * checked against the branch for its own `type`, so the message names the field that is off.
+ */
+export function eventMismatch(event: unknown): string | undefined {
+  const type = (event as { type?: unknown } | null)?.type;
+  const branches = (doc.components.schemas.AgentEvent as { oneOf: Array<{ properties: { type: { const: string } } }> }).oneOf;
+  const branch = branches.find((b) => b.properties.type.const === type);
+  if (!branch) return `/type ${JSON.stringify(type)} is none of ${branches.map((b) => b.properties.type.const).join(', ')}`;
+  let validate = eventValidators.get(type);
+  if (!validate) eventValidators.set(type, (validate = ajv.compile(branch)));
+  return validate(event) ? undefined : firstError(validate, '(event)');
+}
+
+function firstError(validate: ValidateFunction, whole: string): string {
+  const [first] = validate.errors ?? [];
+  return `${first?.instancePath || whole} ${first?.message ?? 'does not match'} ${JSON.stringify(first?.params ?? {})}`;
+}
+
 export function watchConformance(app: FastifyInstance): Conformance {
   const conformance: Conformance = { violations: [] };
   app.addHook('onSend', async (request, reply, payload) => {
@@ -74,10 +95,7 @@ export function watchConformance(app: FastifyInstance): Conformance {
       conformance.violations.push(`${where}: the body is not JSON`);
       return payload;
     }
-    if (validate && !validate(body)) {
-      const [first] = validate.errors ?? [];
-      conformance.violations.push(`${where}: ${first?.instancePath || '(body)'} ${first?.message ?? 'does not match'} ${JSON.stringify(first?.params ?? {})}`);
-    }
+    if (validate && !validate(body)) conformance.violations.push(`${where}: ${firstError(validate, '(body)')}`);
     return payload;
   });
   return conformance;

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
-import { assertConformance, watchConformance } from './conformance.ts';
+import { assertConformance, eventMismatch, watchConformance } from './conformance.ts';
 import { openStore, type Store } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer, type FakeProtocol, type FakeScript } from '../../src/testing/fake-model.ts';
 import { freshDatabase } from './database.ts';
@@ -222,7 +222,15 @@ export async function readFrames(res: Response): Promise<{ frames: Frame[]; raw:
   } else {
     throw new Error(`not a stream: ${type}\n${raw}`);
   }
-  return { frames: payloads.map((p) => JSON.parse(p) as Frame), raw };
+  const frames = payloads.map((p) => JSON.parse(p) as Frame);
+  // Native events are what /openapi.json documents as AgentEvent; each one read is checked.
+  if (!res.headers.has('x-vercel-ai-ui-message-stream')) {
+    for (const frame of frames) {
+      const mismatch = eventMismatch(frame);
+      if (mismatch) throw new Error(`a ${frame.type} event does not match AgentEvent in /openapi.json: ${mismatch}\n${JSON.stringify(frame)}`);
+    }
+  }
+  return { frames, raw };
 }
 
 /** A POST through node:http, for what fetch always adds (fetch sends `Accept: *\/*` when none is given). */
