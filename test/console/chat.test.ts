@@ -307,10 +307,26 @@ describe.runIf(run)('the console: chat and sessions', () => {
     const card = conversation().getByRole('group', { name: 'Tool call write' }).getByLabel('Input of write');
     await card.waitFor();
     expect(await card.textContent()).toContain(`"path": "${shown}"`);
-    // The call's result names the file too; the model's own prose is left as it wrote it.
+    // The call's result names the file too.
     const data = (await conversation().locator('pre.json').allTextContents()).join('\n');
     expect(data).toContain(`to ${shown}`);
     expect(data).not.toContain('\u202E');
+    // So does the model's prose: an override reorders a whole run of it.
+    const prose = (await conversation().locator('.message .text').allTextContents()).join('\n');
+    expect(prose).toContain(`to ${shown}`);
+    expect(prose).not.toContain('\u202E');
+  });
+
+  it('leaves the marks of right-to-left prose as written', async () => {
+    // U+200F places punctuation in Hebrew text; it reorders nothing beyond it, and is no trick.
+    const text = 'שלום\u200F! hello';
+    const session = 'console-rtl-marks';
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: text }], template(), { session_id: session })));
+    await page.goto(`${h.url}/#/chat/${session}`);
+    await conversation().getByText('You said:').waitFor();
+    const prose = (await conversation().locator('.message .text').allTextContents()).join('\n');
+    expect(prose).toContain(text);
+    expect(prose).not.toContain('U+200F');
   });
 
   it('opens a session whose id holds a colon, from the list and in the chat', async () => {

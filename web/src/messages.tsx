@@ -120,12 +120,19 @@ export function UiMessageView({ message, decide, canAct, interactions }: { messa
     <article className={`message ${message.role}`} aria-label={message.role === 'user' ? 'You' : 'Agent'}>
       <p className="who">{message.role === 'user' ? 'You' : 'Agent'}</p>
       {message.parts.map((part, index) => {
-        if (part.type === 'text') return <div key={index} className="text">{part.text}</div>;
+        if (part.type === 'text')
+          return (
+            <div key={index} className="text">
+              <Revealed text={part.text} prose />
+            </div>
+          );
         if (part.type === 'reasoning')
           return (
             <details key={index} className="thought">
               <summary>Thought</summary>
-              <div className="text">{part.text}</div>
+              <div className="text">
+                <Revealed text={part.text} prose />
+              </div>
             </details>
           );
         if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} interactions={interactions} {...(decide ? { decide } : {})} />;
@@ -190,7 +197,9 @@ export function NativeMessagesView({ messages, interactions }: { messages: reado
         return (
           <article key={index} className={`message ${m.role}`}>
             <p className="who">{m.role === 'user' ? 'User' : m.role === 'assistant' ? 'Agent' : m.role}</p>
-            <div className="text">{m.content}</div>
+            <div className="text">
+              <Revealed text={m.content} prose />
+            </div>
           </article>
         );
       })}

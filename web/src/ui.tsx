@@ -107,9 +107,12 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
  * Bidirectional controls: invisible, yet they reorder the text around them ("Trojan Source"), so
  * a file named "invoice-\u202Efdp.exe" would read "invoice-exe.pdf". Isolating the text is not
  * enough against a control inside it; each one is shown as its code point instead, so what is
- * seen is the text's real order.
+ * seen is the text's real order. In prose, the marks (U+200E, U+200F, U+061C) are how right-to-left
+ * writing places its punctuation and stay as written; the embeddings, overrides and isolates,
+ * which reorder whole runs of text and which nobody types, are shown there too.
  */
 const BIDI_CONTROL = /([\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069])/;
+const RUN_CONTROL = /([\u202A-\u202E\u2066-\u2069])/;
 const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 /** `text` with its bidi controls written as code points, for where only a string goes (a label). */
@@ -119,21 +122,22 @@ export const revealControls = (text: string) =>
     .map((piece, i) => (i % 2 ? codePoint(piece) : piece))
     .join('');
 
-/** `text` as written, in its real order: each bidi control a marked code point, the whole kept from reordering what surrounds it. */
-export function Revealed({ text }: { text: string }) {
-  return (
-    <bdi>
-      {text.split(BIDI_CONTROL).map((piece, i) =>
-        i % 2 ? (
-          <span key={i} className="control-char" title="A hidden character that reorders text, shown as its code point">
-            {codePoint(piece)}
-          </span>
-        ) : (
-          piece
-        ),
-      )}
-    </bdi>
+/**
+ * `text` as written, in its real order: each bidi control (in `prose`, each that reorders a run)
+ * a marked code point, the whole kept from reordering what surrounds it. Prose is a block of its
+ * own and keeps the page's direction, as it had before any control was shown.
+ */
+export function Revealed({ text, prose = false }: { text: string; prose?: boolean }) {
+  const pieces = text.split(prose ? RUN_CONTROL : BIDI_CONTROL).map((piece, i) =>
+    i % 2 ? (
+      <span key={i} className="control-char" title="A hidden character that reorders text, shown as its code point">
+        {codePoint(piece)}
+      </span>
+    ) : (
+      piece
+    ),
   );
+  return prose ? <>{pieces}</> : <bdi>{pieces}</bdi>;
 }
 
 export const formatNumber = (n: number | undefined, digits = 2) => (n === undefined ? '–' : Number.isInteger(n) ? n.toLocaleString() : n.toFixed(digits));
