@@ -23,14 +23,13 @@ type Document = ReturnType<typeof openApiDocument>;
 const doc: Document = openApiDocument('conformance');
 const ajv = new Ajv2020({ strict: false, allErrors: false });
 ajv.addSchema({ $id: 'doc', components: doc.components } as object);
-const validators = new Map<string, ValidateFunction | null>();
+const validators = new Map<string, ValidateFunction>();
 
 /** The validator for a documented reply, with `#/components/...` references resolved against the document. */
-function validatorFor(key: string, schema: object | undefined): ValidateFunction | null {
-  if (validators.has(key)) return validators.get(key)!;
-  const compiled = schema ? ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'))) : null;
-  validators.set(key, compiled);
-  return compiled;
+function validatorFor(key: string, schema: object): ValidateFunction {
+  let validate = validators.get(key);
+  if (!validate) validators.set(key, (validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')))));
+  return validate;
 }
 
 /** The document's path for a Fastify route (`/a/:id` → `/a/{id}`), trailing slash as documented. */
@@ -95,7 +94,7 @@ export function watchConformance(app: FastifyInstance): Conformance {
       conformance.violations.push(`${where}: the body is not JSON`);
       return payload;
     }
-    if (validate && !validate(body)) conformance.violations.push(`${where}: ${firstError(validate, '(body)')}`);
+    if (!validate(body)) conformance.violations.push(`${where}: ${firstError(validate, '(body)')}`);
     return payload;
   });
   return conformance;
