@@ -171,11 +171,20 @@ describe.skipIf(!(await sandboxAvailable()) || !(await limitsAvailable()))('bash
     const v1 = /^\d+:[^:]*\bpids\b[^:]*:(.*)$/m.exec(own);
     const parent = v1 ? path.join('/sys/fs/cgroup/pids', v1[1]!) : path.join('/sys/fs/cgroup', /^0::(.*)$/m.exec(own)![1]!);
     const groups = async () => (await fs.readdir(parent)).filter((name) => name.startsWith('agentd-bash-'));
-    const call = run(bounded(await tempFolder()), { command: 'sleep 1' });
-    const seen = new Set<string>();
-    while (seen.size === 0) for (const name of await groups()) seen.add(name);
+    // Other test files run bash calls at the same time, in groups beside this one: this call's is
+    // the group its own `sleep` (a length no other call sleeps) is in.
+    const sleep = `sleep 1.${process.pid}`;
+    const holdsSleep = async (name: string) => {
+      const pids = (await fs.readFile(path.join(parent, name, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+      const commands = await Promise.all(pids.map((pid) => fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+      return commands.some((command) => command.split('\0').join(' ').trim() === sleep);
+    };
+    let ended = false;
+    const call = run(bounded(await tempFolder()), { command: sleep }).finally(() => (ended = true));
+    const ours = new Set<string>();
+    while (!ended) for (const name of await groups()) if (await holdsSleep(name)) ours.add(name);
     await call;
-    expect(seen.size).toBe(1);
-    expect(await groups()).toEqual([]);
+    expect(ours.size).toBe(1);
+    expect(await groups()).not.toContain([...ours][0]);
   });
 });
