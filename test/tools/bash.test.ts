@@ -182,7 +182,10 @@ describe.skipIf(!(await sandboxAvailable()) || !(await limitsAvailable()))('bash
     let ended = false;
     const call = run(bounded(await tempFolder()), { command: sleep }).finally(() => (ended = true));
     const ours = new Set<string>();
-    while (!ended) for (const name of await groups()) if (await holdsSleep(name)) ours.add(name);
+    while (!ended) {
+      for (const name of await groups()) if (await holdsSleep(name)) ours.add(name);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     await call;
     expect(ours.size).toBe(1);
     expect(await groups()).not.toContain([...ours][0]);

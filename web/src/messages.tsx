@@ -113,6 +113,15 @@ function ToolCall({ part, decide, canAct, ended, interactions }: { part: ToolPar
   );
 }
 
+/** What a person or a model wrote, as it wrote it, its run-reordering controls shown (ui.tsx, Revealed). */
+function Prose({ text }: { text: string }) {
+  return (
+    <div className="text">
+      <Revealed text={text} prose />
+    </div>
+  );
+}
+
 export function UiMessageView({ message, decide, canAct, interactions }: { message: UIMessage; decide?: Decide; canAct: boolean; interactions?: ReadonlyMap<string, InteractionState> | undefined }) {
   const metadata = message.metadata as { usage?: { total?: number; cost?: number }; stop_reason?: string } | undefined;
   const ending = metadata?.stop_reason ? ENDINGS[metadata.stop_reason] : undefined;
@@ -120,19 +129,12 @@ export function UiMessageView({ message, decide, canAct, interactions }: { messa
     <article className={`message ${message.role}`} aria-label={message.role === 'user' ? 'You' : 'Agent'}>
       <p className="who">{message.role === 'user' ? 'You' : 'Agent'}</p>
       {message.parts.map((part, index) => {
-        if (part.type === 'text')
-          return (
-            <div key={index} className="text">
-              <Revealed text={part.text} prose />
-            </div>
-          );
+        if (part.type === 'text') return <Prose key={index} text={part.text} />;
         if (part.type === 'reasoning')
           return (
             <details key={index} className="thought">
               <summary>Thought</summary>
-              <div className="text">
-                <Revealed text={part.text} prose />
-              </div>
+              <Prose text={part.text} />
             </details>
           );
         if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} interactions={interactions} {...(decide ? { decide } : {})} />;
@@ -197,9 +199,7 @@ export function NativeMessagesView({ messages, interactions }: { messages: reado
         return (
           <article key={index} className={`message ${m.role}`}>
             <p className="who">{m.role === 'user' ? 'User' : m.role === 'assistant' ? 'Agent' : m.role}</p>
-            <div className="text">
-              <Revealed text={m.content} prose />
-            </div>
+            <Prose text={m.content} />
           </article>
         );
       })}
