@@ -1,11 +1,12 @@
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { bashTool } from '../../src/agent/tools/bash.ts';
 import { sandboxAvailable } from '../../src/agent/tools/sandbox.ts';
 import { limitsAvailable } from '../../src/agent/tools/cgroups.ts';
+import { newId } from '../../src/ids.ts';
 import { processesWith, run, tempFolder } from './helpers.ts';
 
 const limits: Config['bash'] = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } };
@@ -150,6 +151,13 @@ describe.skipIf(!(await sandboxAvailable()))('bash under bubblewrap', () => {
   });
 });
 
+/** The pids group this process is in, where each call's group is made (cgroup v1 or v2). */
+async function pidsParent(): Promise<string> {
+  const own = await fs.readFile('/proc/self/cgroup', 'utf8');
+  const v1 = /^\d+:[^:]*\bpids\b[^:]*:(.*)$/m.exec(own);
+  return v1 ? path.join('/sys/fs/cgroup/pids', v1[1]!) : path.join('/sys/fs/cgroup', /^0::(.*)$/m.exec(own)![1]!);
+}
+
 describe.skipIf(!(await sandboxAvailable()) || !(await limitsAvailable()))('bash within its control groups', () => {
   const bounded = (root: string) => bash(root, { limits: { processes: 16, memoryBytes: 64 * 1024 * 1024 } });
 
@@ -166,10 +174,29 @@ describe.skipIf(!(await sandboxAvailable()) || !(await limitsAvailable()))('bash
     expect(await run(bounded(root), { command: 'echo still here' })).toBe('exit code 0\nstill here\n');
   });
 
+  it('removes at start the groups a killed server left behind, and not a group being set up', async () => {
+    const parent = await pidsParent();
+    // A call's group from a server killed two minutes ago (its name's UUIDv7 says when it was made), and one just made.
+    const time = (Date.now() - 120_000).toString(16).padStart(12, '0');
+    const left = `agentd-bash-${time.slice(0, 8)}-${time.slice(8)}-7000-8000-000000000000`;
+    const fresh = `agentd-bash-${newId()}`;
+    await fs.mkdir(path.join(parent, left));
+    await fs.mkdir(path.join(parent, fresh));
+    try {
+      vi.resetModules();
+      const cgroups = await import('../../src/agent/tools/cgroups.ts');
+      expect(await cgroups.limitsAvailable()).toBe(true);
+      const names = await fs.readdir(parent);
+      expect(names).not.toContain(left);
+      expect(names).toContain(fresh);
+    } finally {
+      await fs.rmdir(path.join(parent, left)).catch(() => undefined);
+      await fs.rmdir(path.join(parent, fresh)).catch(() => undefined);
+    }
+  });
+
   it('runs in a group of its own, removed when the call ends', async () => {
-    const own = await fs.readFile('/proc/self/cgroup', 'utf8');
-    const v1 = /^\d+:[^:]*\bpids\b[^:]*:(.*)$/m.exec(own);
-    const parent = v1 ? path.join('/sys/fs/cgroup/pids', v1[1]!) : path.join('/sys/fs/cgroup', /^0::(.*)$/m.exec(own)![1]!);
+    const parent = await pidsParent();
     const groups = async () => (await fs.readdir(parent)).filter((name) => name.startsWith('agentd-bash-'));
     // Other test files run bash calls at the same time, in groups beside this one: this call's is
     // the group its own `sleep` (a length no other call sleeps) is in.

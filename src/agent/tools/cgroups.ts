@@ -1,4 +1,4 @@
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { newId } from '../../ids.ts';
@@ -82,6 +82,24 @@ async function removeGroups(dirs: string[]): Promise<void> {
   }
 }
 
+/** How old a group must be before a sweep may take it for a leftover (a live one is never empty that long). */
+const LEFTOVER_AGE_MS = 60_000;
+
+/**
+ * The groups of calls cut off with their server (SIGKILL, a crash): no one was left to remove them,
+ * and each crash left two more. Their names carry their creation time (a UUIDv7); one made a minute
+ * ago or more is no longer being set up, and the kernel refuses to remove one a process is still in,
+ * so another server's live call on this host keeps its groups.
+ */
+async function removeLeftovers(places: Place[]): Promise<void> {
+  for (const dir of new Set(places.map((place) => place.dir))) {
+    for (const name of await readdir(dir).catch(() => [])) {
+      const hex = /^agentd-bash-([0-9a-f]{8})-([0-9a-f]{4})-7/.exec(name);
+      if (hex && Date.now() - parseInt(hex[1]! + hex[2]!, 16) >= LEFTOVER_AGE_MS) await rmdir(path.join(dir, name)).catch(() => undefined);
+    }
+  }
+}
+
 /** Where the `pids` and `memory` groups are made (the same folder on cgroup v2). */
 async function findPlaces(): Promise<Place[] | undefined> {
   try {
@@ -128,6 +146,7 @@ async function findPlaces(): Promise<Place[] | undefined> {
     }
     if (!places) return undefined;
     await (await makeGroups(places, { processes: 1, memoryBytes: 1 << 20 })).remove();
+    await removeLeftovers(places);
     return places;
   } catch {
     return undefined;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import type { Duplex } from 'node:stream';
 
 export interface RunLimits {
   timeoutMs: number;
@@ -18,9 +19,23 @@ export interface ProcessOutcome {
 }
 
 /**
+ * The shell that starts every program: it leaves a guard in the program's process group that
+ * reads fd `watch`, a pipe this process holds the other end of, and then execs the program (same
+ * pid, without that fd). The read ends when this process dies, even by SIGKILL, which no handler
+ * here can see: the guard then kills the group. Without it a command of a killed server (one run on
+ * the host; bubblewrap has --die-with-parent) kept running and writing into the session folder
+ * after the restart, while new turns already ran there. On a normal end the group, guard
+ * included, is killed by `killGroup` below.
+ */
+function orphanGuard(watch: number): string {
+  return `(trap '' HUP INT TERM; read _ <&${watch}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" ${watch}<&-`;
+}
+
+/**
  * Runs a program in its own process group and collects its output under a byte cap. On timeout or
- * abort the whole group gets SIGKILL, so nothing the command started outlives it. `fds` become the
- * child's fd 3 onwards and are closed here once it has them.
+ * abort the whole group gets SIGKILL, so nothing the command started outlives it, nor (through
+ * `orphanGuard`) this process. `fds` become the child's fd 3 onwards and are closed here once it
+ * has them.
  */
 export function runProcess(
   file: string,
@@ -35,8 +50,12 @@ export function runProcess(
     let ended: ProcessOutcome['ended'] = 'exit';
 
     const fds = options.fds ?? [];
-    const child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', ...fds], detached: true });
+    const watch = 3 + fds.length;
+    const child = spawn('/bin/sh', ['-c', orphanGuard(watch), 'agentd-run', file, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', ...fds, 'pipe'], detached: true });
     for (const fd of fds) fs.closeSync(fd);
+    // Never written: it ends only when this process does, which is what the guard waits for.
+    const lifeline = child.stdio[watch] as Duplex | null | undefined;
+    lifeline?.on('error', () => undefined).resume();
 
     const killGroup = (): void => {
       if (child.pid === undefined) return;
