@@ -70,6 +70,15 @@ const permanent = (failure: AppError) => PERMANENT.has(failure.status) || failur
  */
 const START_SPACING_MS = 1;
 
+/**
+ * Waits until START_SPACING_MS have passed since `last`. A timer alone is not enough: it counts
+ * from the event loop's clock, read when the loop last woke, which lags the real one by however
+ * long the loop has been busy since, so a one-millisecond timer can end well within the millisecond.
+ */
+async function spacedFrom(last: number): Promise<void> {
+  while (performance.now() - last < START_SPACING_MS) await sleep(START_SPACING_MS);
+}
+
 /** Why an in-flight case stopped without an outcome of its own. */
 const STOPPED = new Error('the evaluation run was stopped');
 const DRAINING = new Error('the server is shutting down; the case will run again after the restart');
@@ -259,8 +268,10 @@ class RunDriver {
         ended = false;
         const room = batch_size - inFlight.size;
         const claimed = room > 0 ? await store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs) : [];
-        for (const [i, result] of claimed.entries()) {
-          if (i > 0) await sleep(START_SPACING_MS);
+        let lastStart = -Infinity;
+        for (const result of claimed) {
+          await spacedFrom(lastStart);
+          lastStart = performance.now();
           const run = this.runCase(result, prepared).finally(() => {
             inFlight.delete(result.id);
             ended = true;
