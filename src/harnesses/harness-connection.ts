@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
+import { killGroup, spawnGuarded } from '../agent/tools/spawn-guarded.ts';
 import type { ModelCalls } from './model-calls.ts';
 
 /** How to start a harness: the program (already wrapped in its sandbox) and what it is handed. */
@@ -48,8 +49,8 @@ export class HarnessConnection {
 
   private constructor(spec: HarnessProcess, cwd: string) {
     const fds = spec.fds ?? [];
-    // Its own process group: a kill reaches whatever the harness started too.
-    this.child = spawn(spec.file, spec.args, { cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', ...fds], detached: true });
+    // Its own process group, which a killed server takes with it: a kill reaches whatever the harness started too.
+    this.child = spawnGuarded(spec.file, spec.args, { cwd, env: spec.env, stdin: 'pipe', fds });
     for (const fd of fds) closeSync(fd);
     this.child.stderr!.on('data', (chunk: Buffer) => {
       if (this.#stderr.length < 4096) this.#stderr += chunk.toString();
@@ -146,11 +147,7 @@ export class HarnessConnection {
   /** Ends the process and everything it started (its own process group) at once: an abort, a force, a crash. */
   async end(): Promise<void> {
     this.#connection.close();
-    try {
-      if (this.child.pid !== undefined) process.kill(-this.child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
+    killGroup(this.child);
     await this.exited;
   }
 }

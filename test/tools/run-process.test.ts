@@ -16,14 +16,14 @@ async function poll(check: () => Promise<boolean> | boolean): Promise<void> {
   throw new Error('condition not reached in time');
 }
 
-describe('runProcess', () => {
-  it('a command does not outlive the server that started it, even one killed with SIGKILL', async () => {
+describe('a program agentd starts', () => {
+  it.each(['bash', 'harness'])('a %s command does not outlive the server that started it, even one killed with SIGKILL', async (mode) => {
     // On the host (no bubblewrap, whose --die-with-parent covers it) the command is in a process
     // group of its own: it went on after a killed server, into a session a restart had freed.
     const folder = await tempFolder();
     // A sleep no other test's command sleeps (the two engines' projects run this file at once).
-    const marker = `27.${process.pid}`;
-    const runner = spawn(process.execPath, [RUNNER, folder, `touch started; sleep ${marker} & wait`], { stdio: 'ignore' });
+    const marker = `27.${process.pid}${mode.length}`;
+    const runner = spawn(process.execPath, [RUNNER, mode, folder, `touch started; sleep ${marker} & wait`], { stdio: 'ignore' });
     try {
       await poll(async () => existsSync(path.join(folder, 'started')) && (await processesWith(marker)).length > 0);
       runner.kill('SIGKILL');

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import type { Duplex } from 'node:stream';
+import { killGroup, spawnGuarded } from './spawn-guarded.ts';
 
 export interface RunLimits {
   timeoutMs: number;
@@ -19,22 +18,9 @@ export interface ProcessOutcome {
 }
 
 /**
- * The shell that starts every program: it leaves a guard in the program's process group that
- * reads fd `watch`, a pipe this process holds the other end of, and then execs the program (same
- * pid, without that fd). The read ends when this process dies, even by SIGKILL, which no handler
- * here can see: the guard then kills the group. Without it a command of a killed server (one run on
- * the host; bubblewrap has --die-with-parent) kept running and writing into the session folder
- * after the restart, while new turns already ran there. On a normal end the group, guard
- * included, is killed by `killGroup` below.
- */
-function orphanGuard(watch: number): string {
-  return `(trap '' HUP INT TERM; read _ <&${watch}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" ${watch}<&-`;
-}
-
-/**
  * Runs a program in its own process group and collects its output under a byte cap. On timeout or
  * abort the whole group gets SIGKILL, so nothing the command started outlives it, nor (through
- * `orphanGuard`) this process. `fds` become the child's fd 3 onwards and are closed here once it
+ * `spawnGuarded`) this process. `fds` become the child's fd 3 onwards and are closed here once it
  * has them.
  */
 export function runProcess(
@@ -50,24 +36,12 @@ export function runProcess(
     let ended: ProcessOutcome['ended'] = 'exit';
 
     const fds = options.fds ?? [];
-    const watch = 3 + fds.length;
-    const child = spawn('/bin/sh', ['-c', orphanGuard(watch), 'agentd-run', file, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', ...fds, 'pipe'], detached: true });
+    const child = spawnGuarded(file, args, { cwd: options.cwd, env: options.env, stdin: 'ignore', fds });
     for (const fd of fds) fs.closeSync(fd);
-    // Never written: it ends only when this process does, which is what the guard waits for.
-    const lifeline = child.stdio[watch] as Duplex | null | undefined;
-    lifeline?.on('error', () => undefined).resume();
 
-    const killGroup = (): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
     const stop = (reason: ProcessOutcome['ended']): void => {
       if (ended === 'exit') ended = reason;
-      killGroup();
+      killGroup(child);
     };
 
     const timer = setTimeout(() => stop('timeout'), limits.timeoutMs);
@@ -86,8 +60,6 @@ export function runProcess(
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
 
-    // Background jobs left behind by the shell would hold the pipes open; they go with it.
-    child.once('exit', killGroup);
     child.once('error', (error) => {
       clearTimeout(timer);
       limits.signal?.removeEventListener('abort', onAbort);
