@@ -7,6 +7,7 @@ import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import { DEMO_PROVIDER, type Config } from '../config.ts';
 import { fitUsage } from './usage.ts';
 import { limitsAvailable } from '../agent/tools/cgroups.ts';
+import { removeDeletedFolders } from '../sessions/folders.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -41,6 +42,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     await store.turns.markRunningAsInterrupted();
     await store.leases.releaseAll();
   }
+  await removeDeletedFolders(config.dataDir);
   // No provider configured: the built-in demo model answers, from this process (before the app,
   // whose turn threads take the environment as it is when they start).
   const demo = config.defaultLlm.provider === DEMO_PROVIDER && !config.env.AGENTD_DEMO_MODEL_URL ? await startFakeModel({ script: echoScript, record: false }) : undefined;

@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +34,7 @@ function invoke(url: string, projectId: string, key: string, body: unknown, head
 }
 
 describe('agentd serve', () => {
-  it('creates the default project on first start, prints its key once, and the key works', async () => {
+  it('creates the default project on first start, prints its key once, and the key works; a restart finishes cut-off deletions', async () => {
     await freshEnv();
     const server = await startServe(env);
     try {
@@ -54,9 +55,13 @@ describe('agentd serve', () => {
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);
     }
+    // What a deletion cut off by a killed server moved aside; the start removes it.
+    const aside = [path.join(dataDir, 'sessions', `.deleted-${crypto.randomUUID()}`), path.join(dataDir, 'harness-state', `.deleted-${crypto.randomUUID()}`)];
+    for (const folder of aside) await mkdir(path.join(folder, 'kept'), { recursive: true });
     const again = await startServe(env);
     again.child.kill('SIGTERM');
     await again.exited;
+    for (const folder of aside) expect(existsSync(folder), folder).toBe(false);
     expect(again.output()).not.toContain('API key:');
     expect(again.output()).toContain('make another with: npm run agentd -- keys create');
   });

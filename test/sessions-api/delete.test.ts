@@ -1,5 +1,8 @@
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { removeDeletedFolders } from '../../src/sessions/folders.ts';
 import { builtin, expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 import { deleteSession, getFiles, getSession, okJson, otherProject, putFile, viewerOf, waitFor, type Caller } from './client.ts';
 
@@ -114,5 +117,25 @@ describe('deleting a session', () => {
     expect((await deleteSession(h, session)).status).toBe(204);
     expect(existsSync(h.sessionDir(session))).toBe(false);
     expect(await h.store.sessions.get(h.projectId, session)).toBeUndefined();
+  });
+
+  it('moves the folder away whole before the records go, so a delete cut off between them leaves no part of it', async () => {
+    const session = await fullSession();
+    const sessions = path.dirname(path.dirname(h.sessionDir(session)));
+    const failing = vi.spyOn(h.store.sessions, 'remove').mockRejectedValueOnce(new Error('the database went away'));
+    try {
+      expect((await deleteSession(h, session)).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      failing.mockRestore();
+    }
+    // Still listed, with none of its files: they wait, all together, under a name no session has.
+    expect((await okJson(await getFiles(h, session))).entries).toEqual([]);
+    const aside = (await readdir(sessions)).filter((name) => name.startsWith('.deleted-'));
+    expect(aside).toHaveLength(1);
+    expect(existsSync(path.join(sessions, aside[0]!, 'kept/a.txt'))).toBe(true);
+    // Sent again, the delete completes; a start removes what the cut-off one left.
+    expect((await deleteSession(h, session)).status).toBe(204);
+    await removeDeletedFolders(h.dataDir);
+    expect((await readdir(sessions)).filter((name) => name.startsWith('.deleted-'))).toEqual([]);
   });
 });

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { SessionList, SessionStopped, SessionView } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { discardParked } from '../../harnesses/parked.ts';
 import { deletingFolder } from '../../sessions/folder-lock.ts';
-import { harnessStateFolder, sessionFolder } from '../../sessions/folders.ts';
+import { harnessStateFolder, moveSessionAside, sessionFolder } from '../../sessions/folders.ts';
 import { toSessionList, toSessionView } from '../../sessions/view.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
@@ -76,13 +75,12 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     const folder = sessionFolder(config.dataDir, projectId, sessionId);
     try {
       await deletingFolder(folder, async () => {
-        const state = harnessStateFolder(config.dataDir, projectId, sessionId);
         // A harness process kept for the session's next turn sees the folders it was started on.
-        await discardParked(state);
-        await rm(folder, { recursive: true, force: true });
-        await rm(state, { recursive: true, force: true });
+        await discardParked(harnessStateFolder(config.dataDir, projectId, sessionId));
+        const removeFiles = await moveSessionAside(config.dataDir, projectId, sessionId);
         // Removes the lease taken above along with the records.
         await store.sessions.remove(projectId, sessionId);
+        await removeFiles();
       });
     } catch (error) {
       await store.leases.release(projectId, sessionId, deletion);
