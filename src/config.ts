@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
+import { DEMO_PROVIDER } from './contract/providers.ts';
 import { isPostgresUrl } from './store/database-url.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
@@ -151,13 +152,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env,
   };
 }
-
-/**
- * agentd's built-in demo model: the loopback fake model that echoes what it is told, which
- * `agentd serve` starts in its own process when no provider is configured, so a first run answers
- * with no account. Its address is AGENTD_DEMO_MODEL_URL (an `agentd demo-model` works too).
- */
-export const DEMO_PROVIDER = 'demo';
 
 /** What a model provider is reached with: a key, or an address of one's own. */
 const PROVIDER_SETTINGS = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'OLLAMA_BASE_URL'];

@@ -3,7 +3,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { APICallError } from 'ai';
-import { DEMO_PROVIDER, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import { DEMO_PROVIDER, PROVIDERS, type Provider } from '../contract/providers.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
@@ -11,9 +12,6 @@ import { learn, wayIn } from './model-facts.ts';
 import { endingAtLastEvent } from './sse-end.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
 import { own } from '../objects.ts';
-
-export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
-export type Provider = (typeof PROVIDERS)[number];
 
 const WHERE = 'data.parameters.agent.llm';
 

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { References } from './invoke.ts';
+import { REFERENCE_FAMILIES, References } from './invoke.ts';
+
+const REFERENCE_FAMILY_KEYS = [...REFERENCE_FAMILIES.workflow, ...REFERENCE_FAMILIES.application, ...REFERENCE_FAMILIES.evaluator];
+const ENVIRONMENT_KEYS = [...REFERENCE_FAMILIES.environment];
 
 /**
  * Stored configurations (spec §2.4; design.md §3 `configs/`): workflows, each of one family, with
@@ -34,8 +37,19 @@ const record = z.record(z.string(), z.unknown());
  * given, for templates to embed.
  */
 export const RevisionData = z.looseObject({
-  uri: z.string().min(1).max(256).optional().describe('What runs this revision; absent means the agent workflow (agenta:builtin:agent:v0)'),
-  parameters: record.optional(),
+  uri: z
+    .string()
+    .min(1)
+    .max(256)
+    // Checked at commit against the workflows this server runs (configs/service.ts); today one.
+    .meta({ enum: [AGENT_WORKFLOW_URI], description: 'What runs this revision; absent means the agent workflow (agenta:builtin:agent:v0)' })
+    .optional(),
+  parameters: record
+    .meta({
+      description:
+        'agent: an agent template (AgentTemplate), checked at commit as invoke checks it, or an @ag.embed of one; evaluator: an evaluator (as in an evaluation\'s evaluators); any other key is stored as given, for templates to embed',
+    })
+    .optional(),
 });
 export type RevisionData = z.infer<typeof RevisionData>;
 
@@ -159,7 +173,11 @@ export const EnvironmentRevisionList = z.object({ count: z.number().int(), revis
 
 export const DeployBody = z.strictObject({
   /** Which revision to deploy: one workflow family's references, resolved as invoke resolves them. */
-  references: References,
+  references: References.meta({
+    description: 'The revision to deploy: one of the workflow, application and evaluator families (else 400), without environment keys (else 400); naming a stored revision (else 404)',
+    anyOf: REFERENCE_FAMILY_KEYS.map((key) => ({ required: [key] })),
+    not: { anyOf: ENVIRONMENT_KEYS.map((key) => ({ required: [key] })) },
+  }),
   /** Defaults to the workflow's slug. */
   key: DeploymentKey.optional(),
   message: CommitMessage.optional(),

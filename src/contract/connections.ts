@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PROVIDERS } from '../agent/model.ts';
+import { PROVIDERS } from './providers.ts';
 
 /**
  * Project connections (design.md §4 "Connections"): a provider, its base URL and an API key stored
@@ -28,7 +28,8 @@ export const ConnectionCreate = z
   .refine((c) => c.provider !== 'openai-compatible' || c.base_url !== undefined, {
     message: 'provider "openai-compatible" needs base_url',
     path: ['base_url'],
-  });
+  })
+  .meta({ anyOf: [{ properties: { provider: { enum: PROVIDERS.filter((p) => p !== 'openai-compatible') } } }, { required: ['base_url'] }] });
 export type ConnectionCreate = z.infer<typeof ConnectionCreate>;
 
 export const ConnectionView = z.object({

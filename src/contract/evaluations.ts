@@ -99,8 +99,15 @@ export const EvaluatorSpec = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('exact_match'), name: evaluatorName.optional(), column: column.default('expected'), case_sensitive: z.boolean().default(true) }),
   z
     .strictObject({ kind: z.literal('contains'), name: evaluatorName.optional(), column: column.optional(), value: z.string().min(1).optional(), case_sensitive: z.boolean().default(false) })
-    .refine((s) => (s.column === undefined) !== (s.value === undefined), { message: 'contains needs exactly one of column (a test case column) or value (a fixed text)' }),
-  z.strictObject({ kind: z.literal('regex'), name: evaluatorName.optional(), pattern: z.string().min(1).max(1024), flags: z.string().regex(/^[imsu]*$/).optional() }),
+    .refine((s) => (s.column === undefined) !== (s.value === undefined), { message: 'contains needs exactly one of column (a test case column) or value (a fixed text)' })
+    .meta({ oneOf: [{ required: ['column'] }, { required: ['value'] }] }),
+  z.strictObject({
+    kind: z.literal('regex'),
+    name: evaluatorName.optional(),
+    pattern: z.string().min(1).max(1024),
+    // RegExp refuses a flag given twice; the pattern says so, so the document does too.
+    flags: z.string().regex(/^(?!.*(.).*\1)[imsu]*$/, { message: 'flags are some of i, m, s and u, each at most once' }).optional(),
+  }),
   z.strictObject({ kind: z.literal('json_valid'), name: evaluatorName.optional() }),
   z.strictObject({
     kind: z.literal('llm_judge'),
@@ -130,6 +137,10 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 
 // ---------------------------------------------------------------- runs
 
+export const MAX_REPEATS = 100;
+/** A case's repeat, counted from 0; bounded so that a filter never overflows the database's integer column. */
+const RepeatIdx = z.number().int().min(0).max(MAX_REPEATS - 1);
+
 /** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
 export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
 
@@ -154,7 +165,7 @@ export const EvaluationCreate = z.strictObject({
       application_steps: StepMap,
       evaluator_steps: StepMap.optional(),
       evaluators: z.array(EvaluatorSpec).max(20).optional(),
-      repeats: z.number().int().min(1).max(100).default(1),
+      repeats: z.number().int().min(1).max(MAX_REPEATS).default(1),
       concurrency: Concurrency.default({ batch_size: 10, max_retries: 0, retry_delay: 0 }),
     }),
   }),
@@ -262,8 +273,8 @@ export const ResultsQuery = z.strictObject({
       scenario_ids: z.array(z.string()).min(1).optional(),
       step_key: oneOrMany(z.string()).optional(),
       step_keys: z.array(z.string()).min(1).optional(),
-      repeat_idx: oneOrMany(z.number().int().min(0)).optional(),
-      repeat_idxs: z.array(z.number().int().min(0)).min(1).optional(),
+      repeat_idx: oneOrMany(RepeatIdx).optional(),
+      repeat_idxs: z.array(RepeatIdx).min(1).optional(),
       status: oneOrMany(ResultStatus).optional(),
       statuses: z.array(ResultStatus).min(1).optional(),
     })
@@ -300,7 +311,9 @@ const MetricsFilter = z.strictObject({
   timestamps: z.literal(false).optional(),
   status: oneOrMany(RunStatus).optional(),
   statuses: z.array(RunStatus).min(1).optional(),
-});
+})
+  // The route needs the runs named (routes/evaluations.ts); the document says so.
+  .meta({ anyOf: [{ required: ['run_id'] }, { required: ['run_ids'] }] });
 
 /** The reference also takes the filter under `metric`. */
 export const MetricsQuery = z
@@ -315,7 +328,8 @@ export const MetricsQuery = z
       return z.NEVER;
     }
     return { metrics: metrics ?? metric!, windowing };
-  });
+  })
+  .meta({ anyOf: [{ required: ['metrics'] }, { required: ['metric'] }] });
 
 export const MetricsRecord = z.object({
   run_id: z.string(),

@@ -115,7 +115,12 @@ export const ClientToolAnswer = z.union([z.strictObject({ output: z.unknown() })
 /** `user_input` answers are free-form objects. */
 export const InputAnswer = record;
 
-export const RespondBody = z.strictObject({ answer: record });
+export const RespondBody = z.strictObject({
+  answer: record.meta({
+    description:
+      'By the interaction\'s kind (else 400): user_approval {approved, reason?, message?, tool_call_id?} (tool_call_id, when given, the gated call\'s); client_tool {output} or {error}; user_input any object',
+  }),
+});
 
 /**
  * The interaction is named by `interaction_id`, or as the reference's clients name it: `token` (the
@@ -127,8 +132,15 @@ export const TransitionBody = z
     session_id: SessionId.optional(),
     token: z.string().min(1).optional(),
     status: InteractionStatus,
-    resolution: record.optional(),
+    resolution: record
+      .meta({
+        description:
+          'Moving a pending interaction on: its answer, as respond takes it by kind (else 400); an approval\'s may also be the reference\'s {verdict: "approved"|"denied", tool_call_id?, reason?}',
+      })
+      .optional(),
   })
   .refine((b) => (b.interaction_id ?? b.token) !== undefined, { message: 'name the interaction with interaction_id (or token)', path: ['interaction_id'] })
-  .refine((b) => b.interaction_id === undefined || b.token === undefined || b.interaction_id === b.token, { message: 'interaction_id and token name different interactions', path: ['token'] });
+  .refine((b) => b.interaction_id === undefined || b.token === undefined || b.interaction_id === b.token, { message: 'interaction_id and token name different interactions', path: ['token'] })
+  // The refinements above, as the document says them.
+  .meta({ anyOf: [{ required: ['interaction_id'] }, { required: ['token'] }] });
 export type TransitionBody = z.infer<typeof TransitionBody>;

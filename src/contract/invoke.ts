@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PendingInteraction, RanRevision, StopReason, Usage } from './events.ts';
 import { AgentTemplate } from './template.ts';
 import { ErrorEnvelope } from './errors.ts';
+import { Message, UIMessage } from './messages.ts';
 
 /** Invoke request and response (spec §2.1, §2.2, §2.4, §2.6). */
 
@@ -27,13 +28,20 @@ export const REFERENCE_FAMILIES = {
   environment: ['environment', 'environment_variant', 'environment_revision'],
 } as const;
 
+/**
+ * The run's stored configuration. Spec §2.4: at most one of the workflow, application and evaluator
+ * families (a 400 otherwise), optionally with an environment; each names something stored (a 404 otherwise).
+ */
 export const References = z.strictObject(
   Object.fromEntries(
     Object.values(REFERENCE_FAMILIES)
       .flat()
       .map((key) => [key, Reference.nullish()]),
   ) as Record<(typeof REFERENCE_FAMILIES)[keyof typeof REFERENCE_FAMILIES][number], z.ZodOptional<z.ZodNullable<typeof Reference>>>,
-);
+).meta({
+  description:
+    'At most one of the workflow, application and evaluator families (else 400), with or without the environment keys; each reference must name a stored workflow, variant, revision or environment (else 404)',
+});
 export type References = z.infer<typeof References>;
 
 export const Flags = z.looseObject({
@@ -48,9 +56,23 @@ const record = z.record(z.string(), z.unknown());
 
 export const Link = z.looseObject({ trace_id: z.string(), span_id: z.string() });
 
-/** `messages` is checked against the native or the Vercel message schema once the format is known. */
+const jsonSchemaOf = (schema: z.ZodType) => {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+};
+
+/**
+ * `messages` is checked against the native or the Vercel message schema once the format is known
+ * (x-ag-messages-format); the document names both, so a client knows what an element is.
+ */
+const InputMessages = z.array(z.unknown()).meta({
+  items: { anyOf: [jsonSchemaOf(Message), jsonSchemaOf(UIMessage)] },
+  description:
+    'The conversation: native messages, or UIMessages with x-ag-messages-format: vercel. At least one that is not a system message (else 400), unless data.testcase supplies them or x-ag-session-control: force attaches to the live turn. A tool result names its call by tool_call_id, after it (else 400)',
+});
+
 export const InvokeData = z.looseObject({
-  inputs: z.looseObject({ messages: z.array(z.unknown()).nullish() }).nullish(),
+  inputs: z.looseObject({ messages: InputMessages.nullish() }).nullish(),
   parameters: z.looseObject({ agent: AgentTemplate.nullish() }).nullish(),
   revision: record.nullish(),
   testcase: z.looseObject({ id: z.string().nullish(), data: record.nullish() }).nullish(),
@@ -58,8 +80,11 @@ export const InvokeData = z.looseObject({
   outputs: z.unknown().optional(),
 });
 
+/** Checked after parsing (checkVersion), where a wrong one gets its own error type; the document names the ones it takes. */
+const Version = z.string().meta({ enum: [...CONTRACT_VERSIONS], description: 'The request contract version; absent means the newest' });
+
 export const InvokeRequest = z.looseObject({
-  version: z.string().nullish(),
+  version: Version.nullish(),
   session_id: SessionId.nullish(),
   data: InvokeData.nullish(),
   references: References.nullish(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEMO_PROVIDER, PROVIDERS } from './providers.ts';
 
 /**
  * The agent template, `data.parameters.agent` (spec §2.3, design.md §4). Every key may be omitted;
@@ -46,11 +47,13 @@ export const McpServer = z.strictObject({
       headers: z.record(z.string(), z.string()).optional(),
       forward_credentials: z.boolean().optional(),
     }),
-    z.strictObject({
-      type: z.literal('stdio'),
-      command: z.string().min(1),
-      args: z.array(z.string()).optional(),
-    }),
+    z
+      .strictObject({
+        type: z.literal('stdio'),
+        command: z.string().min(1),
+        args: z.array(z.string()).optional(),
+      })
+      .meta({ description: 'Runs a command on the server host: refused (400) unless the operator set AGENTD_ALLOW_STDIO_MCP=1' }),
   ]),
   policy: z
     .strictObject({
@@ -97,7 +100,8 @@ export const AgentTemplate = z.strictObject({
   instructions: z.strictObject({ agents_md: z.string().max(1_000_000) }).nullish(),
   llm: z
     .strictObject({
-      provider: z.string().min(1).nullish(),
+      // Checked when the model is made, where the error lists the providers; the document lists them too.
+      provider: z.string().min(1).meta({ enum: [...PROVIDERS, DEMO_PROVIDER] }).nullish(),
       model: z.string().min(1).nullish(),
       connection: z
         .strictObject({
@@ -114,14 +118,14 @@ export const AgentTemplate = z.strictObject({
   skills: z.array(Skill).nullish(),
   harness: z
     .strictObject({
-      kind: z.string().min(1),
+      kind: z.string().min(1).meta({ enum: [...HARNESS_KINDS] }),
       /** The reference's Pi extras, on every harness: its own system prompt replaced, or added to. */
       extras: z.strictObject({ system: z.string().max(1_000_000).nullish(), append_system: z.string().max(1_000_000).nullish() }).nullish(),
     })
     .nullish(),
   runner: z
     .strictObject({
-      kind: z.string().min(1).nullish(),
+      kind: z.string().min(1).meta({ enum: [...RUNNER_KINDS] }).nullish(),
       permissions: z.strictObject({ default: PermissionMode.nullish() }).nullish(),
       max_steps: z.number().int().min(1).max(500).nullish(),
       extras,
@@ -129,7 +133,7 @@ export const AgentTemplate = z.strictObject({
     .nullish(),
   sandbox: z
     .strictObject({
-      kind: z.string().min(1).nullish(),
+      kind: z.string().min(1).meta({ enum: [...SANDBOX_KINDS] }).nullish(),
       permissions: z
         .strictObject({ network: z.strictObject({ mode: z.enum(['on', 'off']) }).nullish() })
         .nullish(),

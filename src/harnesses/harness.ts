@@ -1,5 +1,6 @@
 import type { BuiltinToolName } from '../contract/template.ts';
-import type { ModelEndpoint, Provider } from '../agent/model.ts';
+import type { ModelEndpoint } from '../agent/model.ts';
+import type { Provider } from '../contract/providers.ts';
 import type { HarnessExtras, RunnableTemplate } from '../agent/template.ts';
 import type { HarnessDialect } from './update-teller.ts';
 

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { AgentEvent } from '../contract/events.ts';
 import { ErrorEnvelope, ERROR_TYPES } from '../contract/errors.ts';
 import { ConnectionCreate, ConnectionList, ConnectionView } from '../contract/connections.ts';
-import { InteractionList, InteractionQuery, InteractionReply, RespondBody, TransitionBody, WindowedInteractionQuery } from '../contract/interactions.ts';
-import { CONTRACT_VERSION, InvokeRequest, InvokeResponse } from '../contract/invoke.ts';
+import { InteractionList, InteractionQuery, InteractionReply, Paging, RespondBody, TransitionBody, WindowedInteractionQuery } from '../contract/interactions.ts';
+import { CONTRACT_VERSION, InvokeRequest, InvokeResponse, SessionId } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
-import { FileListing, FileUploaded, SessionList, SessionStopped, SessionView } from '../contract/sessions.ts';
+import { FileListing, FileUploaded, SessionList, SessionListStatus, SessionStopped, SessionView } from '../contract/sessions.ts';
 import { KeyCreate, KeyCreated, KeyList, KeySelf } from '../contract/keys.ts';
 import { AgentTemplate } from '../contract/template.ts';
 import { InspectRequest, InspectResponse } from '../contract/inspect.ts';
@@ -23,6 +23,7 @@ import {
   UndeployBody,
   WorkflowCreate,
   WorkflowCreated,
+  WorkflowFamily,
   WorkflowList,
   WorkflowView,
 } from '../contract/configs.ts';
@@ -41,6 +42,9 @@ import {
   TestsetReply,
   RunReply,
 } from '../contract/evaluations.ts';
+import { IdOrSlug } from './routes/configs.ts';
+import { IMPORT_TYPES, ImportQuery } from './routes/evaluations.ts';
+import { SessionIdPrefix } from './session-request.ts';
 
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas that validate requests: a route's
@@ -55,15 +59,46 @@ interface Route {
   summary: string;
   role: 'viewer' | 'editor' | 'admin';
   body?: Schema;
-  rawBody?: string;
+  /** The route takes a bodiless request too (its `optionalBody`). */
+  bodyOptional?: true;
+  /** Content types of a body that is a file, not JSON. */
+  rawBody?: string[];
   ok: { status: number; schema?: Schema; description: string; content?: string };
   params?: string[];
-  query?: Record<string, string>;
+  query?: Record<string, Parameter>;
+  /** Request headers the route reads (spec §4.1). */
+  headers?: Record<string, Parameter>;
   /** Named request bodies a reader can copy. */
   examples?: Record<string, { summary: string; value: unknown }>;
   /** The reply's other content types (streams), each with what it carries and a sample. */
   streams?: Record<string, { description: string; example: string }>;
 }
+
+/** A query or header parameter: the schema its route reads it with (values arrive as text, numbers as digits). */
+interface Parameter {
+  description: string;
+  schema: Schema;
+  required?: true;
+}
+
+const param = (description: string, schema: Schema = z.string(), required?: true): Parameter => ({ description, schema, ...(required ? { required } : {}) });
+
+/** `limit` and `cursor`, as pageQuery (session-request.ts) reads them. */
+const page = (what: string): Record<string, Parameter> => ({
+  limit: param(`${what} per page, 1-200 (default 20)`, Paging.limit),
+  cursor: param('The next value of the previous page', Paging.cursor),
+});
+
+const EMBEDS_HEADER = { 'x-ag-workflow-embeds': param('resolve: resolve @ag.embed references in the configuration (flags.resolve wins)', z.enum(['resolve'])) };
+
+/** Spec §4.1: what the invoke request's headers do; a body's `flags` win over them. */
+const INVOKE_HEADERS: Record<string, Parameter> = {
+  'x-ag-messages-format': param('vercel: messages and frames in the Vercel AI SDK representation; absent (or native): the native one', z.enum(['vercel', 'native'])),
+  'x-ag-messages-transcript': param('last: only the trailing unit of the turn (flags.trim); full: every message', z.enum(['last', 'full'])),
+  'x-ag-session-control': param('force: take over the session\'s live turn, or attach to it when the body has no input (flags.force)', z.enum(['force'])),
+  ...EMBEDS_HEADER,
+  'x-ag-session-id': param('The session, when the body has no session_id', SessionId),
+};
 
 const INVOKE_EXAMPLES: Route['examples'] = {
   native: {
@@ -120,6 +155,7 @@ const ROUTES: Route[] = [
     summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
     role: 'editor',
     body: InvokeRequest,
+    headers: INVOKE_HEADERS,
     examples: INVOKE_EXAMPLES,
     streams: INVOKE_STREAMS,
     ok: { status: 200, schema: InvokeResponse, description: 'The turn: one JSON reply, or a stream (below) with a streaming Accept. A failure before the first frame is the JSON error envelope with its real status, whatever was asked for.' },
@@ -138,6 +174,8 @@ const ROUTES: Route[] = [
     summary: 'The resolved agent workflow revision (schemas, default template) and a ready-made invoke request',
     role: 'viewer',
     body: InspectRequest,
+    bodyOptional: true,
+    headers: EMBEDS_HEADER,
     ok: { status: 200, schema: InspectResponse, description: 'The revision and a request that runs as is' },
   },
   {
@@ -146,6 +184,7 @@ const ROUTES: Route[] = [
     summary: 'List interactions',
     role: 'viewer',
     body: z.union([InteractionQuery, WindowedInteractionQuery]),
+    bodyOptional: true,
     ok: { status: 200, schema: InteractionList, description: 'One page of interactions, oldest first' },
   },
   {
@@ -179,10 +218,9 @@ const ROUTES: Route[] = [
     summary: "The project's sessions, newest first (paged), with each one's live turn, pending interactions and latest turn",
     role: 'viewer',
     query: {
-      limit: 'Sessions per page, 1-200 (default 20)',
-      cursor: 'The next value of the previous page',
-      id_prefix: 'Only sessions whose id starts with this',
-      status: 'pending: only sessions with an interaction waiting for an answer; live: only sessions running a turn',
+      ...page('Sessions'),
+      id_prefix: param('Only sessions whose id starts with this', SessionIdPrefix),
+      status: param('pending: only sessions with an interaction waiting for an answer; live: only sessions running a turn', SessionListStatus),
     },
     ok: { status: 200, schema: SessionList, description: 'One page of sessions' },
   },
@@ -192,7 +230,7 @@ const ROUTES: Route[] = [
     summary: 'Read a session, its live turn and its turns (newest first, paged)',
     role: 'viewer',
     params: ['session_id'],
-    query: { limit: 'Turns per page, 1-200 (default 20)', cursor: 'The next value of the previous page' },
+    query: page('Turns'),
     ok: { status: 200, schema: SessionView, description: 'The session' },
   },
   {
@@ -217,7 +255,7 @@ const ROUTES: Route[] = [
     summary: "List a folder of the session's working folder, or download a file",
     role: 'viewer',
     params: ['session_id'],
-    query: { path: 'Relative to the session folder (default ".")' },
+    query: { path: param('Relative to the session folder (default ".")') },
     ok: { status: 200, schema: FileListing, description: 'A folder listing (JSON) or the file (application/octet-stream)' },
   },
   {
@@ -226,8 +264,10 @@ const ROUTES: Route[] = [
     summary: 'Upload a file into the session folder',
     role: 'editor',
     params: ['session_id'],
-    query: { path: 'Where to write it, relative to the session folder' },
-    rawBody: 'application/octet-stream',
+    query: { path: param('Where to write it, relative to the session folder', z.string().min(1), true) },
+    rawBody: ['application/octet-stream'],
+    // No body writes an empty file.
+    bodyOptional: true,
     ok: { status: 201, schema: FileUploaded, description: 'Written' },
   },
   {
@@ -281,6 +321,7 @@ const ROUTES: Route[] = [
     summary: 'Create an API key of the project; its secret is in this reply only',
     role: 'admin',
     body: KeyCreate,
+    bodyOptional: true,
     ok: { status: 201, schema: KeyCreated, description: 'The new key, with its secret in `key`' },
   },
   {
@@ -304,7 +345,7 @@ const ROUTES: Route[] = [
     path: '/api/workflows',
     summary: "List the project's workflows, by slug",
     role: 'viewer',
-    query: { family: 'Only this family: workflow, application or evaluator' },
+    query: { family: param('Only this family', WorkflowFamily) },
     ok: { status: 200, schema: WorkflowList, description: 'The workflows with their variants' },
   },
   {
@@ -313,6 +354,7 @@ const ROUTES: Route[] = [
     summary: 'The revision some references name, and its parameters as invoke would run them (x-ag-workflow-embeds: resolve, or flags.resolve, resolves embeds)',
     role: 'viewer',
     body: ResolveRequest,
+    headers: EMBEDS_HEADER,
     ok: { status: 200, schema: ResolvedRevision, description: 'The revision and its parameters' },
   },
   {
@@ -338,7 +380,7 @@ const ROUTES: Route[] = [
     summary: "List a workflow's revisions, newest first",
     role: 'viewer',
     params: ['workflow'],
-    query: { variant: 'Only this variant (slug)', limit: 'Page size, 1-200 (default 20)', cursor: 'The previous page\'s next' },
+    query: { variant: param('Only this variant (id or slug)', IdOrSlug), ...page('Revisions') },
     ok: { status: 200, schema: RevisionList, description: 'One page of revisions' },
   },
   {
@@ -370,7 +412,7 @@ const ROUTES: Route[] = [
     summary: "List an environment's revisions (its deploy history), newest first",
     role: 'viewer',
     params: ['environment'],
-    query: { limit: 'Page size, 1-200 (default 20)', cursor: 'The previous page\'s next' },
+    query: page('Revisions'),
     ok: { status: 200, schema: EnvironmentRevisionList, description: 'One page of environment revisions' },
   },
   {
@@ -404,8 +446,15 @@ const ROUTES: Route[] = [
     path: '/api/simple/testsets/import',
     summary: 'Create a test set from a CSV or JSONL file (or commit it as a new revision of ?testset=); a messages column holds a JSON array of messages, else the input/question column (or ?input=) becomes one user message',
     role: 'editor',
-    rawBody: 'text/csv',
-    query: { format: 'csv or jsonl (else from Content-Type)', slug: 'The new test set\'s slug', name: 'Its name', input: 'The text column to turn into the user message', testset: 'Commit to this test set (id or slug) instead' },
+    rawBody: [...IMPORT_TYPES],
+    query: {
+      format: param('csv or jsonl (else from Content-Type)', ImportQuery.shape.format),
+      slug: param("The new test set's slug", ImportQuery.shape.slug),
+      name: param('Its name', ImportQuery.shape.name),
+      input: param('The text column to turn into the user message', ImportQuery.shape.input),
+      testset: param('Commit to this test set (id or slug) instead', ImportQuery.shape.testset),
+      delimiter: param("A CSV file's column separator (tab for a tab); absent, the one its header line uses", ImportQuery.shape.delimiter),
+    },
     ok: { status: 200, schema: TestsetReply, description: 'The test set' },
   },
   {
@@ -421,6 +470,7 @@ const ROUTES: Route[] = [
     summary: "List test sets by the reference's query: attributes, names, a limit",
     role: 'viewer',
     body: TestsetQuery,
+    bodyOptional: true,
     ok: { status: 200, schema: TestsetList, description: 'The test sets that match' },
   },
   {
@@ -453,7 +503,7 @@ const ROUTES: Route[] = [
     path: '/api/simple/evaluations/',
     summary: "List the project's evaluation runs, newest first",
     role: 'viewer',
-    query: { limit: 'Page size, 1-200 (default 20)', cursor: 'The previous page\'s next' },
+    query: page('Runs'),
     ok: { status: 200, schema: EvaluationList, description: 'One page of runs' },
   },
   {
@@ -494,6 +544,7 @@ const ROUTES: Route[] = [
     summary: 'Per-case results: status, outputs, error, duration, tokens, cost, scores, trace id and every attempt',
     role: 'viewer',
     body: ResultsQuery,
+    bodyOptional: true,
     ok: { status: 200, schema: ResultList, description: 'One page of results, in case order' },
   },
   {
@@ -530,7 +581,8 @@ function operation(route: Route) {
       ? { name: 'project_id', in: 'query', required: false, schema: { type: 'string' }, description: "The project to act in; absent, the API key's own project" }
       : { name: 'project_id', in: 'query', required: true, schema: { type: 'string' }, description: 'The project to act in' },
     ...(route.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
-    ...Object.entries(route.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, schema: { type: 'string' }, description })),
+    ...Object.entries(route.query ?? {}).map(([name, query]) => ({ name, in: 'query', required: query.required ?? false, schema: jsonSchema(query.schema, 'input'), description: query.description })),
+    ...Object.entries(route.headers ?? {}).map(([name, header]) => ({ name, in: 'header', required: false, schema: jsonSchema(header.schema, 'input'), description: header.description })),
   ];
   const errors = { description: 'An error, in the envelope; status.type names it', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
   return {
@@ -539,8 +591,8 @@ function operation(route: Route) {
     description: `Needs an API key with the "${route.role}" role or higher.`,
     security: [{ apiKey: [] }],
     parameters,
-    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.examples ? { examples: route.examples } : {}) } } } } : {}),
-    ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody]: { schema: { type: 'string', format: 'binary' } } } } } : {}),
+    ...(route.body ? { requestBody: { required: !route.bodyOptional, content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.examples ? { examples: route.examples } : {}) } } } } : {}),
+    ...(route.rawBody ? { requestBody: { required: !route.bodyOptional, content: Object.fromEntries(route.rawBody.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) } } : {}),
     responses: {
       [String(route.ok.status)]: {
         description: route.ok.description,

@@ -51,18 +51,21 @@ export function pageQuery(request: FastifyRequest): PageRequest {
   return { limit: parsed.data.limit ?? DEFAULT_PAGE_SIZE, cursor: parsed.data.cursor };
 }
 
+/** The start of a session id, as `GET /api/sessions?id_prefix=` takes it. */
+export const SessionIdPrefix = z.string().regex(/^[A-Za-z0-9._:-]{0,128}$/);
+
 /** `GET /api/sessions`'s filters: `id_prefix` (the start of a session id) and `status` (`pending` or `live`). */
 export function sessionListFilter(request: FastifyRequest): SessionFilter {
   const query = request.query as Query;
-  const idPrefix = query?.id_prefix;
-  if (idPrefix !== undefined && (typeof idPrefix !== 'string' || !/^[A-Za-z0-9._:-]{0,128}$/.test(idPrefix))) {
+  const idPrefix = query?.id_prefix === undefined ? undefined : SessionIdPrefix.safeParse(query.id_prefix);
+  if (idPrefix && !idPrefix.success) {
     throw new AppError('invalid-request', 'the query parameter id_prefix must be the start of a session id: up to 128 letters, digits, ".", "_", ":" or "-"');
   }
   const status = query?.status;
   if (status !== undefined && status !== '' && !SessionListStatus.safeParse(status).success) {
     throw new AppError('invalid-request', `the query parameter status must be one of ${SessionListStatus.options.join(', ')}, got ${JSON.stringify(status)}`);
   }
-  return { idPrefix: idPrefix || undefined, status: (status || undefined) as SessionFilter['status'] };
+  return { idPrefix: idPrefix?.data || undefined, status: (status || undefined) as SessionFilter['status'] };
 }
 
 /** The `path` query parameter: a path inside the session folder. */

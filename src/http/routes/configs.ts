@@ -23,7 +23,7 @@ export interface ConfigRoutesDeps {
 }
 
 /** A workflow or environment in a path, by id or slug. */
-const IdOrSlug = z.string().min(1).max(128);
+export const IdOrSlug = z.string().min(1).max(128);
 
 function param(request: FastifyRequest, name: string): string {
   return parseWith(IdOrSlug, (request.params as Record<string, unknown>)[name], name);

@@ -22,7 +22,7 @@ export interface EvaluationRoutesDeps {
 const Id = z.string().min(1).max(256);
 const param = (request: FastifyRequest, name: string) => parseWith(Id, (request.params as Record<string, unknown>)[name], name);
 
-const ImportQuery = z.object({
+export const ImportQuery = z.object({
   format: z.enum(['csv', 'jsonl']).optional(),
   slug: ConfigSlug.optional(),
   name: z.string().min(1).max(256).optional(),
@@ -36,6 +36,8 @@ const ImportQuery = z.object({
 
 const CSV = 'text/csv';
 const JSONL = ['application/x-ndjson', 'application/jsonl'];
+/** The content types an import's file may come as. */
+export const IMPORT_TYPES = [CSV, ...JSONL] as const;
 
 const testsetReply = (testset: TestsetView) => ({ count: 1, revision_id: testset.revision_id, testset });
 
@@ -50,7 +52,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   });
   // Imports arrive as the file itself; only these routes accept such bodies.
   // Read as bytes and decoded strictly: a file that is not UTF-8 is a 400, not rows of U+FFFD.
-  app.addContentTypeParser([CSV, ...JSONL], { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser([...IMPORT_TYPES], { parseAs: 'buffer' }, (_request, body, done) => {
     try {
       done(null, new TextDecoder('utf-8', { fatal: true }).decode(body as Buffer));
     } catch {
@@ -137,7 +139,8 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
   });
 
-  app.post('/api/evaluations/results/query', async (request) => {
+  // Every filter is optional: no body reads every result, whatever the Content-Type says.
+  app.post('/api/evaluations/results/query', { config: { optionalBody: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     const page = await runs.results(projectId, parseWith(ResultsQuery, request.body));
     return { count: page.items.length, results: page.items, ...(page.next ? { next: page.next } : {}) };

@@ -16,21 +16,23 @@ const reply = (record: InteractionRecord): InteractionReply => ({ ...record, cou
 export async function interactionRoutes(app: FastifyInstance, deps: InteractionRoutesDeps): Promise<void> {
   const { store, interactions } = deps;
 
-  app.post('/api/sessions/interactions/query', async (request) => {
+  // Every filter is optional: no body lists them all, whatever the Content-Type says.
+  app.post('/api/sessions/interactions/query', { config: { optionalBody: true } }, async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
     const query = isWindowedQuery(request.body) ? parseWith(WindowedInteractionQuery, request.body) : parseWith(InteractionQuery, request.body);
     return interactions.query(projectId, query);
   });
 
-  app.get<{ Params: { id: string } }>('/api/sessions/interactions/:id', async (request) => {
+  // Named as the document names it, so its replies are checked against the document (test/support/conformance.ts).
+  app.get<{ Params: { interaction_id: string } }>('/api/sessions/interactions/:interaction_id', async (request) => {
     const { projectId } = await authorize(store, request, 'viewer');
-    return reply(await interactions.get(projectId, request.params.id));
+    return reply(await interactions.get(projectId, request.params.interaction_id));
   });
 
-  app.post<{ Params: { id: string } }>('/api/sessions/interactions/:id/respond', async (request) => {
+  app.post<{ Params: { interaction_id: string } }>('/api/sessions/interactions/:interaction_id/respond', async (request) => {
     const { projectId } = await authorize(store, request, 'editor');
     const { answer } = parseWith(RespondBody, request.body);
-    return reply(await interactions.respond(projectId, request.params.id, answer));
+    return reply(await interactions.respond(projectId, request.params.interaction_id, answer));
   });
 
   app.post('/api/sessions/interactions/transition', async (request) => {
