@@ -26,8 +26,8 @@ export function killGroup(child: ChildProcess): void {
 /**
  * Spawns `file` in a process group of its own that does not outlive this process (see
  * `orphanGuard`), nor the program: when the program exits, what is left of its group (the guard,
- * any background job) is killed, so the pipes close and the child's 'close' comes. `stdio` is the
- * program's, from fd 0; `fds` (already open) follow it from fd 3 on.
+ * any background job) is killed, so the pipes close and the child's 'close' comes. The program's
+ * stdout and stderr are pipes, its stdin as `stdin` says; `fds` (already open) become its fd 3 on.
  */
 export function spawnGuarded(file: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin: 'pipe' | 'ignore'; fds: number[] }): ChildProcess {
   const watch = 3 + options.fds.length;
