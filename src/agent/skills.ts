@@ -6,7 +6,7 @@ import { writeInside } from './tools/files.ts';
 import { ToolError } from './tools/tool-error.ts';
 
 /** Where skills live in a session folder, as the agent sees it. */
-export const SKILLS_DIR = '.agents/skills';
+const SKILLS_DIR = '.agents/skills';
 
 function skillMarkdown(skill: Skill): string {
   return `---\nname: ${skill.name}\ndescription: ${JSON.stringify(skill.description)}\n---\n\n${skill.body}\n`;

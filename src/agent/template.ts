@@ -1,4 +1,4 @@
-import { AgentTemplate, HARNESS_KINDS, PRE_MIGRATION_KEYS, RUNNER_KINDS, SANDBOX_KINDS, type BuiltinToolName, type PermissionMode, type ToolEntry, BUILTIN_TOOLS } from '../contract/template.ts';
+import { AgentTemplate, HARNESS_KINDS, PRE_MIGRATION_KEYS, RUNNER_KINDS, SANDBOX_KINDS, type PermissionMode, type ToolEntry, BUILTIN_TOOLS } from '../contract/template.ts';
 import { describeIssue, jsonPath } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import type { ErrorType } from '../contract/errors.ts';
@@ -16,7 +16,7 @@ export interface EffectiveLlm {
  * template leaves out, so they stay unset until the turn reads it (and the server's defaults,
  * meant for its own provider, never stand in for them).
  */
-export interface ProjectLlm {
+interface ProjectLlm {
   provider?: string;
   model?: string;
   connection: { mode: 'project'; slug: string };
@@ -39,7 +39,7 @@ export interface EffectiveTemplate {
 /** A template whose model is settled: what a turn runs. */
 export type RunnableTemplate = EffectiveTemplate & { llm: EffectiveLlm };
 
-export const DEFAULT_INSTRUCTIONS =
+const DEFAULT_INSTRUCTIONS =
   'You are a helpful agent working in a private folder. Use the tools to read and change files there; ' +
   'explain briefly what you did.';
 
@@ -189,8 +189,4 @@ type TemplateConnection = NonNullable<NonNullable<AgentTemplate['llm']>['connect
 function fromReferenceMode({ mode, slug }: TemplateConnection): { mode: 'self_managed' | 'project'; slug?: string | null | undefined } {
   if (mode !== 'agenta') return { mode, slug };
   return slug ? { mode: 'project', slug } : { mode: 'self_managed' };
-}
-
-export function builtinNames(template: EffectiveTemplate): BuiltinToolName[] {
-  return template.tools.flatMap((t) => (t.type === 'builtin' ? [t.name] : []));
 }

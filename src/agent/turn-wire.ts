@@ -73,7 +73,7 @@ function setKey(row: object, key: string, value: unknown): void {
 }
 
 /** A turn as posted: its history in columns. */
-export type WireTurnInput = Omit<PooledTurnInput, 'history'> & { history: Columns };
+type WireTurnInput = Omit<PooledTurnInput, 'history'> & { history: Columns };
 
 /** The server's thread posts these in batches (`FromPool[]`), one per pass of its event loop. */
 export type FromPool = { type: 'run'; id: number; input: WireTurnInput } | { type: 'abort'; id: number; reason: string } | { type: 'fact'; fact: ModelFact };

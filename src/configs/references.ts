@@ -32,7 +32,7 @@ export interface Selector {
 const describe = (ref: Reference) => JSON.stringify(Object.fromEntries(Object.entries(ref).filter(([, v]) => v != null)));
 
 /** Accepts 3, "3" and "v3", the forms clients (and the reference) write versions in. */
-export function parseVersion(version: Reference['version'], where: string): number | undefined {
+function parseVersion(version: Reference['version'], where: string): number | undefined {
   if (version == null) return undefined;
   const match = /^v?([1-9][0-9]{0,8})$/.exec(String(version));
   if (!match) throw new AppError('invalid-request', `version ${JSON.stringify(version)} at ${where} is not a revision version: use 3 or "v3"`);
@@ -44,7 +44,7 @@ export function parseVersion(version: Reference['version'], where: string): numb
  * so a client may hand that id back — to invoke, or as an evaluation's application step — and get
  * the agent with its default template.
  */
-export const BUILTIN_AGENT_REVISION: RevisionRecord = {
+const BUILTIN_AGENT_REVISION: RevisionRecord = {
   id: AGENT_WORKFLOW_URI,
   slug: 'agent',
   version: 0,

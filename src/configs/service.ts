@@ -23,15 +23,15 @@ import { referencedFamily, resolveReferences, type Selector } from './references
 import { resolveRunConfig } from './run-config.ts';
 
 /** What revisions may say runs them; issue 5's evaluators will add theirs. */
-export const KNOWN_URIS: readonly string[] = [AGENT_WORKFLOW_URI];
+const KNOWN_URIS: readonly string[] = [AGENT_WORKFLOW_URI];
 
 const ENVIRONMENT_VARIANT = 'default';
 
-export function toVariantView(variant: VariantRecord) {
+function toVariantView(variant: VariantRecord) {
   return { id: variant.id, slug: variant.slug, created_at: variant.created_at, ...optional('latest_version', variant.latest_version) };
 }
 
-export function toWorkflowView(artifact: ArtifactRecord, variants: VariantRecord[]): WorkflowView {
+function toWorkflowView(artifact: ArtifactRecord, variants: VariantRecord[]): WorkflowView {
   return {
     id: artifact.id,
     slug: artifact.slug,
@@ -44,7 +44,7 @@ export function toWorkflowView(artifact: ArtifactRecord, variants: VariantRecord
   };
 }
 
-export function toRevisionView(revision: RevisionRecord): RevisionView {
+function toRevisionView(revision: RevisionRecord): RevisionView {
   return {
     id: revision.id,
     slug: revision.slug,

@@ -14,7 +14,7 @@ const ENVIRONMENT_KEYS = [...REFERENCE_FAMILIES.environment];
 /** The built-in agent workflow's URI, as the reference names it so its clients recognise it. */
 export const AGENT_WORKFLOW_URI = 'agenta:builtin:agent:v0';
 
-export const WORKFLOW_FAMILIES = ['workflow', 'application', 'evaluator'] as const;
+const WORKFLOW_FAMILIES = ['workflow', 'application', 'evaluator'] as const;
 export const WorkflowFamily = z.enum(WORKFLOW_FAMILIES);
 export type WorkflowFamily = z.infer<typeof WorkflowFamily>;
 
@@ -27,7 +27,7 @@ export const ConfigSlug = z
   .refine((slug) => !UUID.test(slug), { message: 'a slug cannot have the form of an id (a UUID)' });
 
 /** A deployment key inside an environment; by default the deployed workflow's slug. */
-export const DeploymentKey = ConfigSlug;
+const DeploymentKey = ConfigSlug;
 
 const record = z.record(z.string(), z.unknown());
 
@@ -75,14 +75,13 @@ export const RevisionCommit = z.strictObject({
   message: CommitMessage.optional(),
 });
 
-export const VariantView = z.object({
+const VariantView = z.object({
   id: z.string(),
   slug: z.string(),
   created_at: z.string(),
   /** The newest revision's version; absent while the variant has none. */
   latest_version: z.number().int().optional(),
 });
-export type VariantView = z.infer<typeof VariantView>;
 
 export const WorkflowView = z.object({
   id: z.string(),

@@ -49,7 +49,7 @@ export const ERROR_TYPES = {
 } as const;
 export type ErrorType = keyof typeof ERROR_TYPES;
 
-export const ErrorStatus = z.object({
+const ErrorStatus = z.object({
   code: z.number().int(),
   message: z.string(),
   type: z.string().optional(),

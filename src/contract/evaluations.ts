@@ -14,7 +14,7 @@ const record = z.record(z.string(), z.unknown());
 /** A row's own labels, as the reference's test cases carry them; they never reach the agent. */
 const TestcaseLabels = { tags: record.optional(), meta: record.optional(), flags: record.optional() };
 
-export const TestcaseInput = z.strictObject({
+const TestcaseInput = z.strictObject({
   /** Keeps a row's identity across revisions of the test set; new rows get one. */
   id: z.string().min(1).max(128).optional(),
   data: record,
@@ -122,7 +122,7 @@ export const EvaluatorSpec = z.discriminatedUnion('kind', [
 ]);
 export type EvaluatorSpec = z.infer<typeof EvaluatorSpec>;
 
-export const EVALUATOR_KINDS = ['exact_match', 'contains', 'regex', 'json_valid', 'llm_judge'] as const;
+const EVALUATOR_KINDS = ['exact_match', 'contains', 'regex', 'json_valid', 'llm_judge'] as const;
 
 /** One evaluator's verdict on one result. `score` is 0..1; `error` when the evaluator itself failed. */
 export const EvaluatorScore = z.object({
@@ -137,14 +137,14 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 
 // ---------------------------------------------------------------- runs
 
-export const MAX_REPEATS = 100;
+const MAX_REPEATS = 100;
 /** A case's repeat, counted from 0; bounded so that a filter never overflows the database's integer column. */
 const RepeatIdx = z.number().int().min(0).max(MAX_REPEATS - 1);
 
 /** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
-export const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
+const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
 
-export const Concurrency = z.strictObject({
+const Concurrency = z.strictObject({
   batch_size: z.number().int().min(1).max(1000).default(10),
   max_retries: z.number().int().min(0).max(20).default(0),
   /** Whole seconds between attempts of a case (spec §8). */
@@ -172,15 +172,15 @@ export const EvaluationCreate = z.strictObject({
 });
 export type EvaluationCreate = z.infer<typeof EvaluationCreate>;
 
-export const RUN_STATUSES = ['pending', 'running', 'success', 'errors', 'failure', 'cancelled'] as const;
+const RUN_STATUSES = ['pending', 'running', 'success', 'errors', 'failure', 'cancelled'] as const;
 export const RunStatus = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const RESULT_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled'] as const;
+const RESULT_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled'] as const;
 export const ResultStatus = z.enum(RESULT_STATUSES);
 export type ResultStatus = z.infer<typeof ResultStatus>;
 
-export const Progress = z.object({
+const Progress = z.object({
   total: z.number().int(),
   pending: z.number().int(),
   running: z.number().int(),

@@ -98,7 +98,7 @@ export const AgentEvent = z.discriminatedUnion('type', [
   }),
 ]);
 export type AgentEvent = z.infer<typeof AgentEvent>;
-export type AgentEventType = AgentEvent['type'];
+type AgentEventType = AgentEvent['type'];
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
 
 /** A turn's last event. */

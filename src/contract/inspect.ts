@@ -11,7 +11,7 @@ export const InspectRequest = InvokeRequest.pick({ version: true, session_id: tr
 });
 export type InspectRequest = z.infer<typeof InspectRequest>;
 
-export const WorkflowRevision = z.object({
+const WorkflowRevision = z.object({
   id: z.string().optional(),
   slug: z.string().optional(),
   /** As the workflows API numbers revisions: 1, 2, 3… per variant; 0 for the built-in workflow. */

@@ -44,17 +44,16 @@ export const References = z.strictObject(
 });
 export type References = z.infer<typeof References>;
 
-export const Flags = z.looseObject({
+const Flags = z.looseObject({
   stream: z.boolean().nullish(),
   trim: z.boolean().nullish(),
   force: z.boolean().nullish(),
   resolve: z.boolean().nullish(),
 });
-export type Flags = z.infer<typeof Flags>;
 
 const record = z.record(z.string(), z.unknown());
 
-export const Link = z.looseObject({ trace_id: z.string(), span_id: z.string() });
+const Link = z.looseObject({ trace_id: z.string(), span_id: z.string() });
 
 const jsonSchemaOf = (schema: z.ZodType) => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
@@ -71,7 +70,7 @@ const InputMessages = z.array(z.unknown()).meta({
     'The conversation: native messages, or UIMessages with x-ag-messages-format: vercel. At least one that is not a system message (else 400), unless data.testcase supplies them or x-ag-session-control: force attaches to the live turn. A tool result names its call by tool_call_id, after it (else 400)',
 });
 
-export const InvokeData = z.looseObject({
+const InvokeData = z.looseObject({
   inputs: z.looseObject({ messages: InputMessages.nullish() }).nullish(),
   parameters: z.looseObject({ agent: AgentTemplate.nullish() }).nullish(),
   revision: record.nullish(),
@@ -98,13 +97,12 @@ export const InvokeRequest = z.looseObject({
 });
 export type InvokeRequest = z.infer<typeof InvokeRequest>;
 
-export const TurnOutputs = z.object({
+const TurnOutputs = z.object({
   messages: z.array(z.unknown()),
   stop_reason: StopReason.optional(),
   pending_interaction: PendingInteraction.optional(),
   usage: Usage.optional(),
 });
-export type TurnOutputs = z.infer<typeof TurnOutputs>;
 
 /** A run's reply: the error envelope's fields, plus the turn and its outputs on success. */
 export const InvokeResponse = ErrorEnvelope.extend({

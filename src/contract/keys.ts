@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** API keys over HTTP (design.md §4 "Auth"): who a key is, and an admin's keys of the project. */
 
-export const KeyRole = z.enum(['viewer', 'editor', 'admin']);
+const KeyRole = z.enum(['viewer', 'editor', 'admin']);
 
 export const KeyView = z.object({
   id: z.string(),

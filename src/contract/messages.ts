@@ -45,13 +45,12 @@ export const Message = z.looseObject({
   approval: Approval.optional(),
 });
 export type Message = z.output<typeof Message>;
-export type MessageInput = z.input<typeof Message>;
 
 /**
  * The Vercel AI SDK `UIMessage` (reference/vercel-ai-sdk.md §2). Part shapes are checked when the
  * message is converted, where the error can name the exact part.
  */
-export const UIMessagePart = z.looseObject({ type: z.string().min(1) });
+const UIMessagePart = z.looseObject({ type: z.string().min(1) });
 export const UIMessage = z.looseObject({
   /** The SDK always sets one; a hand-written conversation may leave it out. */
   id: z.string().optional(),

@@ -19,14 +19,14 @@ export type BuiltinToolName = z.infer<typeof BuiltinToolName>;
 
 const toolName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a tool name is 1-64 letters, digits, "_" or "-"');
 
-export const BuiltinTool = z.strictObject({
+const BuiltinTool = z.strictObject({
   type: z.literal('builtin'),
   name: BuiltinToolName,
   permission: ToolPermission.nullish(),
   render: z.record(z.string(), z.unknown()).nullish(),
 });
 
-export const ClientTool = z.strictObject({
+const ClientTool = z.strictObject({
   type: z.literal('client'),
   name: toolName,
   description: z.string().max(4096).optional(),

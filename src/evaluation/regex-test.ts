@@ -18,7 +18,7 @@ export interface RegexTestRequest {
 }
 export type RegexTestResult = { id: number; matched: boolean; error?: undefined } | { id: number; error: string; matched?: undefined };
 
-export const REGEX_TIME_LIMIT_MS = 2_000;
+const REGEX_TIME_LIMIT_MS = 2_000;
 
 interface Waiting {
   request: RegexTestRequest;

@@ -37,7 +37,7 @@ function exactlyOne(steps: Record<string, string>, field: string, what: string):
   return ids[0]!;
 }
 
-export function toEvaluationView(run: EvaluationRun, progress: Progress): EvaluationView {
+function toEvaluationView(run: EvaluationRun, progress: Progress): EvaluationView {
   const { spec } = run;
   return {
     id: run.id,
@@ -64,7 +64,7 @@ export function toEvaluationView(run: EvaluationRun, progress: Progress): Evalua
   };
 }
 
-export function toResultView(result: ResultRecord, stepKey: string, testcase?: Testcase): EvaluationResult {
+function toResultView(result: ResultRecord, stepKey: string, testcase?: Testcase): EvaluationResult {
   return {
     id: result.id,
     run_id: result.run_id,

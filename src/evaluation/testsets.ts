@@ -51,7 +51,7 @@ function revisionData(input: TestsetInput, previous?: TestsetRevisionData): Test
   return { testcases: withIds(input.data.testcases), ...(tags ? { tags } : {}), ...(meta ? { meta } : {}), ...(flags ? { flags } : {}) };
 }
 
-export function toTestsetView(artifact: ArtifactRecord, revision: RevisionRecord, withRows = true): TestsetView {
+function toTestsetView(artifact: ArtifactRecord, revision: RevisionRecord, withRows = true): TestsetView {
   const data = revision.data as unknown as TestsetRevisionData;
   return {
     id: artifact.id,

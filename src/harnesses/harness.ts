@@ -5,7 +5,7 @@ import type { HarnessExtras, RunnableTemplate } from '../agent/template.ts';
 import type { HarnessDialect } from './update-teller.ts';
 
 /** A file a harness reads its settings from, in the session's state folder (never a credential: its relay token goes in the environment). */
-export interface StateFile {
+interface StateFile {
   path: string;
   /** Undefined: the file must not be there (an earlier start's is removed). */
   content: string | undefined;

@@ -9,7 +9,7 @@ import type { SessionFilter } from '../store/sessions.ts';
 
 /** Reading the parts of a `/api/sessions/{session_id}…` request that every sessions route shares. */
 
-export const DEFAULT_PAGE_SIZE = 20;
+const DEFAULT_PAGE_SIZE = 20;
 
 type Query = Record<string, unknown> | undefined;
 

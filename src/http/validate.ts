@@ -16,7 +16,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where 
 }
 
 /** Far deeper than any real request needs (a tool's JSON Schema nests a dozen levels). */
-export const MAX_BODY_DEPTH = 100;
+const MAX_BODY_DEPTH = 100;
 
 /** A node of the walk below: its depth, and the way back to the root for the error's path. */
 interface Frame {

@@ -9,7 +9,7 @@ import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
 import { lateAnswer } from './late-answers.ts';
 
 /** The record as the API shows it, with the reference's `token` and `data` beside agentd's own fields. */
-export function interactionView(record: StoredInteraction): InteractionRecord {
+function interactionView(record: StoredInteraction): InteractionRecord {
   return {
     id: record.id,
     project_id: record.project_id,

@@ -673,13 +673,13 @@ interface DriveOptions {
 }
 
 /** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */
-export const INTERRUPTED = new Error('the server is shutting down; the turn was interrupted');
+const INTERRUPTED = new Error('the server is shutting down; the turn was interrupted');
 /** The abort reason of a turn whose lease another process took: it is recorded as interrupted. */
-export const LEASE_LOST = new Error('the session lease expired and was taken over; the turn was interrupted');
+const LEASE_LOST = new Error('the session lease expired and was taken over; the turn was interrupted');
 /** The abort reason of a turn taken over by a newer one (`force`). */
-export const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');
+const CANCELLED = new Error('a newer turn took over the session; this turn was cancelled');
 /** The abort reason of a turn stopped on request (`POST /api/sessions/{id}/stop`). */
-export const STOPPED = new Error('the turn was stopped on request');
+const STOPPED = new Error('the turn was stopped on request');
 const isCancel = (reason: unknown) => reason === CANCELLED || reason === STOPPED;
 
 /** An MCP tool may not shadow a tool the template names itself. */

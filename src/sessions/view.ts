@@ -11,7 +11,7 @@ import type { TurnRecord } from '../store/turns.ts';
  * absent fields, as every reply leaves nulls out (spec §2.6).
  */
 
-export function toTurnView(turn: TurnRecord): TurnView {
+function toTurnView(turn: TurnRecord): TurnView {
   const view: TurnView = {
     id: turn.id,
     status: turn.status,
@@ -32,7 +32,7 @@ export function toTurnView(turn: TurnRecord): TurnView {
 }
 
 /** A lease names the live turn only until it expires (by the database's clock): past that its holder is gone. */
-export function liveTurnOf(lease: Lease | undefined): SessionView['live_turn'] {
+function liveTurnOf(lease: Lease | undefined): SessionView['live_turn'] {
   return lease?.live ? { id: lease.turn_id, started_at: lease.started_at } : undefined;
 }
 

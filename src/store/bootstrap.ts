@@ -3,7 +3,7 @@ import type { Project } from './projects.ts';
 import type { CreatedApiKey } from './api-keys.ts';
 import type { Store } from './db.ts';
 
-export const DEFAULT_PROJECT_NAME = 'default';
+const DEFAULT_PROJECT_NAME = 'default';
 
 /**
  * On a fresh database, creates the `default` project and one admin key so a first `agentd serve`

@@ -11,7 +11,7 @@ import type { SecretBox } from './secret-box.ts';
  * "…" and the key's last characters: 4 for a key of 16 or more, fewer for a shorter one, so a hint
  * never gives away more than a quarter of a key.
  */
-export function keyHint(key: string): string {
+function keyHint(key: string): string {
   return `…${key.slice(key.length - Math.min(4, Math.floor(key.length / 4)))}`;
 }
 

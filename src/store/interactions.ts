@@ -9,7 +9,7 @@ export type { InteractionStatus };
 
 type JsonObject = Record<string, unknown>;
 
-export interface InteractionRequest {
+interface InteractionRequest {
   tool: string;
   args: unknown;
   tool_call_id: string;

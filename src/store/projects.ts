@@ -11,7 +11,7 @@ export interface Project {
 }
 
 /** Names show up in logs and CLI flags, so keep them plain and unambiguous. */
-export const PROJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const PROJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 function checkName(name: string): void {
   if (!PROJECT_NAME_PATTERN.test(name)) {

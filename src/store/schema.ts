@@ -13,7 +13,7 @@ export const ROLES: readonly Role[] = ['viewer', 'editor', 'admin'];
 // The API reports these values as stored, so the contract is where the sets are defined.
 export type { InteractionStatus, TurnStatus };
 
-export interface ProjectsTable {
+interface ProjectsTable {
   id: string;
   name: string;
   created_at: string;
@@ -30,7 +30,7 @@ export interface ApiKeysTable {
   last_used_at: string | null;
 }
 
-export interface SessionsTable {
+interface SessionsTable {
   project_id: string;
   id: string;
   created_at: string;
@@ -70,7 +70,7 @@ export interface InteractionsTable {
 }
 
 /** What a paused turn needs to go on out of band: the conversation so far and its template (sessions/paused-state.ts). */
-export interface PausedStatesTable {
+interface PausedStatesTable {
   turn_id: string;
   project_id: string;
   session_id: string;
@@ -119,7 +119,7 @@ export interface ArtifactsTable {
   updated_at: string;
 }
 
-export interface VariantsTable {
+interface VariantsTable {
   id: string;
   project_id: string;
   artifact_id: string;
@@ -128,7 +128,7 @@ export interface VariantsTable {
 }
 
 /** Immutable once written: a new configuration is a new row with the next version. */
-export interface RevisionsTable {
+interface RevisionsTable {
   id: string;
   project_id: string;
   artifact_id: string;
@@ -162,7 +162,7 @@ export interface EvaluationRunsTable {
 }
 
 /** One of a run's `batch_size` places for a running case (PostgreSQL's claims; see migration 0011). */
-export interface EvaluationSlotsTable {
+interface EvaluationSlotsTable {
   run_id: string;
   slot: number;
   /** The case that last took it: the slot is taken while that case is running. */

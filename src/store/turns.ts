@@ -7,8 +7,6 @@ import { prepare } from './prepared.ts';
 import type { Database, TurnStatus, TurnsTable } from './schema.ts';
 import { upsertSession, type SessionsRepo } from './sessions.ts';
 
-export type { TurnStatus };
-
 type JsonObject = Record<string, unknown>;
 
 export interface TurnRecord {

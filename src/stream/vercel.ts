@@ -52,7 +52,7 @@ export interface VercelStartMetadata {
   revision?: RanRevision;
 }
 
-export interface VercelFinishMetadata {
+interface VercelFinishMetadata {
   stop_reason: StopReason;
   usage?: Usage;
   /** `null` only on a continuation that ends without one, see `continues`. */

@@ -39,7 +39,7 @@ export type FakeScript = FakeReply | FakeReply[] | ((req: RecordedRequest) => Fa
 
 export type FakeProtocol = 'chat' | 'responses' | 'anthropic';
 
-export interface RecordedToolCall {
+interface RecordedToolCall {
   id: string;
   name: string;
   /** The raw JSON text the model received. */
@@ -48,7 +48,7 @@ export interface RecordedToolCall {
   input: unknown;
 }
 
-export interface RecordedMessage {
+interface RecordedMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
   tool_calls?: RecordedToolCall[];

@@ -6,7 +6,7 @@ import { createClient, type AgentdClient } from '../../src/client/index.ts';
  * or local storage, so closing the tab forgets it and no other site or tab can send it.
  */
 
-export type Role = 'viewer' | 'editor' | 'admin';
+type Role = 'viewer' | 'editor' | 'admin';
 
 export interface Signed {
   key: string;
@@ -40,7 +40,7 @@ function stored(): Signed | undefined {
   }
 }
 
-export const clientFor = (key: string, projectId?: string) => createClient({ baseUrl: window.location.origin, apiKey: key, ...(projectId ? { projectId } : {}) });
+const clientFor = (key: string, projectId?: string) => createClient({ baseUrl: window.location.origin, apiKey: key, ...(projectId ? { projectId } : {}) });
 
 /** Asks the server who the key is; throws its error (401 for a wrong key) otherwise. */
 export async function signIn(key: string): Promise<Signed> {

@@ -5,7 +5,7 @@ import type { AgentdClient } from '../../src/client/index.ts';
  * approvals as they stood when it paused; these say which were answered since, here or elsewhere.
  */
 
-export type Interaction = Awaited<ReturnType<AgentdClient['interactions']['query']>>['interactions'][number];
+type Interaction = Awaited<ReturnType<AgentdClient['interactions']['query']>>['interactions'][number];
 export type InteractionState = Pick<Interaction, 'status' | 'answer'>;
 
 export interface SessionInteractions {

@@ -64,7 +64,7 @@ async function readText(realRoot: string, real: string, userPath: string): Promi
   return bytes.toString('utf8');
 }
 
-export function countOccurrences(text: string, needle: string): number {
+function countOccurrences(text: string, needle: string): number {
   let count = 0;
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count += 1;
   return count;

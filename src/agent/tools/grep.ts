@@ -7,7 +7,7 @@ import { workerThread } from '../../worker-thread.ts';
 import { ToolError } from './tool-error.ts';
 import { SKIPPED_DIRS } from './walk.ts';
 
-export const GREP_TIMEOUT_MS = 30_000;
+const GREP_TIMEOUT_MS = 30_000;
 
 const input = z.object({
   pattern: z.string().describe('JavaScript regular expression, matched against each line'),

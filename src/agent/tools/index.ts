@@ -9,9 +9,6 @@ import { lsTool } from './ls.ts';
 import { readTool } from './read.ts';
 import { writeTool } from './write.ts';
 
-export { ToolError } from './tool-error.ts';
-export { sandboxAvailable } from './sandbox.ts';
-
 export type BuiltinToolContext = BashContext;
 
 /** The built-in tools, every one confined to the session folder `ctx.root`. */

@@ -6,7 +6,7 @@ import { checkOpened, confine, inOpenedFolder, readlinkOrNone } from './confine.
 import { fileError } from './files.ts';
 import { ToolError } from './tool-error.ts';
 
-export const LS_MAX_ENTRIES = 1000;
+const LS_MAX_ENTRIES = 1000;
 
 const input = z.object({
   path: z.string().optional().describe('Folder to list, relative to the session folder (default ".")'),

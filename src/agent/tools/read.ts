@@ -32,7 +32,7 @@ export function readTool(root: string) {
  * Streams the file so a huge file costs at most one chunk beyond what is returned, and stops at
  * the first NUL byte because a binary file is noise to the model.
  */
-export async function readLines(root: string, userPath: string, offset: number, limit: number | undefined): Promise<string> {
+async function readLines(root: string, userPath: string, offset: number, limit: number | undefined): Promise<string> {
   const { path: real, realRoot } = confine(root, userPath, { mustExist: true });
   const { fd, size } = openRegularFileSync(real, userPath, realRoot);
   const decoder = new StringDecoder('utf8');

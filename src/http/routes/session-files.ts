@@ -22,7 +22,7 @@ const UPLOAD_TYPE = 'application/octet-stream';
  * `content-disposition` for a download: a plain ASCII `filename` every client understands, and
  * the exact name in `filename*` (RFC 6266) for those that read it.
  */
-export function attachment(name: string): string {
+function attachment(name: string): string {
   const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   const exact = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${fallback}"; filename*=UTF-8''${exact}`;
