@@ -498,32 +498,22 @@ async function main(): Promise<void> {
 
   const f = await start('floor', 'floor-server.ts', childEnv({ MODEL_URL: model.url!, FLOOR_TEMPLATES: templatesFile }), profileArgs('floor'));
   const json = { 'content-type': 'application/json' };
-  const floor: Server = {
-    ...f,
-    name: 'floor',
-    echo: { url: `${f.url}/floor/echo`, headers: json, body: STREAM_BODY },
-    tool: { url: `${f.url}/floor/tool`, headers: json, body: TOOL_BODY },
-    stream: { url: `${f.url}/floor/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
-    vercel: { url: `${f.url}/floor/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
-    'stream-tool': { url: `${f.url}/floor/stream-tool`, headers: { ...json, accept: 'text/event-stream' }, body: TOOL_BODY },
-    textMarker: 'response.output_text.delta',
-  };
+  const sse = { ...json, accept: 'text/event-stream' };
+  const routesUnder = (prefix: string) => ({
+    echo: { url: `${f.url}/${prefix}/echo`, headers: json, body: STREAM_BODY },
+    tool: { url: `${f.url}/${prefix}/tool`, headers: json, body: TOOL_BODY },
+    stream: { url: `${f.url}/${prefix}/stream`, headers: sse, body: STREAM_BODY },
+    vercel: { url: `${f.url}/${prefix}/vercel`, headers: sse, body: STREAM_BODY },
+    'stream-tool': { url: `${f.url}/${prefix}/stream-tool`, headers: sse, body: TOOL_BODY },
+  });
+  const floor: Server = { ...f, name: 'floor', ...routesUnder('floor'), textMarker: 'response.output_text.delta' };
   await check(floor.tool, TOOL_ANSWER, 'floor tool route');
   await check(floor.stream, 'response.output_text.delta', 'floor stream route');
   await check(floor.echo, '"text"', 'floor echo route');
   await check(floor.vercel, '"type":"text-delta"', 'floor Vercel route');
   await check(floor['stream-tool'], 'response.output_text.delta', 'floor streamed tool route');
   // Same process as the floor, loaded separately: see floor-server.ts for what it is for.
-  const sdk: Server = {
-    ...f,
-    name: 'sdk (reference)',
-    echo: { url: `${f.url}/sdk/echo`, headers: json, body: STREAM_BODY },
-    tool: { url: `${f.url}/sdk/tool`, headers: json, body: TOOL_BODY },
-    stream: { url: `${f.url}/sdk/stream`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
-    vercel: { url: `${f.url}/sdk/vercel`, headers: { ...json, accept: 'text/event-stream' }, body: STREAM_BODY },
-    'stream-tool': { url: `${f.url}/sdk/stream-tool`, headers: { ...json, accept: 'text/event-stream' }, body: TOOL_BODY },
-    textMarker: '"type":"text"',
-  };
+  const sdk: Server = { ...f, name: 'sdk (reference)', ...routesUnder('sdk'), textMarker: '"type":"text"' };
   await check(sdk.tool, TOOL_ANSWER, 'sdk tool route');
   await check(sdk.stream, '"type":"text"', 'sdk stream route');
   await check(sdk.echo, '"text"', 'sdk echo route');

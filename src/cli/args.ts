@@ -3,25 +3,12 @@ import { fitUsage } from './usage.ts';
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
-/**
- * Parses a command's flags; a mistake prints what was wrong followed by the usage, so the user
- * sees what to type next. Returns undefined when the command should exit with status 2.
- */
-export function parseFlags<O extends Options>(argv: string[], options: O, usage: string): ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values'] | undefined {
-  try {
-    return parseArgs({ args: argv, options }).values;
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${fitUsage(usage)}`);
-    return undefined;
-  }
-}
-
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
 
 /**
- * As parseFlags, with `--help` handled: the flags and positional arguments (a file, a run id) when
- * there is something to run, else the exit status (0 after printing the usage for --help, 2 after a
- * mistake).
+ * Parses a command's flags, with `--help` handled: the flags and positional arguments (a file, a
+ * run id) when there is something to run, else the exit status (0 after printing the usage for
+ * --help, 2 after a mistake, printed followed by the usage so the user sees what to type next).
  */
 export function parseCommand<O extends Options>(
   argv: string[],
@@ -40,6 +27,14 @@ export function parseCommand<O extends Options>(
     process.stderr.write(`${(error as Error).message}\n\n${fitUsage(usage)}`);
     return 2;
   }
+}
+
+/** `--port`'s number, else `fallback`; undefined, after saying why, when it is not a port number. */
+export function portFlag(raw: string | undefined, fallback: number): number | undefined {
+  const port = raw !== undefined ? Number(raw) : fallback;
+  if (Number.isInteger(port) && port >= 0 && port <= 65535) return port;
+  process.stderr.write(`--port must be a port number, got "${raw}"\n`);
+  return undefined;
 }
 
 /** A command's flags as its functions take them, from its table of options. */

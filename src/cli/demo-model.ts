@@ -1,6 +1,5 @@
-import { parseFlags } from './args.ts';
+import { parseCommand, portFlag } from './args.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
-import { fitUsage } from './usage.ts';
 
 const USAGE = `Usage: agentd demo-model [--port N]
 
@@ -15,17 +14,10 @@ configuration.
 `;
 
 export async function demoModelCommand(argv: string[]): Promise<number> {
-  const values = parseFlags(argv, { port: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
-  if (!values) return 2;
-  if (values.help) {
-    process.stdout.write(fitUsage(USAGE));
-    return 0;
-  }
-  const port = Number(values.port ?? 11434);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    process.stderr.write(`--port must be a port number, got "${values.port}"\n`);
-    return 2;
-  }
+  const parsed = parseCommand(argv, { port: { type: 'string' } }, USAGE);
+  if (typeof parsed === 'number') return parsed;
+  const port = portFlag(parsed.values.port, 11434);
+  if (port === undefined) return 2;
   let server;
   try {
     server = await startFakeModel({ port, script: echoScript, record: false });

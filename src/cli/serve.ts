@@ -1,4 +1,4 @@
-import { parseFlags } from './args.ts';
+import { parseCommand, portFlag } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
 import { openStore } from '../store/db.ts';
@@ -6,7 +6,6 @@ import { resumeAnswered } from '../interactions/continuation.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import type { Config } from '../config.ts';
 import { DEMO_PROVIDER } from '../contract/providers.ts';
-import { fitUsage } from './usage.ts';
 import { limitsAvailable } from '../agent/tools/cgroups.ts';
 import { removeDeletedFolders } from '../sessions/folders.ts';
 
@@ -24,17 +23,11 @@ creates the project "default" and prints one API key for it.
 `;
 
 export async function serveCommand(argv: string[], config: Config): Promise<number> {
-  const values = parseFlags(argv, { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, USAGE);
-  if (!values) return 2;
-  if (values.help) {
-    process.stdout.write(fitUsage(USAGE));
-    return 0;
-  }
-  const port = values.port !== undefined ? Number(values.port) : config.port;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    process.stderr.write(`--port must be a port number, got "${values.port}"\n`);
-    return 2;
-  }
+  const parsed = parseCommand(argv, { port: { type: 'string' }, host: { type: 'string' } }, USAGE);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
+  const port = portFlag(values.port, config.port);
+  if (port === undefined) return 2;
 
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
