@@ -1,6 +1,6 @@
 /**
  * What turns learn about model servers: which of a base URL's ways in answers (model.ts), and
- * that an endpoint only streams or never streams (model-parts.ts). Each thread that runs turns
+ * that an endpoint only streams or never streams (model-call.ts). Each thread that runs turns
  * has its own copy of these facts; one thread's discovery is told to the others (turn-pool.ts),
  * so a server is found out once per process, not once per thread, and no other thread spends a
  * model call (or, on a test double, a scripted answer) finding it out again.

@@ -3,7 +3,7 @@ import { DEMO_PROVIDER, PROVIDERS } from './providers.ts';
 
 /**
  * The agent template, `data.parameters.agent` (spec §2.3, design.md §4). Every key may be omitted;
- * `DEFAULT_TEMPLATE` in `src/agent/template.ts` fills the gaps. Objects are strict: an unknown key is a
+ * `defaultTemplate` in `src/agent/template.ts` fills the gaps. Objects are strict: an unknown key is a
  * 400 naming it, so a typo never silently runs a different agent.
  */
 
