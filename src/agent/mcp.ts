@@ -190,7 +190,10 @@ async function connectOne(server: McpServer, opts: ConnectOptions, siblings: Abo
     if (siblings.aborted && !deadline.signal.aborted) throw SIBLING_FAILED;
     const reason = deadline.signal.aborted ? `no answer within ${opts.timeoutMs} ms` : scrub(reasonOf(error), secretsOf(server, opts));
     // No `cause`: the raw error quotes the URL, and causes end up in debug stack traces.
-    const endpoint = scrub(endpointOf(server), secretsOf(server, opts));
+    // The whole URL is on the list for errors that quote it; the address, cut before its query
+    // string, is that URL too whenever it has none, and scrubbing it whole would name no server.
+    const whole = urlForms(server);
+    const endpoint = scrub(endpointOf(server), secretsOf(server, opts).filter((s) => !whole.includes(s)));
     throw new AppError('mcp-unavailable', `MCP server "${server.name}" at ${endpoint} could not be reached: ${reason}`, { status: 424 });
   } finally {
     clearTimeout(timer);
@@ -341,7 +344,7 @@ function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   if (connection.type === 'stdio') return [];
   // Short header values are flags and content types, and would blot out ordinary words.
   const headerValues = Object.values(connection.headers ?? {});
-  const secrets = [connection.url, ...headerValues.filter((v) => v.length >= 8)];
+  const secrets = [...urlForms(server), ...headerValues.filter((v) => v.length >= 8)];
   // The request's secrets that the url or a header was filled with, short ones too (not a letter or
   // two), and as the URL carries them: a value with a space or a quote in it reaches the server,
   // and its errors, percent-encoded.
@@ -350,13 +353,19 @@ function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   }
   try {
     const url = new URL(connection.url);
-    secrets.push(url.href);
     if (url.search) secrets.push(url.search.slice(1));
   } catch {
     // Not a URL: nothing more to hide.
   }
   if (connection.forward_credentials && opts.credentials) secrets.push(opts.credentials);
   return secrets.filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+}
+
+/** A remote server's URL as given and as parsed (`http://h` reads back as `http://h/`). */
+function urlForms(server: McpServer): string[] {
+  const connection = server.connection;
+  if (connection.type === 'stdio') return [];
+  return URL.canParse(connection.url) ? [connection.url, new URL(connection.url).href] : [connection.url];
 }
 
 function scrub(text: string, secrets: readonly string[]): string {

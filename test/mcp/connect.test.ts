@@ -274,6 +274,22 @@ describe('unreachable servers', () => {
     expect(error.message).not.toContain('secret-in-query');
   });
 
+  // The address is what tells the operator which server to look at; it holds no query string to hide.
+  it('a closed port with no query string names the address', async () => {
+    const port = await freePort();
+    const error = await failure(connectMcpServers([server('gone', `http://127.0.0.1:${port}/mcp`)], OPTS));
+    expect(error.message).toMatch(new RegExp(`^MCP server "gone" at http://127\\.0\\.0\\.1:${port}/mcp could not be reached`));
+  });
+
+  it('a secret filled into the path stays hidden in the address', async () => {
+    const port = await freePort();
+    const error = await failure(
+      connectMcpServers([server('gone', `http://127.0.0.1:${port}/k/{{secrets.MCP_TOKEN}}/mcp`)], { ...OPTS, secrets: { MCP_TOKEN: 'path-secret-123' } }),
+    );
+    expect(error.message).toMatch(/^MCP server "gone" at http:\/\/127\.0\.0\.1:\d+\/k\/\[redacted\]\/mcp could not be reached/);
+    expect(error.message).not.toContain('path-secret-123');
+  });
+
   it('a URL with a user name or password is a 400 that does not repeat it', async () => {
     const error = await failure(connectMcpServers([server('calc', 'http://user:hunter2@127.0.0.1:1/mcp')], OPTS));
     expect(error.status).toBe(400);
