@@ -18,8 +18,8 @@ Each input line is a JSON object: a whole invoke body ({"data": …}), or
 
   --input FILE            the inputs (JSON Lines); - reads them from stdin
   --out FILE              where results go, one JSON line per input: {index,
-                          status, session_id, output, error, attempts,
-                          duration_ms}; - writes them to stdout
+                          status, session_id, stop_reason, output, error,
+                          attempts, duration_ms}; - writes them to stdout
   --concurrency N         inputs in flight at once (default 8)
   --session MODE          fresh (default): each input its own session; shared:
                           one conversation, inputs in order; none: the server
