@@ -198,7 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(cors, {
       origin: config.corsOrigins,
       methods: ['GET', 'POST', 'PUT', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'accept', 'traceparent', 'x-request-id', 'x-ag-messages-format', 'x-ag-messages-transcript', 'x-ag-session-control', 'x-ag-workflow-embeds', 'x-ag-session-id'],
+      allowedHeaders: ['authorization', 'content-type', 'accept', 'traceparent', 'baggage', 'x-request-id', 'x-ag-messages-format', 'x-ag-messages-transcript', 'x-ag-session-control', 'x-ag-workflow-embeds', 'x-ag-session-id'],
       exposedHeaders: ['x-request-id', 'x-ag-version', 'x-ag-trace-id', 'x-ag-span-id', 'x-ag-session-id', 'traceparent', 'baggage', 'retry-after', 'x-vercel-ai-ui-message-stream', 'x-ag-messages-format', 'x-ag-messages-version'],
       maxAge: 600,
     });

@@ -38,6 +38,13 @@ describe('CORS', () => {
     expect(res.headers.get('access-control-max-age')).toBe('600');
   });
 
+  // The session may come in `baggage` (docs/api.md); a header the preflight leaves out fails the whole request.
+  it('allows every request header the service reads, baggage among them', async () => {
+    const allowed = (await preflight(h, APP)).headers.get('access-control-allow-headers')!.split(/,\s*/);
+    const read = ['accept', 'traceparent', 'baggage', 'x-ag-messages-format', 'x-ag-messages-transcript', 'x-ag-session-control', 'x-ag-session-id', 'x-ag-workflow-embeds'];
+    expect(read.filter((name) => !allowed.includes(name))).toEqual([]);
+  });
+
   it('lets the page read the reply’s own headers, on a JSON reply and on a stream', async () => {
     h.model.script({ text: 'hi from agentd' });
     const json = await h.invoke(invokeBody([{ role: 'user', content: 'hi' }], template()), { headers: { origin: APP } });
