@@ -19,6 +19,9 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8787 \
     AGENTD_DATA_DIR=/data
+# A new named volume takes the owner of the folder it is mounted on; made by Docker, that is root,
+# and the server, running as node, could not create its database there.
+RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 EXPOSE 8787
 USER node
