@@ -23,11 +23,16 @@ export const CONNECTION_HELP = `Connection (flags, else environment):
 
 export class CliError extends Error {}
 
-/** A numeric flag's value, its default when absent: a count (`whole`) or a quantity such as seconds, at least `min`. */
-export function numberFlag(raw: string | undefined, flag: string, fallback: number, min: number, kind: 'whole' | 'any' = 'whole'): number {
+/**
+ * A whole-number flag's value, its default when absent, from `min` to `max`: the server's bounds,
+ * so a value past them is the command line's error (exit 2) rather than a refused request.
+ */
+export function numberFlag(raw: string | undefined, flag: string, fallback: number, min: number, max = Number.POSITIVE_INFINITY): number {
   const value = raw === undefined ? fallback : Number(raw);
-  const valid = kind === 'whole' ? Number.isInteger(value) : Number.isFinite(value);
-  if (!valid || value < min) throw new CliError(`--${flag} must be a ${kind === 'whole' ? 'whole ' : ''}number of at least ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.POSITIVE_INFINITY ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new CliError(`--${flag} must be a whole number ${range}, got "${raw}"`);
+  }
   return value;
 }
 

@@ -40,7 +40,7 @@ const when = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace('T', '
 async function list(client: AgentdClient, values: FlagValues<typeof FLAGS>): Promise<void> {
   if (values.pending && values.live) throw new CliError('--pending and --live each narrow the list; give one');
   const reply = await client.sessions.list({
-    limit: numberFlag(values.limit, 'limit', 20, 1),
+    limit: numberFlag(values.limit, 'limit', 20, 1, 200),
     ...(values.prefix ? { idPrefix: values.prefix } : {}),
     ...(values.pending ? { status: 'pending' as const } : values.live ? { status: 'live' as const } : {}),
   });
@@ -63,7 +63,7 @@ async function list(client: AgentdClient, values: FlagValues<typeof FLAGS>): Pro
 
 async function show(client: AgentdClient, sessionId: string, values: FlagValues<typeof FLAGS>): Promise<void> {
   const [session, pending] = await Promise.all([
-    client.sessions.get(sessionId, { limit: numberFlag(values.limit, 'limit', 20, 1) }),
+    client.sessions.get(sessionId, { limit: numberFlag(values.limit, 'limit', 20, 1, 200) }),
     client.interactions.query({ session_id: sessionId, status: 'pending' }),
   ]);
   if (values.json) {

@@ -51,6 +51,10 @@ describe('agentd sessions', () => {
   it('says what to type on a wrong command line, with exit status 2', async () => {
     expect((await agentd(['sessions', 'list', '--pending', '--live'])).stderr).toMatch(/give one/);
     expect((await agentd(['sessions', 'show'])).code).toBe(2);
+    // The help says "at most 200": past it is the command line's fault, not the server's.
+    const tooMany = await agentd(['sessions', 'list', '--limit', '500']);
+    expect(tooMany.code).toBe(2);
+    expect(tooMany.stderr).toMatch(/--limit must be a whole number from 1 to 200, got "500"/);
     expect((await agentd(['sessions', 'drop'])).stderr).toMatch(/use list or show/);
     const help = await agentd(['sessions', '--help']);
     expect(help.code).toBe(0);
