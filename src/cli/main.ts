@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { fitUsage } from './usage.ts';
+import { VERSION } from '../version.ts';
 
 /**
  * Each command is loaded when it runs: the server's dependencies (Fastify, the AI SDK, the
@@ -46,7 +47,8 @@ The client commands (invoke, run-many, testsets, eval, workflows, sessions)
 reach the server at AGENTD_URL with AGENTD_API_KEY and AGENTD_PROJECT_ID, or
 with the flags --url, --api-key and --project.
 
-Run "agentd <command> --help" for a command's options.
+Run "agentd <command> --help" for a command's options;
+"agentd --version" prints agentd's version.
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -56,6 +58,10 @@ async function main(argv: string[]): Promise<number> {
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(fitUsage(USAGE));
     return command ? 0 : 2;
+  }
+  if (command === '--version' || command === '-V' || command === 'version') {
+    process.stdout.write(`agentd ${VERSION}\n`);
+    return 0;
   }
   const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!run) {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -88,6 +88,16 @@ describe('agentd serve', () => {
     const bad = runAgentd(['frobnicate'], env);
     expect(await bad.exited).toBe(2);
     expect(bad.output()).toContain('unknown command');
+  });
+
+  it('prints its version for --version, -V and version', async () => {
+    await freshEnv();
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V', 'version']) {
+      const run = runAgentd([flag], env);
+      expect(await run.exited).toBe(0);
+      expect(run.output().trim()).toBe(`agentd ${version}`);
+    }
   });
 
   it('on SIGTERM lets a live turn finish within the grace period', async () => {
