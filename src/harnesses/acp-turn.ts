@@ -34,6 +34,8 @@ export interface AcpTurnInput extends TellerInput {
   /** The prompt, for a harness session that goes on (false) or one that starts anew (true). */
   prompt: (fresh: boolean) => string;
   gate: (call: Gated) => GateAnswer;
+  /** How many decisions recorded for this turn's calls the harness has not asked about yet. */
+  decisionsLeft: () => number;
   newInteractionId: () => string;
   signal: AbortSignal;
   /** How long the process may wait for the session's next turn, and how many may wait (parked.ts). */
@@ -57,6 +59,12 @@ const SESSION_FILE = 'acp-session.json';
 
 /** How long a paused turn waits for the calls approved before its pause to end (UpdateTeller.stopWhenSettled). */
 const SETTLE_LIMIT_MS = 60_000;
+/**
+ * How long a paused turn waits for the harness to ask about the calls it holds decisions for. A
+ * harness that asks about a step's calls together (Codex) may ask about a decided one just after
+ * the one that pauses; one whose model asked for other calls this time never will.
+ */
+const DECIDED_ASK_LIMIT_MS = 2_000;
 
 /**
  * One turn of a coding agent over the Agent Client Protocol: its process (the session's parked one,
@@ -74,21 +82,43 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   const abort = () => void connection?.end();
   input.signal.addEventListener('abort', abort, { once: true });
 
+  /** Once paused: settles when the calls approved for the turn have ended (UpdateTeller.stopWhenSettled). */
+  let settled: Promise<void> | undefined;
+  let allDecidedAsked: (() => void) | undefined;
+  /** Settles once the harness has asked about every call decided for this turn, or has had its time to. */
+  const decisionsAsked = () =>
+    new Promise<void>((resolve) => {
+      if (input.decisionsLeft() === 0) return resolve();
+      const timer = setTimeout(resolve, DECIDED_ASK_LIMIT_MS);
+      allDecidedAsked = () => {
+        if (input.decisionsLeft() === 0) (clearTimeout(timer), resolve());
+      };
+    });
+
+  /** The answer to a question whose call is not run: at once, or once the pause settles (HarnessDialect.asksTogether). */
+  const notRun = async () => {
+    if (input.dialect.asksTogether) await settled;
+    return { outcome: { outcome: 'cancelled' as const } };
+  };
+
   const listener: ConnectionListener = {
     permission: async (params) => {
-      // Once paused, the turn is over: whatever the harness asks on its way out is not run.
-      if (paused) return { outcome: { outcome: 'cancelled' } };
       const call = teller.describe(params.toolCall);
       const answer = input.gate(call);
+      // Once paused, the turn is over: whatever the harness asks on its way out is not run, but for
+      // the calls decided for this turn, whose decisions would otherwise be spent unused.
+      if (settled && (answer === 'pause' || answer.answers === undefined)) return notRun();
       teller.tell(call.toolCallId, answer === 'pause' ? undefined : answer.answers);
       if (answer === 'pause') {
         paused = true;
         events.push({ type: 'interaction_request', data: pendingInteraction(input.newInteractionId(), 'user_approval', call) });
-        void teller.stopWhenSettled(SETTLE_LIMIT_MS).then(() => {
+        settled = teller.stopWhenSettled(SETTLE_LIMIT_MS, decisionsAsked());
+        void settled.then(() => {
           if (sessionId) void connection?.agent.notify('session/cancel', { sessionId }).catch(() => undefined);
         });
-        return { outcome: { outcome: 'cancelled' } };
+        return notRun();
       }
+      if (answer.answers !== undefined) allDecidedAsked?.();
       const kinds = answer.approved ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
       const option = params.options.find((o) => o.kind === kinds[0]) ?? params.options.find((o) => o.kind === kinds[1]);
       if (!option) return { outcome: { outcome: 'cancelled' } };

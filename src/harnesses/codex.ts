@@ -95,6 +95,7 @@ export const codex: Harness = {
     { path: 'rules/agentd.rules', content: setup.gateAll ? `prefix_rule(pattern=[${JSON.stringify(SAFE_COMMANDS)}], decision="prompt")\n` : '' },
   ],
   dialect: {
+    asksTogether: true,
     toolName: (call) => {
       const mcp = mcpCall(call.rawInput);
       if (mcp) return `mcp__${mcp.server}__${mcp.tool}`;

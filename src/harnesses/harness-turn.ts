@@ -68,18 +68,19 @@ export function harnessEntry(harness: Harness): string {
  * lost and an approval never reaches another call. Otherwise the mode and the tool's own
  * permission decide, as for the built-in agent.
  */
-function gatekeeper(harness: Harness, template: RunnableTemplate, decided: HistoryCall[]): (call: Gated) => GateAnswer {
+function gatekeeper(harness: Harness, template: RunnableTemplate, decided: HistoryCall[]): { gate: (call: Gated) => GateAnswer; decisionsLeft: () => number } {
   const open = [...decided];
-  return (call) => {
+  const gate = (call: Gated): GateAnswer => {
     const at = open.findIndex((d) => d.toolName === call.toolName && canonical(d.input) === canonical(call.input));
     if (at >= 0) {
       const [decision] = open.splice(at, 1);
       return { approved: decision!.approval!.approved === true, answers: decision!.toolCallId };
     }
     const entry = template.tools.find((t) => t.type === 'builtin' && harness.toolNames[t.name] === call.toolName);
-    const gate = gateFor(entry, template.runner.permissions.default, READ_KINDS.has(call.kind ?? ''));
-    return gate === 'ask' ? 'pause' : { approved: gate === 'allow' };
+    const mode = gateFor(entry, template.runner.permissions.default, READ_KINDS.has(call.kind ?? ''));
+    return mode === 'ask' ? 'pause' : { approved: mode === 'allow' };
   };
+  return { gate, decisionsLeft: () => open.length };
 }
 
 /**
@@ -223,7 +224,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
     prompt: (fresh) => promptOf(history, decided.length > 0, fresh),
     dialect: harness.dialect,
     gated: setup.gateAny,
-    gate: gatekeeper(harness, template, decided),
+    ...gatekeeper(harness, template, decided),
     newInteractionId: input.newInteractionId,
     signal: input.signal,
     parking: input.parking,

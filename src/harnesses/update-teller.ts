@@ -27,6 +27,12 @@ export interface HarnessDialect {
    * anything is gated, a call is told when it is asked about or ends, not when it starts.
    */
   asksAfterStart?: boolean;
+  /**
+   * It asks about a step's calls together, in any order, and a question answered `cancelled` ends
+   * every call of its turn, one approved a moment before included (Codex): a paused turn answers
+   * its questions once the calls approved for it have ended.
+   */
+  asksTogether?: boolean;
 }
 
 type Update = acp.SessionNotification['update'];
@@ -169,16 +175,22 @@ export class UpdateTeller {
    * still run, for up to `limitMs`, then nothing at all. A harness asks about its next call while
    * the one approved before it runs; cancelled at once, that call's result would be lost while its
    * approval was spent. What the harness does as it is cancelled (the paused call failing, Pi's
-   * "Operation aborted") is not part of the turn.
+   * "Operation aborted") is not part of the turn. The calls decided for the turn that the harness
+   * has yet to ask about may still come to run until `asked` settles.
    */
-  async stopWhenSettled(limitMs: number): Promise<void> {
+  async stopWhenSettled(limitMs: number, asked: Promise<void>): Promise<void> {
     this.#close();
-    if (this.#running()) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, limitMs);
-        this.#settling = () => (clearTimeout(timer), resolve());
+    let allAsked = false;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, limitMs);
+      this.#settling = () => {
+        if (allAsked && !this.#running()) (clearTimeout(timer), resolve());
+      };
+      void asked.then(() => {
+        allAsked = true;
+        this.#settling?.();
       });
-    }
+    });
     this.#settling = undefined;
     this.#stopped = true;
   }

@@ -102,7 +102,7 @@ describe('UpdateTeller', () => {
     for (const u of piCall) t.update(u);
     t.tell(t.describe(piQuestion).toolCallId);
     const told = events.length;
-    await t.stopWhenSettled(60_000);
+    await t.stopWhenSettled(60_000, Promise.resolve());
     t.update({ sessionUpdate: 'tool_call_update', toolCallId: 'call_1', status: 'failed', rawOutput: 'Operation aborted' });
     t.update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'bye' } });
     expect(events).toHaveLength(told);
@@ -116,7 +116,7 @@ describe('UpdateTeller', () => {
     t.tell(approved);
     t.approved(approved);
     let stopped = false;
-    const stopping = t.stopWhenSettled(60_000).then(() => (stopped = true));
+    const stopping = t.stopWhenSettled(60_000, Promise.resolve()).then(() => (stopped = true));
     t.update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'meanwhile' } });
     await Promise.resolve();
     expect(stopped).toBe(false);
@@ -128,13 +128,31 @@ describe('UpdateTeller', () => {
     expect(events.some((e) => e.type === 'message_delta')).toBe(false);
   });
 
+  it('paused before the harness asked about a call decided for the turn: that call still runs to its result', async () => {
+    const { t, results } = teller(pi);
+    for (const u of piCall) t.update(u);
+    let asked!: () => void;
+    let stopped = false;
+    const stopping = t.stopWhenSettled(60_000, new Promise<void>((resolve) => (asked = resolve))).then(() => (stopped = true));
+    // Asked about only now, after the pause began: approved by its recorded decision.
+    const late = t.describe(piQuestion).toolCallId;
+    t.tell(late);
+    t.approved(late);
+    asked();
+    await Promise.resolve();
+    expect(stopped).toBe(false);
+    t.update(piDone);
+    await stopping;
+    expect(results()).toEqual([{ id: 'call_1', output: 'written', is_error: false }]);
+  });
+
   it('paused while an approved call runs past the limit: stops without it', async () => {
     const { t, results } = teller(pi);
     for (const u of piCall) t.update(u);
     const approved = t.describe(piQuestion).toolCallId;
     t.tell(approved);
     t.approved(approved);
-    await t.stopWhenSettled(20);
+    await t.stopWhenSettled(20, Promise.resolve());
     t.update(piDone);
     expect(results()).toEqual([]);
   });

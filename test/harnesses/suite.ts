@@ -141,22 +141,26 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(body.data.outputs.stop_reason).toBe('end_turn');
     }, 60_000);
 
-    // Codex asks about a step's calls one at a time, and may ask about the approved call only after
-    // the one that pauses, which is not run then: a known gap, not fixed yet.
-    it.skipIf(profile.kind === 'codex')('ask: a call approved in band runs to its result though the harness asks about the next one meanwhile', async () => {
+    // Codex asks about a step's calls together, in any order: the pause may come on either, and the
+    // turn that answers it may be asked about the other first.
+    it('ask: a call approved in band runs to its result though the harness asks about the next one meanwhile', async () => {
       const session = sid('two-gated');
       const both = { toolCalls: [profile.write(h.sessionDir(session), 'one.txt', '1'), profile.write(h.sessionDir(session), 'two.txt', '2')] };
-      h.model.script([both, both, { text: 'Done.' }]);
+      h.model.script([both, both, { text: 'Done.' }, { text: 'Done.' }]);
       const first = (await ask(session, 'ask', 'write both')).data.outputs;
       expect(first.stop_reason).toBe('paused');
       const firstCall = first.messages.find((m: { approval?: unknown }) => m.approval).tool_call_id;
+      const [approvedFile, otherFile] = JSON.stringify(first.pending_interaction.payload.input).includes('one.txt') ? ['one.txt', 'two.txt'] : ['two.txt', 'one.txt'];
       const messages = [...user('write both'), ...decided(first, true)];
       const second = (await readJson(await h.invoke(invokeBody(messages, agent('ask'), { session_id: session })))).data.outputs;
       expect(second.stop_reason).toBe('paused');
       expect(second.pending_interaction.payload.tool_call_id).not.toBe(firstCall);
       expect(second.messages).toContainEqual(expect.objectContaining({ role: 'tool', tool_call_id: firstCall, is_error: false }));
-      expect(await fileOf(session, 'one.txt')).toBe('1');
-      expect(existsSync(path.join(h.sessionDir(session), 'two.txt'))).toBe(false);
+      expect(await fileOf(session, approvedFile)).toBe(approvedFile === 'one.txt' ? '1' : '2');
+      expect(existsSync(path.join(h.sessionDir(session), otherFile))).toBe(false);
+      // The whole conversation re-posted with the second answer too, as useChat does: no answer is refused as spent.
+      const third = await h.invoke(invokeBody([...messages, ...decided(second, true)], agent('ask'), { session_id: session }));
+      expect(third.status, JSON.stringify(await third.clone().json())).toBe(200);
     }, 60_000);
 
     it('ask: approving through /respond continues the turn by itself', async () => {
