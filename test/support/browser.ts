@@ -17,9 +17,10 @@ export const chromiumPath = CANDIDATES.find((p) => existsSync(p));
 export const browserRequired = !!process.env.CI;
 export const consoleBuilt = existsSync(path.join(CONSOLE_DIR, 'index.html'));
 
-export async function launchBrowser(): Promise<Browser> {
+/** `console: false` for a page of a test's own, which needs no built console. */
+export async function launchBrowser(options: { console?: boolean } = {}): Promise<Browser> {
   if (!chromiumPath) throw new Error(`no Chromium at ${CANDIDATES.join(', ')}: install Debian's "chromium" package, or set AGENTD_CHROMIUM`);
-  if (!consoleBuilt) throw new Error(`the console is not built (${CONSOLE_DIR}): run npm run build`);
+  if (options.console !== false && !consoleBuilt) throw new Error(`the console is not built (${CONSOLE_DIR}): run npm run build`);
   // As root (CI), Chromium's own sandbox cannot start; the network flags keep it off the closed internet.
   return chromium.launch({
     executablePath: chromiumPath,
