@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtin, invokeBody, sid, startHarness, template, type Harness } from '../support/harness.ts';
-import { maxOptions, OMIT, sample, variants, type Hint, type JsonSchema, type Variant } from '../support/openapi-samples.ts';
+import { maxOptions, OMIT, operationsOf, resolverOf, sample, variants, type Hint, type JsonSchema, type Variant } from '../support/openapi-samples.ts';
 
 /**
  * Clients generated from /openapi.json send what the document says is valid; the server must take
@@ -242,14 +242,12 @@ function documentTakes(schema: JsonSchema | undefined, value: unknown): boolean 
 }
 
 function resolveRef(ref: string): JsonSchema {
-  const at = ref.replace(/^#\//, '').split('/');
-  return at.reduce((node: any, key) => node[key], doc);
+  return resolverOf(doc)(ref);
 }
 
 /** DELETEs last, so nothing else loses what its path names. */
 function operations(): Array<[method: string, path: string, op: any]> {
-  const all = Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => [method, path, op] as [string, string, any]));
-  return all.sort(([a], [b]) => Number(a === 'delete') - Number(b === 'delete'));
+  return operationsOf(doc).sort(([a], [b]) => Number(a === 'delete') - Number(b === 'delete'));
 }
 
 describe('every request /openapi.json accepts', () => {

@@ -10,6 +10,16 @@
 
 export type JsonSchema = Record<string, any>;
 
+/** Every operation of the document: its method (lower case, as the document keys it), path and operation object. */
+export function operationsOf(doc: any): Array<[method: string, path: string, op: any]> {
+  return Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => [method, path, op] as [string, string, any]));
+}
+
+/** Resolves the document's own `$ref`s (`#/components/…`). */
+export function resolverOf(doc: any): (ref: string) => JsonSchema {
+  return (ref) => ref.replace(/^#\//, '').split('/').reduce((node: any, key) => node[key], doc);
+}
+
 export interface Variant {
   k: number;
   /** Every optional property too, and one entry in each free-form map. */
