@@ -252,7 +252,7 @@ export class RunService {
     const { store } = this.deps;
     const filter = query.result;
     const runIds = allOf(filter.run_id, filter.run_ids);
-    // A run of another project, or none, is a 404 here as it is on every other route that names it.
+    // A run of another project, or one that does not exist, is a 404 here as on every route that names it.
     for (const runId of runIds ?? []) await this.run(projectId, runId);
     const testcaseIds = allOf(filter.testcase_id, filter.testcase_ids) ?? [];
     const scenarioIds = allOf(filter.scenario_id, filter.scenario_ids) ?? [];
