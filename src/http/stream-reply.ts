@@ -13,6 +13,20 @@ const CONTENT_TYPE: Record<Exclude<Wire, 'json'>, string> = {
 /** Idle streams get an SSE comment now and then so proxies do not cut them. */
 const KEEPALIVE_MS = 15_000;
 
+/**
+ * What a stream may have waiting for its client before the writer stops taking the turn's events
+ * until the client takes some: the turn keeps every event anyway (LiveTurn), so a reader that
+ * lags costs this much more, not a second copy of the turn in the socket's buffer.
+ */
+const BACKLOG_BYTES = 64 * 1024;
+
+/**
+ * How long a client may leave what is waiting for it untaken before the server hangs up: a client
+ * that stopped reading without closing would otherwise hold its connection and the turn's events
+ * for good. The turn goes on; a client that comes back resumes it.
+ */
+const STALL_MS = 60_000;
+
 export interface StreamTarget {
   wire: Exclude<Wire, 'json'>;
   vercel: VercelProjectorOptions | undefined;
@@ -22,7 +36,7 @@ export interface StreamTarget {
  * Writes a turn's events to the socket in the negotiated projection. Writing stops when the
  * client goes away; the turn itself keeps running (its reader is the only thing that ends).
  */
-export async function writeStream(res: ServerResponse, headers: OutgoingHttpHeaders, events: AsyncIterable<AgentEvent>, target: StreamTarget): Promise<void> {
+export async function writeStream(res: ServerResponse, headers: OutgoingHttpHeaders, events: AsyncIterable<AgentEvent>, target: StreamTarget, stallMs = STALL_MS): Promise<void> {
   const projector = target.vercel ? new VercelProjector(target.vercel) : undefined;
   res.writeHead(200, {
     ...headers,
@@ -33,7 +47,7 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
   });
   let closed = false;
   res.on('close', () => (closed = true));
-  const out = new IterationWriter(res);
+  const out = new IterationWriter(res, stallMs);
   const keepalive = target.wire === 'sse' ? setInterval(() => out.send(': keepalive\n\n'), KEEPALIVE_MS) : undefined;
   const encode = (chunk: unknown) => (target.wire === 'sse' ? vercelSseFrame(chunk as never) : `${JSON.stringify(chunk)}\n`);
   try {
@@ -44,6 +58,7 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
       } else {
         out.send(target.wire === 'sse' ? sseFrame(event) : ndjsonLine(event));
       }
+      if (out.backlogged) await out.taken();
     }
     if (!closed && projector && target.wire === 'sse') out.send(VERCEL_DONE);
   } finally {
@@ -61,12 +76,14 @@ export async function writeStream(res: ServerResponse, headers: OutgoingHttpHead
  */
 class IterationWriter {
   readonly #res: ServerResponse;
+  readonly #stallMs: number;
   #pending = '';
   #scheduled = false;
   #flushed = false;
 
-  constructor(res: ServerResponse) {
+  constructor(res: ServerResponse, stallMs: number) {
     this.#res = res;
+    this.#stallMs = stallMs;
     // The headers leave in this iteration even when no frame does (a turn relayed from another replica).
     this.#schedule();
   }
@@ -76,9 +93,36 @@ class IterationWriter {
     this.#schedule();
   }
 
+  /** More is waiting for the client than a stream may hold for it. */
+  get backlogged(): boolean {
+    return this.#pending.length + this.#res.writableLength > BACKLOG_BYTES;
+  }
+
+  /** Resolves once the client has taken what waits for it, or the connection is gone. */
+  async taken(): Promise<void> {
+    this.#flush();
+    if (this.#res.writableNeedDrain) await this.#watch('drain');
+  }
+
   end(): void {
     const text = this.#take();
-    if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end(text);
+    if (this.#res.writableEnded || this.#res.destroyed) return;
+    this.#res.end(text);
+    // The end leaves with the rest; a client that never takes it must not keep the socket.
+    if (!this.#res.writableFinished) void this.#watch('finish');
+  }
+
+  #watch(event: 'drain' | 'finish'): Promise<void> {
+    const res = this.#res;
+    return new Promise((resolve) => {
+      const cut = setTimeout(() => res.destroy(), this.#stallMs).unref();
+      const settle = (): void => {
+        clearTimeout(cut);
+        res.off(event, settle).off('close', settle);
+        resolve();
+      };
+      res.on(event, settle).on('close', settle);
+    });
   }
 
   #schedule(): void {

@@ -1,5 +1,6 @@
+import { once } from 'node:events';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/events.ts';
 import { writeStream } from '../../src/http/stream-reply.ts';
@@ -71,5 +72,67 @@ describe('stream writes', () => {
     expect(res.status).toBe(200);
     release();
     expect(await res.body).toBe(`data: ${JSON.stringify(delta(0))}\n\n`);
+  });
+});
+
+describe('a client that stops reading', () => {
+  const STALL_MS = 50;
+  const sockets: Socket[] = [];
+  afterEach(() => sockets.splice(0).forEach((socket) => socket.destroy()));
+
+  /**
+   * Serves `events(res)` through writeStream to a client that sends its request and then reads
+   * nothing; resolves with the server's response once writeStream has returned.
+   */
+  async function stalled(events: (res: ServerResponse) => AsyncIterable<AgentEvent>): Promise<{ res: ServerResponse; maxQueued: number }> {
+    let maxQueued = 0;
+    const served = new Promise<ServerResponse>((resolve) => {
+      server = createServer((_req, res) => {
+        const write = res.write.bind(res);
+        res.write = ((...args: Parameters<typeof write>) => {
+          const accepted = write(...args);
+          maxQueued = Math.max(maxQueued, res.writableLength);
+          return accepted;
+        }) as typeof res.write;
+        void writeStream(res, {}, events(res), { wire: 'sse', vercel: undefined }, STALL_MS).then(() => resolve(res));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const socket = connect((server!.address() as AddressInfo).port, '127.0.0.1');
+    sockets.push(socket);
+    socket.pause();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const res = await served;
+    return { res, maxQueued };
+  }
+
+  const big = (i: number): AgentEvent => ({ type: 'message_delta', data: { id: 'm1', delta: `${i} ${'x'.repeat(16 * 1024)}` } });
+
+  it('holds a bounded backlog for it, takes no more of the turn meanwhile, and hangs up on it', async () => {
+    // 64 MiB: more than the kernel's socket buffers on both ends take, so the rest waits in the server.
+    const total = 4096;
+    let pulled = 0;
+    const { res, maxQueued } = await stalled(async function* () {
+      for (; pulled < total; pulled++) yield big(pulled);
+    });
+    expect(pulled).toBeLessThan(total);
+    expect(maxQueued).toBeLessThan(1024 * 1024);
+    if (!res.destroyed) await once(res, 'close');
+    expect(res.writableFinished).toBe(false);
+  });
+
+  it('hangs up on it when the rest of an ended stream waits for it', async () => {
+    const { res } = await stalled(async function* (res) {
+      // Until the kernel takes no more; then the stream ends with what the client has not taken queued.
+      for (let i = 0; res.writableLength === 0; i++) {
+        yield delta(i);
+        await new Promise(setImmediate);
+      }
+      yield { type: 'done', data: { stop_reason: 'end_turn', stopReason: 'end_turn' } } as AgentEvent;
+    });
+    expect(res.writableEnded).toBe(true);
+    const hungUp = once(res, 'close').then(() => true);
+    expect(await Promise.race([hungUp, new Promise((resolve) => setTimeout(resolve, 100 * STALL_MS, false))])).toBe(true);
+    expect(res.writableFinished).toBe(false);
   });
 });
