@@ -131,8 +131,7 @@ describe('a client that stops reading', () => {
       yield { type: 'done', data: { stop_reason: 'end_turn', stopReason: 'end_turn' } } as AgentEvent;
     });
     expect(res.writableEnded).toBe(true);
-    const hungUp = once(res, 'close').then(() => true);
-    expect(await Promise.race([hungUp, new Promise((resolve) => setTimeout(resolve, 100 * STALL_MS, false))])).toBe(true);
+    if (!res.destroyed) await once(res, 'close');
     expect(res.writableFinished).toBe(false);
   });
 });
