@@ -13,7 +13,17 @@ export class AccessLog extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime, ...runIds(request) }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime, ...runIds(request) }, 'request completed');
   }
+}
+
+/**
+ * The session and trace a request ran in, so its line leads to the turn's record and its spans
+ * (and a trace id a user quotes leads back to the line). A request refused before its hooks ran
+ * has no run at all.
+ */
+function runIds(request: FastifyRequest): { session_id?: string; trace_id?: string } {
+  const run = request.run as FastifyRequest['run'] | null;
+  return { ...(run?.sessionId ? { session_id: run.sessionId } : {}), ...(run?.traceId ? { trace_id: run.traceId } : {}) };
 }

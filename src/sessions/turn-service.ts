@@ -518,12 +518,17 @@ export class TurnService {
           : isAppError(error)
             ? error
             : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
-      if (!isAppError(error) && !aborted && !timedOut) log.error({ err: redactError(error, redact), turn_id: turn.id }, 'turn failed');
+      const ids = { turn_id: turn.id, session_id: turn.sessionId, trace_id: turn.traceId };
+      const unexpected = !isAppError(error) && !aborted && !timedOut;
+      if (unexpected) log.error({ err: redactError(error, redact), ...ids }, 'turn failed');
       status = aborted ? (isCancel(reason) ? 'cancelled' : 'interrupted') : 'failed';
       if (aborted && isCancel(reason) && (await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES)) > 0) {
         await store.pausedStates.removeSession(turn.projectId, turn.sessionId);
       }
       turn.failure = new AppError(failure.type, redact(failure.message), { status: failure.status, ...(failure.headers ? { headers: failure.headers } : {}) });
+      // A provider that is down or refuses its key fails turns whose stream was already answered
+      // 200, and evaluation cases nobody's request waits on: only this line tells the operator why.
+      if (!unexpected && !aborted) log.warn({ ...ids, error: { type: failure.type, message: turn.failure.message } }, 'turn failed');
       // Through the redactor, which still holds the end of a text that might begin a secret.
       for (const [id, type] of unended) for (const event of redactEvent({ type, data: { id } })) emit(event);
       emit({ type: 'error', data: { code: failure.status, type: failure.type, message: turn.failure.message } });
@@ -549,7 +554,7 @@ export class TurnService {
       });
     }
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
-    metrics?.end(status, turn.failure);
+    metrics?.end(status, turn.failure, folded.usage);
     this.live.delete(turn.id);
     turn.finish(folded);
   }

@@ -109,6 +109,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     if (!turn) return reply.code(204).send();
     reply.hijack();
     const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
+    request.run = run;
     await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
       wire: 'sse',
       vercel: vercelStart(turn, true),
