@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AgentEvent } from '../contract/events.ts';
+import type { AgentEvent, Usage } from '../contract/events.ts';
 import { TurnTimeline } from './turn-timeline.ts';
 
 /**
@@ -49,6 +49,8 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly turnsStarted: Counter<'harness'>;
   private readonly turnsFinished: Counter<'harness' | 'outcome'>;
+  private readonly turnErrors: Counter<'harness' | 'type'>;
+  private readonly tokens: Counter<'provider' | 'type'>;
   private readonly turnSeconds: Histogram<'harness' | 'outcome'>;
   private readonly modelCallSeconds: Histogram<'provider' | 'outcome'>;
   private readonly casesFinished: Counter<'outcome'>;
@@ -65,6 +67,13 @@ export class ServiceMetrics {
       labelNames: ['harness', 'outcome'],
       registers: [registry],
     });
+    this.turnErrors = new Counter({
+      name: 'agentd_turn_errors_total',
+      help: "Turns that failed, by harness and error type (the envelope's status.type: upstream-error, upstream-auth, turn-timeout, …)",
+      labelNames: ['harness', 'type'],
+      registers: [registry],
+    });
+    this.tokens = new Counter({ name: 'agentd_model_tokens_total', help: "Tokens the turns' model calls used, by provider and type (input, output), as the turns' usage reports them", labelNames: ['provider', 'type'], registers: [registry] });
     this.turnSeconds = new Histogram({ name: 'agentd_turn_duration_seconds', help: 'From a turn\'s start to its end or pause', labelNames: ['harness', 'outcome'], buckets: DURATION_BUCKETS, registers: [registry] });
     this.modelCallSeconds = new Histogram({
       name: 'agentd_model_call_duration_seconds',
@@ -130,9 +139,16 @@ export class ServiceMetrics {
     return new TurnMetrics(this, harness, provider);
   }
 
-  /** @internal */ finishedTurn(harness: string, outcome: string, seconds: number): void {
+  /** @internal */ finishedTurn(harness: string, outcome: string, seconds: number, errorType: string | undefined): void {
     this.turnsFinished.inc({ harness, outcome });
     this.turnSeconds.observe({ harness, outcome }, seconds);
+    // Only a failure counts as an error: a turn cancelled or interrupted from outside did not fail.
+    if (outcome === 'failed' && errorType) this.turnErrors.inc({ harness, type: errorType });
+  }
+
+  /** @internal */ usedTokens(provider: string, usage: Usage): void {
+    this.tokens.inc({ provider, type: 'input' }, usage.input);
+    this.tokens.inc({ provider, type: 'output' }, usage.output);
   }
 
   /** @internal */ modelCall(provider: string, outcome: 'ok' | 'error', seconds: number): void {
@@ -152,12 +168,14 @@ export class ServiceMetrics {
 export class TurnMetrics {
   private readonly metrics: ServiceMetrics;
   private readonly harness: string;
+  private readonly provider: string;
   private readonly started = Date.now();
   private readonly timeline: TurnTimeline;
 
   constructor(metrics: ServiceMetrics, harness: string, provider: string) {
     this.metrics = metrics;
     this.harness = harness;
+    this.provider = provider;
     this.timeline = new TurnTimeline(this.started, [], {
       modelCall: (start, end, error) => metrics.modelCall(provider, error ? 'error' : 'ok', (end - start) / 1000),
       toolRun: () => {},
@@ -168,9 +186,10 @@ export class TurnMetrics {
     this.timeline.event(event);
   }
 
-  end(outcome: string, error?: { type: string; message: string }): void {
+  end(outcome: string, error?: { type: string; message: string }, usage?: Usage): void {
     const now = Date.now();
     this.timeline.end(now, error);
-    this.metrics.finishedTurn(this.harness, outcome, (now - this.started) / 1000);
+    this.metrics.finishedTurn(this.harness, outcome, (now - this.started) / 1000, error?.type);
+    if (usage) this.metrics.usedTokens(this.provider, usage);
   }
 }

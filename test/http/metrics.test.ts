@@ -70,6 +70,23 @@ describe('metrics', () => {
     expect(text).toMatch(/agentd_live_turns\{replica="[^"]+:\d+"\} 0/);
   });
 
+  it("counts failed turns by error type and the model's tokens by provider", async () => {
+    const before = await scrape();
+    const count = (text: string, name: string, labels: Record<string, string>) => sample(text, name, labels) ?? 0;
+    h.model.script({ text: 'counted', usage: { input: 1200, output: 34 } });
+    await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'count me' }], template())));
+    h.model.script({ error: { status: 401 } });
+    await h.invoke(invokeBody([{ role: 'user', content: 'refused' }], template()));
+    h.model.script({ error: { status: 500 } });
+    await h.invoke(invokeBody([{ role: 'user', content: 'broken' }], template()));
+    const after = await scrape();
+    const added = (name: string, labels: Record<string, string>) => count(after, name, labels) - count(before, name, labels);
+    expect(added('agentd_turn_errors_total', { harness: 'agentd', type: 'upstream-auth' })).toBe(1);
+    expect(added('agentd_turn_errors_total', { harness: 'agentd', type: 'upstream-error' })).toBe(1);
+    expect(added('agentd_model_tokens_total', { provider: 'openai', type: 'input' })).toBe(1200);
+    expect(added('agentd_model_tokens_total', { provider: 'openai', type: 'output' })).toBe(34);
+  });
+
   it('counts evaluation case attempts and their retries', async () => {
     const client = createClient({ baseUrl: h.url, apiKey: h.apiKey, projectId: h.projectId });
     const testset = (await client.testsets.create({ data: { testcases: [{ data: { messages: [{ role: 'user', content: 'one' }] } }] } })).revision_id;
