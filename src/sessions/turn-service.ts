@@ -324,6 +324,12 @@ export class TurnService {
     return { ...plan, template: state.template, record: { ...plan.record, revision: state.revision } };
   }
 
+  /** The span of the paused turn an answer in band goes on from, unless it is the new turn's parent already. */
+  private async pausedSpan(projectId: string, pausedTurnId: string, parentSpanId: string | undefined): Promise<{ traceId: string; spanId: string } | undefined> {
+    const paused = await this.deps.store.turns.get(projectId, pausedTurnId);
+    return paused && paused.span_id !== parentSpanId ? { traceId: paused.trace_id, spanId: paused.span_id } : undefined;
+  }
+
   private async begin(given: TurnPlan, turnId: string): Promise<LiveTurn> {
     const { store, config } = this.deps;
     const { projectId, sessionId, messages, secrets } = given;
@@ -427,6 +433,7 @@ export class TurnService {
     const span =
       this.deps.spans && trace.sampled
         ? new TurnSpan(this.deps.spans, {
+            continues: answers.pausedTurnId ? await this.pausedSpan(projectId, answers.pausedTurnId, trace.parentSpanId) : undefined,
             traceId: trace.traceId,
             spanId: trace.spanId,
             parentSpanId: trace.parentSpanId,

@@ -14,6 +14,11 @@ export interface TurnSpanStart extends SpanIds {
   calls: ReadonlyArray<{ toolCallId: string; toolName: string }>;
   /** The request's `links` (spec §2.1), by name: other runs this one relates to. */
   links?: unknown;
+  /**
+   * The paused turn this one goes on from, when that is not its parent: an answer in band runs
+   * under the caller's trace (or a new one), which the link leads back to the pause from.
+   */
+  continues?: { traceId: string; spanId: string } | undefined;
 }
 
 export interface TurnSpanEnd {
@@ -44,7 +49,7 @@ export class TurnSpan {
     this.tracing = tracing;
     this.startMs = Date.parse(start.startedAt);
     this.model = { provider: start.attributes['gen_ai.provider.name'], name: start.attributes['gen_ai.request.model'] };
-    this.span = tracing.startWithIds(start, 'invoke_agent', start.internal ? SpanKind.INTERNAL : SpanKind.SERVER, this.startMs, { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) }, spanLinks(start.links));
+    this.span = tracing.startWithIds(start, 'invoke_agent', start.internal ? SpanKind.INTERNAL : SpanKind.SERVER, this.startMs, { 'gen_ai.operation.name': 'invoke_agent', ...defined(start.attributes) }, spanLinks(start.links, start.continues));
     this.context = trace.setSpan(ROOT_CONTEXT, this.span);
     this.timeline = new TurnTimeline(this.startMs, start.calls, { modelCall: (s, e, error) => this.modelSpan(s, e, error), toolRun: (result, call, at) => this.toolSpan(result, call, at) });
   }
@@ -129,9 +134,9 @@ export function requestAttributes(request: { tags?: unknown; meta?: unknown }): 
 }
 
 /** The request's `links` as span links; a pair whose ids are not a trace's and a span's is left out. */
-function spanLinks(links: unknown): Link[] {
-  if (links === null || typeof links !== 'object') return [];
-  const out: Link[] = [];
+function spanLinks(links: unknown, continues: TurnSpanStart['continues']): Link[] {
+  const out: Link[] = continues ? [{ context: { ...continues, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes: { 'agentd.link.name': 'continues' } }] : [];
+  if (links === null || typeof links !== 'object') return out;
   for (const [name, link] of Object.entries(links)) {
     const { trace_id: traceId, span_id: spanId } = (link ?? {}) as { trace_id?: unknown; span_id?: unknown };
     if (typeof traceId !== 'string' || typeof spanId !== 'string') continue;

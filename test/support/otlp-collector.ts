@@ -33,9 +33,11 @@ message Span {
   uint32 dropped_attributes_count = 10;
   repeated Event events = 11;
   uint32 dropped_events_count = 12;
+  repeated Link links = 13;
   uint32 dropped_links_count = 14;
   Status status = 15;
 }
+message Link { bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; repeated KeyValue attributes = 4; uint32 dropped_attributes_count = 5; fixed32 flags = 6; }
 message Event { fixed64 time_unix_nano = 1; string name = 2; repeated KeyValue attributes = 3; uint32 dropped_attributes_count = 4; }
 message Status { string message = 2; int32 code = 3; }
 message KeyValue { string key = 1; AnyValue value = 2; }

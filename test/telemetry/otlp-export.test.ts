@@ -141,6 +141,9 @@ describe('OpenTelemetry export', () => {
     const decided = paused.data.outputs.messages.map((m: any) => (m.approval ? { ...m, approval: { ...m.approval, approved: true } } : m));
     const done = await readJson(await h.invoke(invokeBody([...first, ...decided], agent, { session_id: session })));
     const { span: turn } = await spanOf(done.span_id);
+    // Answered in band, the turn runs in a trace of its own, linked back to the pause it goes on from.
+    expect(done.trace_id).not.toBe(paused.trace_id);
+    expect(turn.links).toEqual([expect.objectContaining({ traceId: paused.trace_id, spanId: paused.span_id, attributes: [{ key: 'agentd.link.name', value: { stringValue: 'continues' } }] })]);
     const { span: tool } = await spanWhere((s) => s.parentSpanId === done.span_id && s.name.startsWith('execute_tool'), 'the tool span');
     expect(tool).toMatchObject({ name: 'execute_tool write', startTimeUnixNano: turn.startTimeUnixNano, status: { code: 1 } });
     expect(attrs(tool.attributes)).toMatchObject({ 'gen_ai.tool.name': 'write', 'agentd.tool.is_error': false });
