@@ -122,7 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: Math.max(int(env, 'AGENTD_REQUEST_TIMEOUT_MS', 120_000), 100),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     debug: flag(env, 'AGENTD_DEBUG'),
-    logLevel: env.AGENTD_LOG_LEVEL ?? 'info',
+    logLevel: logLevel(env.AGENTD_LOG_LEVEL),
     logFormat: logFormat(env.AGENTD_LOG_FORMAT),
     shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
     leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
@@ -176,6 +176,15 @@ function metricsAccess(env: NodeJS.ProcessEnv): Config['metrics'] {
     return { token };
   }
   return mode === 'open' ? 'open' : undefined;
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** pino's levels: any other name would stop the server at its start with pino's own stack trace. */
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'info';
+  if (LOG_LEVELS.includes(raw)) return raw;
+  throw new Error(`AGENTD_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
 }
 
 function logFormat(raw: string | undefined): Config['logFormat'] {

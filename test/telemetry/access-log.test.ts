@@ -1,10 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { builtin, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** The request log (src/http/access-log.ts): one line per request when it is answered. */
 
 let h: Harness | undefined;
-afterEach(async () => h?.close());
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
 
 async function linesOfOneTurn(level: string): Promise<Record<string, any>[]> {
   h = await startHarness({ logs: true, env: { AGENTD_LOG_LEVEL: level } });
@@ -58,6 +62,12 @@ describe('the request log', () => {
     const failed = h.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'turn failed');
     expect(failed).toEqual([expect.objectContaining({ level: 40, session_id: session, trace_id: res.headers.get('x-ag-trace-id'), turn_id: expect.any(String), error: { type: 'upstream-error', message: expect.stringMatching(/500/) } })]);
     expect(h.logs.join('\n')).not.toContain('tok-in-the-log-7c6b5a');
+  });
+
+  it('refuses a level pino does not have, naming the ones it has', () => {
+    expect(() => loadConfig({ AGENTD_LOG_LEVEL: 'verbose' })).toThrow('AGENTD_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "verbose"');
+    expect(loadConfig({ AGENTD_LOG_LEVEL: 'warn' }).logLevel).toBe('warn');
+    expect(loadConfig({}).logLevel).toBe('info');
   });
 
   it('also writes the arrival of each request at debug', async () => {
