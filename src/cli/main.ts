@@ -47,8 +47,8 @@ The client commands (invoke, run-many, testsets, eval, workflows, sessions)
 reach the server at AGENTD_URL with AGENTD_API_KEY and AGENTD_PROJECT_ID, or
 with the flags --url, --api-key and --project.
 
-Run "agentd <command> --help" for a command's options;
-"agentd --version" prints agentd's version.
+Run "agentd <command> --help" for a command's options, and "agentd --version"
+for agentd's version.
 `;
 
 async function main(argv: string[]): Promise<number> {
