@@ -89,5 +89,11 @@ export async function resolveRunConfig(repo: ConfigsRepo, projectId: string, req
     if (!isObject(resolved)) throw new AppError('invalid-request', `the @ag.embed at ${embedAt} resolves to a ${Array.isArray(resolved) ? 'list' : typeof resolved}; parameters must be an object`);
     parameters = resolved;
   }
+  // Sent parameters without a template but with other keys are a mistake (`agnet`, `llm` beside
+  // it): run as they are, the default template would answer in its place, and say nothing.
+  const keys = Object.keys(parameters);
+  if (!revision && parameters.agent == null && keys.length > 0) {
+    throw new AppError('invalid-request', `${at} has no "agent" (it has ${keys.map((k) => `"${k}"`).join(', ')}): the agent template goes in ${at}.agent`);
+  }
   return { agent: parameters.agent, agentAt: `${at}.agent`, parameters, ...(revision ? { revision } : {}), embedded: embedAt !== undefined };
 }

@@ -115,6 +115,18 @@ describe('request fields', () => {
     await readJson(res);
   });
 
+  it('parameters with keys but no agent (a misspelt one) → 400 naming them, not the default template; empty parameters run it', async () => {
+    const body = (parameters: unknown) => ({ data: { inputs: { messages: user }, parameters } });
+    const calls = h.model.requests.length;
+    await expectError(await h.invoke(body({ agnet: template() })), 400, 'invalid-request', /data\.parameters has no "agent" \(it has "agnet"\)/);
+    await expectError(await h.invoke(body({ llm: { provider: 'openai', model: 'x' } })), 400, 'invalid-request', /"llm"/);
+    expect(h.model.requests.length).toBe(calls);
+    h.model.script({ text: 'default' });
+    const ran = await h.invoke(body({}));
+    expect(ran.status).toBe(200);
+    await readJson(ran);
+  });
+
   it('an unknown references key → 400 naming it', async () => {
     await expectError(await h.invoke(withAgent(template(), { references: { flow: { id: 'x' } } })), 400, 'invalid-request', /"flow".*references/);
   });
