@@ -118,12 +118,13 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
         });
         return notRun();
       }
-      if (answer.answers !== undefined) allDecidedAsked?.();
       const kinds = answer.approved ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
       const option = params.options.find((o) => o.kind === kinds[0]) ?? params.options.find((o) => o.kind === kinds[1]);
+      if (answer.approved && option) teller.approved(call.toolCallId);
+      else if (option) teller.denied(call.toolCallId);
+      // After the call is marked approved: a pause that settles now waits for it to end.
+      if (answer.answers !== undefined) allDecidedAsked?.();
       if (!option) return { outcome: { outcome: 'cancelled' } };
-      if (answer.approved) teller.approved(call.toolCallId);
-      else teller.denied(call.toolCallId);
       return { outcome: { outcome: 'selected', optionId: option.optionId } };
     },
     update: (update) => teller.update(update),
