@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { Readable, type Transform } from 'node:stream';
 import zlib from 'node:zlib';
-import { Agent, request } from 'undici';
+import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { isJsonType } from './media-types.ts';
 
 /**
@@ -14,6 +15,16 @@ import { isJsonType } from './media-types.ts';
  */
 
 type Fetch = typeof globalThis.fetch;
+
+/*
+ * undici's `Agent` and `request`, from the two files that are them: its index loads all of undici
+ * (its fetch, WebSocket, caches, mocks), 3.4 MB of heap and 7 MB of RSS in every thread that calls
+ * a model (BENCHMARKS.md, "The `ai` package and undici's index off the serving path"). undici is
+ * pinned to one version, so the paths cannot move under us unseen.
+ */
+const require = createRequire(import.meta.url);
+const Agent: typeof UndiciAgent = require('undici/lib/dispatcher/agent.js');
+const request: (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData> = require('undici/lib/api/api-request.js');
 
 const dispatcher = new Agent();
 const PROTOCOLS = new Set(['http:', 'https:']);
@@ -78,9 +89,10 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
   const signal = init.signal ?? undefined;
   if (signal?.aborted) throw signal.reason;
 
-  let res: Awaited<ReturnType<typeof request>>;
+  let res: Dispatcher.ResponseData;
   try {
-    res = await request(url, { method: (init.method ?? 'GET') as 'GET', headers: requestHeaders(init, body), body, dispatcher, ...(signal ? { signal } : {}) });
+    const target = { origin: url.origin, path: `${url.pathname}${url.search}` };
+    res = await request.call(dispatcher, { ...target, method: (init.method ?? 'GET') as 'GET', headers: requestHeaders(init, body), body, ...(signal ? { signal } : {}) });
   } catch (error) {
     throw failure(error, signal);
   }

@@ -1,5 +1,4 @@
-import type { LanguageModelV4StreamPart, LanguageModelV4StreamResult } from '@ai-sdk/provider';
-import { APICallError } from 'ai';
+import { APICallError, type LanguageModelV4StreamPart, type LanguageModelV4StreamResult } from '@ai-sdk/provider';
 
 /**
  * A server that answers every path as Chat Completions (small OpenAI-compatible servers and test

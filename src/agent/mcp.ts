@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CallToolResult, ListToolsResult, MCPClient, MCPClientConfig } from '@ai-sdk/mcp';
-import { dynamicTool, type ToolSet } from 'ai';
+import { dynamicTool } from '@ai-sdk/provider-utils';
+import type { ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
 import { ToolError } from './tools/tool-error.ts';

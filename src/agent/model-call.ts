@@ -1,6 +1,5 @@
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4GenerateResult, type LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
-import { APICallError, RetryError } from 'ai';
 import { AppError } from '../errors.ts';
 import { isJsonType } from '../media-types.ts';
 import { hostOf } from './model-errors.ts';
@@ -130,7 +129,8 @@ function retrying(maxRetries: number, abortSignal: AbortSignal | undefined): Ret
     abortSignal,
     shouldRetry: async (error) => APICallError.isInstance(error) && error.isRetryable,
     getDelayInMs: ({ error, exponentialBackoffDelay }) => retryAfterMs(error) ?? exponentialBackoffDelay,
-    createRetryError: ({ message, reason, errors }) => new RetryError({ message, reason, errors }),
+    // The last attempt's error is what the caller is told about (toModelError maps it).
+    createRetryError: ({ errors }) => errors.at(-1) as Error,
   });
 }
 

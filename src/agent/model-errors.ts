@@ -1,4 +1,4 @@
-import { APICallError, RetryError } from 'ai';
+import { APICallError } from '@ai-sdk/provider';
 import { AppError, isAppError } from '../errors.ts';
 
 export function hostOf(url: string): string {
@@ -44,7 +44,6 @@ function reasonOf(error: APICallError): string {
  */
 export function toModelError(error: unknown): AppError {
   if (isAppError(error)) return error;
-  if (RetryError.isInstance(error)) return toModelError(error.lastError);
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const where = hostOf(error.url);

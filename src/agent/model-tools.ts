@@ -1,6 +1,6 @@
-import type { JSONSchema7, LanguageModelV4FunctionTool, LanguageModelV4ToolCall, LanguageModelV4ToolResultOutput } from '@ai-sdk/provider';
+import { getErrorMessage, type JSONSchema7, type LanguageModelV4FunctionTool, type LanguageModelV4ToolCall, type LanguageModelV4ToolResultOutput } from '@ai-sdk/provider';
 import { asSchema, safeParseJSON, safeValidateTypes } from '@ai-sdk/provider-utils';
-import { InvalidToolInputError, NoSuchToolError, type Tool, type ToolSet } from 'ai';
+import type { Tool, ToolSet } from 'ai';
 
 /**
  * A tool's input schema as JSON Schema, kept per schema object: the built-in tools' zod schemas are
@@ -36,18 +36,30 @@ export type ParsedCall =
 export async function parseCall(call: Pick<LanguageModelV4ToolCall, 'toolCallId' | 'toolName' | 'input'>, tools: ToolSet): Promise<ParsedCall> {
   const { toolCallId, toolName } = call;
   const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
-  if (!tool) return { toolCallId, toolName, input: await looseInput(call.input), invalid: new NoSuchToolError({ toolName, availableTools: Object.keys(tools) }) };
+  if (!tool) return { toolCallId, toolName, input: await looseInput(call.input), invalid: noSuchTool(toolName, Object.keys(tools)) };
   const schema = asSchema(tool.inputSchema);
   const parsed = call.input.trim() === '' ? await safeValidateTypes({ value: {}, schema }) : await safeParseJSON({ text: call.input, schema });
   if (parsed.success) return { toolCallId, toolName, input: parsed.value };
-  return { toolCallId, toolName, input: await looseInput(call.input), invalid: new InvalidToolInputError({ toolName, toolInput: call.input, cause: parsed.error }) };
+  return { toolCallId, toolName, input: await looseInput(call.input), invalid: invalidInput(toolName, parsed.error) };
 }
 
 /** Input the caller approved, read against the tool's schema again before it runs. */
 export async function validateInput(tool: Tool, toolName: string, input: unknown): Promise<{ input: unknown } | { invalid: Error }> {
   const checked = await safeValidateTypes({ value: structuredClone(input), schema: asSchema(tool.inputSchema) });
   if (checked.success) return { input: checked.value };
-  return { invalid: new InvalidToolInputError({ toolName, toolInput: JSON.stringify(input), cause: checked.error }) };
+  return { invalid: invalidInput(toolName, checked.error) };
+}
+
+/*
+ * What the model is told of a call it got wrong, in the AI SDK's own words (its `NoSuchToolError` and
+ * `InvalidToolInputError`, which live in the `ai` package the serving path does not load).
+ */
+function noSuchTool(toolName: string, available: string[]): Error {
+  return new Error(`Model tried to call unavailable tool '${toolName}'. ${available.length === 0 ? 'No tools are available.' : `Available tools: ${available.join(', ')}.`}`);
+}
+
+function invalidInput(toolName: string, cause: unknown): Error {
+  return new Error(`Invalid input for tool ${toolName}: ${getErrorMessage(cause)}`, { cause });
 }
 
 async function looseInput(text: string): Promise<unknown> {

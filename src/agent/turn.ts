@@ -1,5 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Message } from '@ai-sdk/provider';
-import { jsonSchema, tool, type Tool, type ToolSet } from 'ai';
+import { jsonSchema, tool } from '@ai-sdk/provider-utils';
+import type { Tool, ToolSet } from 'ai';
 import type { Config } from '../config.ts';
 import { doneEvent, pendingInteraction, type AgentEvent, type PendingInteraction, type StopReason, type Usage } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';

@@ -1,4 +1,3 @@
-import { generateText } from 'ai';
 import type { Config } from '../config.ts';
 import { resolveModel, serverKeys } from '../agent/model.ts';
 import { makeRedactor } from '../telemetry/redact.ts';
@@ -16,6 +15,8 @@ export function judgeModel(config: Pick<Config, 'env' | 'openaiCompatible' | 'de
   const redact = makeRedactor(serverKeys(config));
   return async ({ system, prompt, provider, model, trace }) => {
     const llm = { provider: provider ?? config.defaultLlm.provider, model: model ?? config.defaultLlm.model, connection: { mode: 'self_managed' as const }, extras: {} };
+    // `ai` loads here, with the first judge, not with every server (3.4 MB of heap).
+    const { generateText } = await import('ai');
     const ask = (telemetry: Parameters<typeof generateText>[0]['telemetry']) => generateText({ model: resolveModel(llm, config, {}), system, prompt, maxRetries: 1, telemetry });
     try {
       const result =

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { APICallError } from 'ai';
+import { APICallError } from '@ai-sdk/provider';
 import { hostOf, toModelError } from '../agent/model-errors.ts';
 import { AppError } from '../errors.ts';
 

@@ -120,6 +120,10 @@ function checkQueryEncoding(url: string): void {
   }
 }
 
+function refuseRouteSchemas(): never {
+  throw new Error('a route asked Fastify to validate or serialize by a JSON schema; agentd reads requests with zod (src/http/validate.ts)');
+}
+
 /** Whether a request carries a body, by its framing headers. */
 function hasBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || (raw.headers['content-length'] !== undefined && raw.headers['content-length'] !== '0');
@@ -173,6 +177,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         .send(errorEnvelope(failure, {}, false));
     },
     clientErrorHandler,
+    // Requests are read with zod (validate.ts) and replies written as they are, never by a route's
+    // JSON schema; without this Fastify loads ajv and the schema compilers for nothing (4 MB of RSS).
+    // A plugin's route that did ask for one fails at start instead of going unchecked.
+    schemaController: { compilersFactory: { buildValidator: refuseRouteSchemas, buildSerializer: refuseRouteSchemas } },
     // Fastify turns Node's limit on a whole request off; without one, a client that sends part of
     // its body and stops holds its connection for good. Node watches for that only when the server
     // is made with a limit (so it goes in `http` as well: Fastify's own option is set afterwards),

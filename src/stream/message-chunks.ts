@@ -1,6 +1,6 @@
-import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage, type UIMessageChunk } from 'ai';
+import type { UIMessage, UIMessageChunk } from 'ai';
+import { isToolPart, toolNameOf, type ToolPart } from './tool-parts.ts';
 
-type ToolPart = ToolUIPart | DynamicToolUIPart;
 type Approval = { id: string; approved?: boolean; reason?: string; descriptor?: unknown; requestReason?: string; isAutomatic?: boolean; signature?: string; inputSchemaInput?: unknown };
 
 /**
@@ -15,7 +15,7 @@ export function messageChunks(message: UIMessage): UIMessageChunk[] {
   let stepOpen = false;
   message.parts.forEach((part, index) => {
     const id = `${message.id}-${index}`;
-    if (isToolUIPart(part)) {
+    if (isToolPart(part)) {
       out.push(...toolChunks(part));
       return;
     }
@@ -77,7 +77,7 @@ function toolChunks(part: ToolPart): UIMessageChunk[] {
   const toolCallId = part.toolCallId;
   const call = {
     toolCallId,
-    toolName: getToolName(part),
+    toolName: toolNameOf(part),
     ...(part.type === 'dynamic-tool' ? { dynamic: true } : {}),
     ...(part.title !== undefined ? { title: part.title } : {}),
     ...(part.providerExecuted !== undefined ? { providerExecuted: part.providerExecuted } : {}),

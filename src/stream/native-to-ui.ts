@@ -1,7 +1,8 @@
-import type { DynamicToolUIPart, ToolUIPart, UIMessage } from 'ai';
+import type { DynamicToolUIPart, UIMessage } from 'ai';
 import type { Message } from '../contract/messages.ts';
 import { StepTracker } from './steps.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';
+import { isToolPart, type ToolPart } from './tool-parts.ts';
 
 /**
  * Native messages → Vercel `UIMessage`s, for JSON replies in the Vercel format. The assistant
@@ -21,8 +22,6 @@ export interface NativeToUiOptions {
   continues?: UIMessage;
 }
 
-type ToolPart = ToolUIPart | DynamicToolUIPart;
-type Part = UIMessage['parts'][number];
 
 class AssistantBuilder {
   readonly message: UIMessage;
@@ -112,10 +111,6 @@ function settle(part: ToolPart, result: Message): ToolPart {
 
 function withReason<T extends object>(approval: T, reason: string | undefined): T & { reason?: string } {
   return reason === undefined ? approval : { ...approval, reason };
-}
-
-function isToolPart(part: Part): part is ToolPart {
-  return part.type === 'dynamic-tool' || part.type.startsWith('tool-');
 }
 
 export function nativeToUi(messages: readonly Message[], opts: NativeToUiOptions = {}): UIMessage[] {

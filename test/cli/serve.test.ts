@@ -187,18 +187,29 @@ describe('agentd serve', () => {
     }
   });
 
-  it('loads nothing of PostgreSQL, span export, harnesses or MCP until they are used', async () => {
+  it('loads nothing of PostgreSQL, span export, harnesses, MCP, the `ai` package or ajv until they are used', async () => {
     await freshEnv();
     const list = path.join(dataDir, 'loaded-modules.txt');
     const server = await startServe({ ...env, LOADED_MODULES_FILE: list }, ['--import', path.join(import.meta.dirname, '../support/loaded-modules.mjs')]);
-    const res = await fetch(`${server.url}/ready`);
-    expect(res.status).toBe(200);
+    const { projectId, key } = firstStartCredentials(server.output());
+    expect((await fetch(`${server.url}/ready`)).status).toBe(200);
+    // Turns of the built-in loop, answered as JSON and as the Vercel stream, need none of them either.
+    const body = { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } };
+    model.script({ text: 'as JSON' });
+    expect((await invoke(server.url, projectId, key, body)).status).toBe(200);
+    model.script({ text: 'as a stream' });
+    const streamed = await invoke(server.url, projectId, key, body, { accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' });
+    expect(await streamed.text()).toContain('"finishReason":"stop"');
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
     const loaded = (await readFile(list, 'utf8')).split('\n');
     expect(loaded).toContainEqual(expect.stringContaining('/node_modules/kysely/'));
-    const unused = loaded.filter((url) => /\/node_modules\/(pg|pino-pretty|@opentelemetry\/sdk-trace|@opentelemetry\/exporter-[^/]+|@agentclientprotocol\/sdk|@ai-sdk\/mcp)\//.test(url));
+    expect(loaded).toContainEqual(expect.stringContaining('/node_modules/@ai-sdk/openai/'));
+    const unused = loaded.filter((url) => /\/node_modules\/(pg|pino-pretty|@opentelemetry\/sdk-trace|@opentelemetry\/exporter-[^/]+|@agentclientprotocol\/sdk|@ai-sdk\/mcp|ai|@ai-sdk\/gateway|ajv|@fastify\/ajv-compiler)\//.test(url));
     expect(unused).toEqual([]);
+    // undici's Agent and request, not its index that loads all of it.
+    expect(loaded).toContainEqual(expect.stringContaining('/node_modules/undici/lib/api/api-request.js'));
+    expect(loaded).not.toContainEqual(expect.stringContaining('/node_modules/undici/index.js'));
   });
 
   it('never writes API keys or request secrets to its logs', async () => {

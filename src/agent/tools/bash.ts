@@ -1,4 +1,4 @@
-import { tool } from 'ai';
+import { tool } from '@ai-sdk/provider-utils';
 import fs from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';

@@ -1,4 +1,4 @@
-import { tool } from 'ai';
+import { tool } from '@ai-sdk/provider-utils';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { z } from 'zod';

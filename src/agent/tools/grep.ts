@@ -1,4 +1,4 @@
-import { tool } from 'ai';
+import { tool } from '@ai-sdk/provider-utils';
 import { z } from 'zod';
 import { confine } from './confine.ts';
 import { globMatcher } from './glob.ts';

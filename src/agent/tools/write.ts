@@ -1,4 +1,4 @@
-import { tool } from 'ai';
+import { tool } from '@ai-sdk/provider-utils';
 import { z } from 'zod';
 import { displayPath } from './confine.ts';
 import { writeInside } from './files.ts';
