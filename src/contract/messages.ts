@@ -33,7 +33,8 @@ export const Message = z.looseObject({
     .union([z.string(), z.array(TextPart)], {
       // Other content blocks (a tool call, a decision) are other messages or fields here; say which.
       error:
-        'content must be text or an array of {"type": "text", "text": …} parts; a tool call is a message of its own ' +
+        'content must be text or an array of {"type": "text", "text": …} parts (a user message\'s may also hold files, ' +
+        '{"type": "file", "url": "data:…", "mediaType"?, "filename"?}); a tool call is a message of its own ' +
         '(tool_call_id, tool_name, input), and an approval decision goes on it as approval: {id, approved, reason?}',
     })
     .nullish()
@@ -59,6 +60,19 @@ export const UIMessage = z.looseObject({
   parts: z.array(UIMessagePart),
 });
 export type UIMessage = z.infer<typeof UIMessage>;
+
+/**
+ * A file attached to a user message: a Vercel `file` part as `useChat`'s `sendMessage({files})`
+ * makes it, and the same object as a block of a native user message's content. `url` is a `data:`
+ * URL (agentd fetches no other); the file goes into the session folder (docs/api.md).
+ */
+export const FilePart = z.looseObject({
+  type: z.literal('file'),
+  url: z.string(),
+  mediaType: z.string().optional(),
+  filename: z.string().optional(),
+});
+export type FilePart = z.infer<typeof FilePart>;
 
 export const MessagesFormat = z.enum(['native', 'vercel']);
 export type MessagesFormat = z.infer<typeof MessagesFormat>;

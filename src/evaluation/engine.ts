@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Attempt, EvaluatorScore, EvaluatorSpec, RunStatus } from '../contract/evaluations.ts';
 import { EVALUATION_SESSION_PREFIX } from '../contract/sessions.ts';
-import type { Message } from '../contract/messages.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
 import { retryAfterMs } from '../client/errors.ts';
 import { AppError, isAppError } from '../errors.ts';
+import type { Inbound } from '../sessions/inbound.ts';
 import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
@@ -33,7 +33,7 @@ export type EvaluationRun = RunRecord<EvaluationSpec>;
 export interface PreparedRun {
   template: EffectiveTemplate;
   /** The conversation of each test case, already filtered to the agent's inputs and checked. */
-  conversations: Map<string, Message[] | AppError>;
+  conversations: Map<string, Inbound | AppError>;
   testcases: Map<string, Record<string, unknown>>;
 }
 
@@ -350,7 +350,8 @@ class RunDriver {
         projectId: this.run.project_id,
         sessionId,
         template: prepared.template,
-        messages: conversation,
+        messages: conversation.messages,
+        ...(conversation.attachments.length ? { attachments: conversation.attachments } : {}),
         secrets: {},
         credentials: undefined,
         traceparent: undefined,

@@ -196,10 +196,10 @@ export class RunService {
       testcases.set(testcase.id, testcase.data);
       try {
         // Only `messages` reaches the agent (spec §4.5.2): the same rule as invoke's data.testcase.
-        const messages = inboundMessages({ data: { testcase: { id: testcase.id, data: testcase.data } } }, 'native');
-        if (!messages?.length) throw new AppError('invalid-messages', `test case ${testcase.id} has no messages: give it a "messages" column`);
-        checkAnswerable(messages, `test case ${testcase.id}`);
-        conversations.set(testcase.id, messages);
+        const conversation = inboundMessages({ data: { testcase: { id: testcase.id, data: testcase.data } } }, 'native');
+        if (!conversation?.messages.length) throw new AppError('invalid-messages', `test case ${testcase.id} has no messages: give it a "messages" column`);
+        checkAnswerable(conversation.messages, `test case ${testcase.id}`);
+        conversations.set(testcase.id, conversation);
       } catch (error) {
         conversations.set(testcase.id, error as AppError);
       }

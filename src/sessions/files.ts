@@ -132,3 +132,22 @@ export async function writeUpload(folder: string, userPath: string, bytes: Uint8
     return { path: displayPath(await fs.realpath(folder), real), size };
   });
 }
+
+/**
+ * Whether `userPath` holds exactly `bytes`: `missing` when nothing is there, `other` when something
+ * else is (other bytes, a folder). Confined as every other access here.
+ */
+export async function compareFile(folder: string, userPath: string, bytes: Uint8Array): Promise<'missing' | 'same' | 'other'> {
+  return confined(userPath, async () => {
+    const target = confine(folder, userPath);
+    if (!target.exists) return 'missing';
+    const stat = await fs.stat(target.path);
+    if (!stat.isFile() || stat.size !== bytes.length) return 'other';
+    const handle = await openRegularFile(target.path, userPath, target.realRoot);
+    try {
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).equals(await handle.readFile()) ? 'same' : 'other';
+    } finally {
+      await handle.close();
+    }
+  });
+}

@@ -3,21 +3,31 @@ import type { Message, MessagesFormat } from '../contract/messages.ts';
 import type { InvokeRequest } from '../contract/invoke.ts';
 import { AppError } from '../errors.ts';
 import { nativeMessages } from '../stream/blocks-to-native.ts';
+import type { Attachment } from '../stream/inbound-files.ts';
 import { uiToNative } from '../stream/ui-messages.ts';
+
+/** A conversation as a turn reads it: native messages, and the files its user messages carry. */
+export interface Inbound {
+  messages: Message[];
+  /** Decoded, for the turn to put into the session folder before it starts (attachments.ts). */
+  attachments: Attachment[];
+}
 
 /**
  * The conversation a turn reads: `data.inputs.messages`, or, when inputs are absent, the
  * `messages` of `data.testcase.data` — the agent declares that one input, so no other test case
  * column reaches it (spec §4.5.2).
  */
-export function inboundMessages(request: InvokeRequest, format: MessagesFormat, inputsAt = 'data.inputs.messages'): Message[] | undefined {
+export function inboundMessages(request: InvokeRequest, format: MessagesFormat, inputsAt = 'data.inputs.messages'): Inbound | undefined {
   const data = request.data;
   const fromInputs = data?.inputs?.messages;
   const raw = fromInputs ?? (data?.inputs == null ? data?.testcase?.data?.messages : undefined);
   const where = fromInputs !== undefined && fromInputs !== null ? inputsAt : 'data.testcase.data.messages';
   if (raw === undefined || raw === null) return undefined;
   if (!Array.isArray(raw)) throw new AppError('invalid-messages', `${where} must be an array of messages`);
-  return format === 'vercel' ? uiToNative(raw, { path: where }) : nativeMessages(raw, where);
+  const attachments: Attachment[] = [];
+  const messages = format === 'vercel' ? uiToNative(raw, { path: where, attachments }) : nativeMessages(raw, where, attachments);
+  return { messages, attachments };
 }
 
 /**

@@ -6,6 +6,8 @@ import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { traceparentFromData } from '../telemetry/trace-context.ts';
+import type { Attachment } from '../stream/inbound-files.ts';
+import { checkAttachments } from './attachments.ts';
 import { checkAnswerable, continuedMessage, inboundMessages } from './inbound.ts';
 import { inlineRevisionParameters, resolveRunConfig } from '../configs/run-config.ts';
 import type { ConfigsRepo } from '../store/configs.ts';
@@ -33,6 +35,8 @@ export interface TurnPlan {
   sessionId: string;
   template: EffectiveTemplate;
   messages: Message[];
+  /** Files the user messages carry, put into the session folder before the turn starts. */
+  attachments?: Attachment[];
   secrets: Record<string, string>;
   credentials: string | undefined;
   traceparent: string | undefined;
@@ -56,7 +60,7 @@ export interface TurnPlan {
 }
 
 export interface PlanDeps {
-  config: Pick<Config, 'defaultLlm'>;
+  config: Pick<Config, 'defaultLlm' | 'maxUploadBytes'>;
   configs: ConfigsRepo;
 }
 
@@ -87,7 +91,9 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   const { revision } = configuration;
 
   const messagesAt = params.messagesAt ?? 'data.inputs.messages';
-  const messages = inboundMessages(request, params.format, messagesAt);
+  const inbound = inboundMessages(request, params.format, messagesAt);
+  const messages = inbound?.messages;
+  const attachments = inbound?.attachments ?? [];
   const continues = continuedMessage(request, params.format);
   const sessionId = params.sessionId ?? newId().replaceAll('-', '');
   if (!messages?.length) {
@@ -103,12 +109,15 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
     return { attach: { sessionId } };
   }
   checkAnswerable(messages, messagesAt);
+  // Before the session is taken: a file too large must not cancel the turn a forced re-post replaces.
+  checkAttachments(attachments, deps.config.maxUploadBytes);
   return {
     plan: {
       projectId,
       sessionId,
       template,
       messages,
+      ...(attachments.length ? { attachments } : {}),
       secrets: request.secrets ?? {},
       credentials: request.credentials ?? undefined,
       traceparent: params.traceparent ?? traceparentFromData(request.data?.trace),

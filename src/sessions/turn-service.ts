@@ -22,6 +22,7 @@ import type { ServiceMetrics, TurnMetrics } from '../telemetry/metrics.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { requestAttributes, TurnSpan } from '../telemetry/turn-span.ts';
+import { deliverAttachments } from './attachments.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
 import { harnessEntry, harnessFor, runHarnessTurn } from '../harnesses/harness-turn.ts';
 import { endParked } from '../harnesses/parked.ts';
@@ -343,9 +344,14 @@ export class TurnService {
     if (harness) harnessEntry(harness);
 
     // Made here only for what needs it before the turn; tools make it when they first run.
+    const attachments = plan.attachments ?? [];
     const workdir =
-      harness || template.skills.length || template.mcps.length ? await ensureSessionFolder(config.dataDir, projectId, sessionId) : sessionFolder(config.dataDir, projectId, sessionId);
+      harness || template.skills.length || template.mcps.length || attachments.length
+        ? await ensureSessionFolder(config.dataDir, projectId, sessionId)
+        : sessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills, harness?.skillsDir);
+    // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
+    const history = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config.maxUploadBytes) : answers.history;
     // Connected before any answer is claimed: an unreachable server fails the request (424)
     // without consuming the caller's decisions.
     // A harness connects to its MCP servers itself.
@@ -406,7 +412,7 @@ export class TurnService {
       sessionId,
       traceId: trace.traceId,
       template,
-      history: answers.history,
+      history,
       workdir,
       ...(skills ? { notes: [skills] } : {}),
       streaming: plan.streaming,
@@ -423,7 +429,7 @@ export class TurnService {
         : runTurn({ ...input, ...context, mcp, model, config });
     const state: PausedState = {
       template: plan.template,
-      history: answers.history,
+      history,
       references: plan.record.references,
       revision: plan.record.revision,
       ...(continues ? { continues } : {}),

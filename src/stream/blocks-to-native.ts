@@ -4,6 +4,7 @@ import { Message, type Approval } from '../contract/messages.ts';
 import { toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { isObject } from '../objects.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
+import { readAttachment, type Attachment } from './inbound-files.ts';
 
 /**
  * Inbound native messages (spec §2.5). An assistant message may also hold its calls and the
@@ -17,9 +18,13 @@ import { invalidAt, parseAt } from './inbound-errors.ts';
  *   failed;
  * - `{type: "text", text}` is the assistant's text.
  *
+ * A user message's content may hold files, `{type: "file", url: "data:…", mediaType?, filename?}`
+ * (the Vercel `file` part, one schema for both): they go to `attachments`, decoded, for the turn to
+ * put into the session folder; without it they are refused.
+ *
  * Every rejection names the JSON path of the offending value.
  */
-export function nativeMessages(raw: readonly unknown[], where: string): Message[] {
+export function nativeMessages(raw: readonly unknown[], where: string, attachments?: Attachment[]): Message[] {
   const out: Message[] = [];
   raw.forEach((message, i) => {
     const plain = plainText(message);
@@ -30,6 +35,10 @@ export function nativeMessages(raw: readonly unknown[], where: string): Message[
     const at = `${where}[${i}]`;
     if (hasToolBlocks(message)) {
       out.push(...fromBlocks(message, at, out));
+      return;
+    }
+    if (hasFileBlocks(message)) {
+      out.push(withFiles(message, at, out.length, attachments));
       return;
     }
     out.push(parseAt(Message, message, at));
@@ -66,6 +75,26 @@ type Blocks = { role?: unknown; content: unknown[] };
 function hasToolBlocks(message: unknown): message is Blocks {
   if (!isObject(message) || !Array.isArray(message.content)) return false;
   return message.content.some((block) => isObject(block) && (block.type === 'tool_call' || block.type === 'tool_result'));
+}
+
+function hasFileBlocks(message: unknown): message is Blocks {
+  return isObject(message) && Array.isArray(message.content) && message.content.some((block) => isObject(block) && block.type === 'file');
+}
+
+/** A message whose content holds files: its text blocks are its content, its files go to `attachments`. */
+function withFiles(message: Blocks, at: string, index: number, attachments: Attachment[] | undefined): Message {
+  let text = '';
+  message.content.forEach((block, j) => {
+    const blockAt = `${at}.content[${j}]`;
+    if (!isObject(block) || block.type !== 'file') {
+      text += parseAt(TextBlock, block, blockAt).text;
+      return;
+    }
+    if (message.role !== 'user') invalidAt(`files are attached to user messages, not to ${String(message.role)} messages`, blockAt);
+    if (!attachments) invalidAt('files cannot be attached here', blockAt);
+    attachments.push(readAttachment(block, blockAt, index));
+  });
+  return parseAt(Message, { ...message, content: text }, at);
 }
 
 /** One message of blocks → the messages of spec §2.5; a decision lands on its call, here or in `earlier`. */

@@ -3,6 +3,7 @@ import { ToolInput, UIMessage, type Approval, type Message } from '../contract/m
 import { sourced } from '../contract/message-sources.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
+import { readAttachment, type Attachment } from './inbound-files.ts';
 import { isObject } from '../objects.ts';
 
 /**
@@ -10,6 +11,8 @@ import { isObject } from '../objects.ts';
  * decision is a tool part in state `approval-responded`, exactly as `addToolApprovalResponse`
  * leaves it (design.md §4 "In-band decisions"); it becomes a call carrying
  * `approval: {id, approved, reason?}` with no result, which is the native form of a decision.
+ * A user message's `file` parts (`sendMessage({text, files})`) are decoded beside the messages,
+ * for the turn to put into the session folder (src/sessions/attachments.ts); nothing here writes.
  *
  * Every rejection names the JSON path of the offending value, so a client can find it.
  */
@@ -17,9 +20,18 @@ import { isObject } from '../objects.ts';
 export interface UiToNativeOptions {
   /** Where the messages sit in the request, for error paths. */
   path?: string;
+  /**
+   * Where the `file` parts of user messages go, decoded, for the turn to put into the session
+   * folder. Without it they are refused: a file must reach the agent or be an error, never be lost.
+   */
+  attachments?: Attachment[];
 }
 
-/** Parts that carry nothing the model needs from history (reasoning is the model's own scratch). */
+/**
+ * Parts that carry nothing the model needs from history (reasoning is the model's own scratch). A
+ * `file` is ignored only in an assistant message, where a model made it; a user message's is
+ * delivered (textOf).
+ */
 const IGNORED_PARTS = new Set(['step-start', 'reasoning', 'source-url', 'source-document', 'file', 'reasoning-file', 'custom']);
 
 const TOOL_STATES = [
@@ -59,7 +71,7 @@ export function uiToNative(messages: unknown, opts: UiToNativeOptions = {}): Mes
     if (message.role === 'assistant') {
       out.push(...assistantMessages(message.parts, at));
     } else {
-      const native: Message = { id: message.id, role: message.role, content: textOf(message.parts, at, message.role) };
+      const native: Message = { id: message.id, role: message.role, content: textOf(message.parts, at, message.role, out.length, opts.attachments) };
       out.push(native);
     }
   });
@@ -73,12 +85,18 @@ function withTextParts(raw: unknown): unknown {
   return { ...rest, parts: [{ type: 'text', text: content }] };
 }
 
-function textOf(parts: readonly { type: string }[], at: string, role: string): string {
+/** A user or system message's text; a user message's files go to `attachments`, as the message numbered `index`. */
+function textOf(parts: readonly { type: string }[], at: string, role: string, index: number, attachments: Attachment[] | undefined): string {
   let text = '';
   parts.forEach((part, j) => {
     const partAt = `${at}.parts[${j}]`;
     if (part.type === 'text') text += parseAt(TextPart, part, partAt).text;
     else if (isToolType(part.type)) invalidAt(`tool parts belong in assistant messages, not in a ${role} message`, partAt);
+    else if (part.type === 'file') {
+      if (role !== 'user') invalidAt(`files are attached to user messages, not to ${role} messages`, partAt);
+      if (!attachments) invalidAt('files cannot be attached here', partAt);
+      attachments.push(readAttachment(part, partAt, index));
+    }
     else checkIgnorable(part.type, partAt);
   });
   return text;

@@ -170,6 +170,14 @@ describe('evaluation runs', () => {
     expect(h.model.requests.length).toBe(before);
   });
 
+  it("a case's user message may attach a file: the model reads its line, as on invoke", async () => {
+    const before = h.model.requests.length;
+    const withFile = { data: { messages: [{ role: 'user', content: [{ type: 'text', text: 'attached-1' }, { type: 'file', url: 'data:text/plain,hi', filename: 'hi.txt' }] }] } };
+    const run = await ended((await evaluate(await testset([withFile]), { concurrency: { batch_size: 1, max_retries: 0, retry_delay: 0 } })).id);
+    expect(run.data.progress).toMatchObject({ total: 1, success: 1 });
+    expect(h.model.requests.slice(before).map(userText)).toEqual(['attached-1\n[attached file: attachments/hi.txt (text/plain, 2 bytes)]']);
+  });
+
   it('does not retry a request the provider refuses with a 400: it would be refused again', async () => {
     const run = await ended((await evaluate(await testset([row('too long-1')]), { concurrency: { batch_size: 1, max_retries: 3, retry_delay: 0 } })).id);
     const [result] = await results(run.id);

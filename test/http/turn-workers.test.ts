@@ -57,6 +57,18 @@ describe('turns on worker threads', () => {
     expect(outputs[0]!.messages.at(-1)).toEqual({ role: 'assistant', content: 'done' });
   });
 
+  it('find a message\'s attachment in the session folder, written before the turn crossed to its thread', async () => {
+    const agent = template({ tools: [builtin('read')], mode: 'allow' });
+    const message = { role: 'user', content: [{ type: 'text', text: 'read it' }, { type: 'file', url: 'data:text/plain,from%20the%20caller', filename: 'in.txt' }] };
+    for (const h of both()) {
+      h.model.script([{ toolCalls: [{ name: 'read', input: { path: 'attachments/in.txt' } }] }, { text: 'read' }]);
+      await readJson(await h.invoke(invokeBody([message], agent, { session_id: sid('pool-attach') })));
+      const [, after] = h.model.requests.slice(-2);
+      expect(after!.messages.find((m) => m.role === 'user')!.content).toBe('read it\n[attached file: attachments/in.txt (text/plain, 15 bytes)]');
+      expect(after!.messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('from the caller') });
+    }
+  });
+
   it('send the model the same conversation, whatever keys its messages have', async () => {
     // Messages of different shapes, so the history crosses to the thread with keys some lack.
     const history = [

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Message } from '../../src/contract/messages.ts';
 import { nativeMessages } from '../../src/stream/blocks-to-native.ts';
+import type { Attachment } from '../../src/stream/inbound-files.ts';
 
 /** Inbound native messages: a plain one skips the schema (blocks-to-native.ts), and must come out as the schema gives it. */
 describe('native messages', () => {
@@ -21,5 +22,20 @@ describe('native messages', () => {
     expect(() => nativeMessages([{ role: 'user', content: 7 }], 'm')).toThrow(/at m\[0\]\.content$/);
     expect(() => nativeMessages([{ role: 'toString', content: 'x' }], 'm')).toThrow(/at m\[0\]\.role$/);
     expect(() => nativeMessages(['hi'], 'm')).toThrow(/at m\[0\]$/);
+  });
+
+  it("a user message's file blocks go beside the messages, as Vercel file parts do (one schema)", () => {
+    const attachments: Attachment[] = [];
+    const file = { type: 'file', url: 'data:text/csv;base64,YSxiCg==', filename: 'data.csv' };
+    expect(nativeMessages([{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'sum it' }, file] }], 'm', attachments)).toStrictEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'sum it' },
+    ]);
+    expect(attachments).toEqual([{ message: 1, at: 'm[1].content[1]', mediaType: 'text/csv', filename: 'data.csv', bytes: Buffer.from('a,b\n') }]);
+
+    expect(() => nativeMessages([{ role: 'user', content: [{ ...file, url: 'http://169.254.169.254/' }] }], 'm', [])).toThrow(/^the file at m\[0\]\.content\[0\]\.url is a http: URL/);
+    expect(() => nativeMessages([{ role: 'assistant', content: [file] }], 'm', [])).toThrow('files are attached to user messages, not to assistant messages at m[0].content[0]');
+    expect(() => nativeMessages([{ role: 'user', content: [file, { type: 'image' }] }], 'm', [])).toThrow(/at m\[0\]\.content\[1\]\.type$/);
+    expect(() => nativeMessages([{ role: 'user', content: [file] }], 'm')).toThrow('files cannot be attached here at m[0].content[0]');
   });
 });

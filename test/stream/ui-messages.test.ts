@@ -3,15 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.ts';
 import type { Message } from '../../src/contract/messages.ts';
 import { foldEvents } from '../../src/stream/fold.ts';
+import type { Attachment } from '../../src/stream/inbound-files.ts';
 import { nativeToUi, uiToNative } from '../../src/stream/ui-messages.ts';
 import * as f from './fixtures.ts';
 import { project, readFinal } from '../support/sdk-client.ts';
 
 const user = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
 
-function invalidMessages(input: unknown): string {
+/** The message of the 400 `invalid-messages` that `convert` throws. */
+function refusal(convert: () => unknown): string {
   try {
-    uiToNative(input);
+    convert();
   } catch (error) {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).type).toBe('invalid-messages');
@@ -21,17 +23,59 @@ function invalidMessages(input: unknown): string {
   throw new Error('expected invalid-messages');
 }
 
+const invalidMessages = (input: unknown): string => refusal(() => uiToNative(input));
+
 describe('uiToNative', () => {
-  it('converts user text, joining text parts, and ignores non-history parts', () => {
+  it('converts user text, joining text parts; a user message\'s files go beside the messages, decoded', () => {
+    const attachments: Attachment[] = [];
     expect(
-      uiToNative([
-        { id: 'u1', role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] },
-        { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'Look at ' }, { type: 'file', mediaType: 'image/png', url: 'data:,' }, { type: 'text', text: 'this.' }] },
-      ]),
+      uiToNative(
+        [
+          { id: 'u1', role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] },
+          { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'Hi.' }, { type: 'file', mediaType: 'image/png', url: 'https://example.com/made-by-a-model.png' }] },
+          {
+            id: 'u2',
+            role: 'user',
+            parts: [
+              { type: 'text', text: 'Look at ' },
+              { type: 'file', mediaType: 'image/png', filename: 'dot.png', url: `data:image/png;base64,${Buffer.from('PNG!').toString('base64')}` },
+              { type: 'text', text: 'this.' },
+              // A File the browser has no type for: '' as its type, octet-stream in its data URL.
+              { type: 'file', mediaType: '', filename: 'blob', url: 'data:application/octet-stream;base64,AAE=' },
+              { type: 'file', mediaType: 'text/plain', url: 'data:,a%20b%FF' },
+            ],
+          },
+        ],
+        { attachments },
+      ),
     ).toEqual([
       { id: 'u1', role: 'system', content: 'Be brief.' },
+      { role: 'assistant', content: 'Hi.' },
       { id: 'u2', role: 'user', content: 'Look at this.' },
     ]);
+    expect(attachments).toEqual([
+      { message: 2, at: 'data.inputs.messages[2].parts[1]', mediaType: 'image/png', filename: 'dot.png', bytes: Buffer.from('PNG!') },
+      { message: 2, at: 'data.inputs.messages[2].parts[3]', mediaType: 'application/octet-stream', filename: 'blob', bytes: Buffer.from([0, 1]) },
+      { message: 2, at: 'data.inputs.messages[2].parts[4]', mediaType: 'text/plain', filename: undefined, bytes: Buffer.from([0x61, 0x20, 0x62, 0xff]) },
+    ]);
+  });
+
+  it('refuses a file it cannot deliver, naming the part: a URL to fetch, a bad data: URL, a file not from the user', () => {
+    const file = (url: string, extra: object = {}) => [{ id: 'u', role: 'user', parts: [{ type: 'text', text: 'see' }, { type: 'file', mediaType: 'text/plain', url, ...extra }] }];
+    const refused = (messages: unknown) => refusal(() => uiToNative(messages, { attachments: [] }));
+    expect(refused(file('https://example.com/a.txt'))).toMatch(/^the file at data\.inputs\.messages\[0\]\.parts\[1\]\.url is a https: URL, and agentd does not fetch URLs: send the file inline as a data: URL/);
+    expect(refused(file('file:///etc/passwd'))).toMatch(/^the file at data\.inputs\.messages\[0\]\.parts\[1\]\.url is a file: URL/);
+    expect(refused(file('data:text/plain;base64,not base64!'))).toBe('the data: URL\'s base64 holds "!", which is not base64 at data.inputs.messages[0].parts[1].url');
+    expect(refused(file('data:text/plain;base64,QUJDR'))).toBe("the data: URL's base64 is cut short or badly padded at data.inputs.messages[0].parts[1].url");
+    expect(refused(file('data:text/plain;base64'))).toBe('a data: URL needs a "," before its data at data.inputs.messages[0].parts[1].url');
+    expect(refused(file('data:,100%'))).toMatch(/"%" that is not followed by two hex digits at data\.inputs\.messages\[0\]\.parts\[1\]\.url$/);
+    expect(refused(file('data:,x', { mediaType: 'text/plain\n(evil' }))).toMatch(/is not a media type .* at data\.inputs\.messages\[0\]\.parts\[1\]\.mediaType$/);
+    expect(refused([{ id: 'u', role: 'user', parts: [{ type: 'file', mediaType: 'text/plain' }] }])).toMatch(/ at data\.inputs\.messages\[0\]\.parts\[0\]\.url$/);
+    expect(refused([{ id: 's', role: 'system', parts: [{ type: 'file', mediaType: 'text/plain', url: 'data:,x' }] }])).toBe(
+      'files are attached to user messages, not to system messages at data.inputs.messages[0].parts[0]',
+    );
+    // Without a place for them, files are refused rather than lost.
+    expect(invalidMessages(file('data:,x'))).toBe('files cannot be attached here at data.inputs.messages[0].parts[1]');
   });
 
   it('splits an assistant message into text, calls and results; a run of tool parts makes its calls first', () => {

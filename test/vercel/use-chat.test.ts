@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
+  type FileUIPart,
   type UIMessage,
 } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -240,6 +241,31 @@ describe('useChat: more of what a front end does', () => {
       ['assistant', 'one'],
       ['user', 'second'],
     ]);
+  });
+
+  it('sendMessage({text, files}): the file is in the chat\'s folder before the turn, named in the message; the next message adds no copy', async () => {
+    const notes = Buffer.from('line one\nline two\n');
+    // What convertFileListToFileUIParts makes of a File; the SDK takes such parts as they are too.
+    const file: FileUIPart = { type: 'file', mediaType: 'text/plain', filename: 'notes.txt', url: `data:text/plain;base64,${notes.toString('base64')}` };
+    h.model.script([{ toolCalls: [{ name: 'read', input: { path: 'attachments/notes.txt' } }] }, { text: 'Two lines.' }, { text: 'Still two.' }]);
+    const chat = chatFor(template({ tools: [{ type: 'builtin', name: 'read' }] }), () => false);
+    await chat.sendMessage({ text: 'How many lines?', files: [file] });
+    await chat.untilFinished(1);
+    expect(chat.error).toBeUndefined();
+    expect(chat.sent[0]!.body.messages[0].parts).toEqual([file, { type: 'text', text: 'How many lines?' }]);
+
+    const folder = sessionFolder(h.dataDir, h.projectId, chat.id);
+    expect(await readFile(path.join(folder, 'attachments', 'notes.txt'))).toEqual(notes);
+    const asked = `How many lines?\n[attached file: attachments/notes.txt (text/plain, ${notes.length} bytes)]`;
+    const [, read] = h.model.requests;
+    expect(read!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([asked]);
+    expect(read!.messages.at(-1)).toMatchObject({ role: 'tool', name: 'read', content: expect.stringContaining('line two') });
+
+    await chat.sendMessage({ text: 'Sure?' });
+    await chat.untilFinished(2);
+    expect(chat.error).toBeUndefined();
+    expect(await readdir(path.join(folder, 'attachments'))).toEqual(['notes.txt']);
+    expect(h.model.requests.at(-1)!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([asked, 'Sure?']);
   });
 
   it('stop() and a new message: the new turn takes the session over, the abandoned one is cancelled', async () => {

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { Message } from '../contract/messages.ts';
+import { AppError, isAppError } from '../errors.ts';
+import type { Attachment } from '../stream/inbound-files.ts';
+import { compareFile, writeUpload } from './files.ts';
+
+/**
+ * Files attached to user messages reach the agent through its session folder, the same for every
+ * engine: each is written under `attachments/`, and its message gets a line naming it. A `useChat`
+ * page posts the whole conversation each turn, so both are deterministic: a file already there with
+ * the same name and bytes is left as it is, and the line reads as it did, so the model's history
+ * (and a provider's prompt cache) does not change between turns.
+ */
+
+/** The folder, inside the session folder, that attachments go to. */
+export const ATTACHMENTS_FOLDER = 'attachments';
+
+/** Room under a file system's 255 bytes for the `-<8 hex>` a name taken by another file gets. */
+const MAX_NAME_BYTES = 200;
+
+/** A file put into the session folder may be as large as an upload may (AGENTD_MAX_UPLOAD). */
+export function checkAttachments(attachments: readonly Attachment[], maxBytes: number): void {
+  for (const attachment of attachments) {
+    if (attachment.bytes.length > maxBytes) {
+      throw new AppError(
+        'payload-too-large',
+        `the file at ${attachment.at} has ${attachment.bytes.length} bytes, more than the ${maxBytes} a file put into the session folder may have (AGENTD_MAX_UPLOAD)`,
+      );
+    }
+  }
+}
+
+/**
+ * Writes `attachments` into `folder` and answers `messages` with a line for each after its
+ * message's text, `[attached file: attachments/report.pdf (application/pdf, 12,345 bytes)]`.
+ */
+export async function deliverAttachments(folder: string, messages: readonly Message[], attachments: readonly Attachment[], maxBytes: number): Promise<Message[]> {
+  checkAttachments(attachments, maxBytes);
+  const lines = new Map<number, string[]>();
+  for (const attachment of attachments) {
+    const placed = await place(folder, attachment);
+    const line = `[attached file: ${placed} (${attachment.mediaType}, ${grouped(attachment.bytes.length)} bytes)]`;
+    lines.set(attachment.message, [...(lines.get(attachment.message) ?? []), line]);
+  }
+  return messages.map((message, i) => {
+    const more = lines.get(i);
+    return more ? { ...message, content: [message.content, ...more].filter((text) => text !== '').join('\n') } : message;
+  });
+}
+
+/**
+ * Where the file goes: its own name, unless a different file holds that name (an earlier attachment
+ * of the same name, or the agent's edit of it); then the name with the first 8 hex digits of the
+ * bytes' SHA-256, so the same bytes find the same place every turn.
+ */
+async function place(folder: string, attachment: Attachment): Promise<string> {
+  const name = fileName(attachment.filename, attachment.mediaType);
+  const plain = `${ATTACHMENTS_FOLDER}/${name}`;
+  const found = await naming(attachment, () => compareFile(folder, plain, attachment.bytes));
+  if (found === 'same') return plain;
+  if (found === 'missing') {
+    await naming(attachment, () => writeUpload(folder, plain, attachment.bytes));
+    return plain;
+  }
+  const ext = path.extname(name);
+  const hash = createHash('sha256').update(attachment.bytes).digest('hex').slice(0, 8);
+  const hashed = `${ATTACHMENTS_FOLDER}/${name.slice(0, name.length - ext.length)}-${hash}${ext}`;
+  if ((await naming(attachment, () => compareFile(folder, hashed, attachment.bytes))) !== 'same') {
+    await naming(attachment, () => writeUpload(folder, hashed, attachment.bytes));
+  }
+  return hashed;
+}
+
+/** A refusal of the folder (a symlink, a file where `attachments/` should be) names the part too. */
+async function naming<T>(attachment: Attachment, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!isAppError(error)) throw error;
+    throw new AppError(error.type, `the file at ${attachment.at} cannot be put into the session folder: ${error.message}`, { cause: error });
+  }
+}
+
+/**
+ * A safe single path component from the caller's name: its last part (a browser sends only that; a
+ * hand-made `a/b` or `C:\dir\b` means `b`), without control characters or leading dots (no hidden
+ * file, no `..`), at most MAX_NAME_BYTES. Without a usable name, `attachment` and an extension for
+ * the media type.
+ */
+export function fileName(filename: string | undefined, mediaType: string): string {
+  const last = filename?.split(/[/\\]/).at(-1) ?? '';
+  const cleaned = last.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '').trim().replace(/^\.+/, '').trim();
+  return cleaned ? shortened(cleaned) : `attachment${extensionFor(mediaType)}`;
+}
+
+function shortened(name: string): string {
+  if (Buffer.byteLength(name) <= MAX_NAME_BYTES) return name;
+  const ext = path.extname(name);
+  const keep = Buffer.byteLength(ext) <= 16 ? ext : '';
+  let stem = '';
+  let bytes = Buffer.byteLength(keep);
+  for (const char of name.slice(0, name.length - keep.length)) {
+    bytes += Buffer.byteLength(char);
+    if (bytes > MAX_NAME_BYTES) break;
+    stem += char;
+  }
+  return stem + keep;
+}
+
+const EXTENSIONS: Record<string, string> = {
+  'application/json': '.json',
+  'application/pdf': '.pdf',
+  'application/zip': '.zip',
+  'image/gif': '.gif',
+  'image/jpeg': '.jpg',
+  'image/png': '.png',
+  'image/svg+xml': '.svg',
+  'image/webp': '.webp',
+  'text/csv': '.csv',
+  'text/html': '.html',
+  'text/markdown': '.md',
+  'text/plain': '.txt',
+};
+
+/** The usual extension, else a short plain subtype (`image/bmp` → `.bmp`), else none. */
+function extensionFor(mediaType: string): string {
+  const known = EXTENSIONS[mediaType];
+  if (known) return known;
+  const subtype = mediaType.split('/')[1] ?? '';
+  return /^[a-z0-9]{1,8}$/.test(subtype) ? `.${subtype}` : '';
+}
+
+/** 12345 → "12,345": one way on every machine, unlike toLocaleString. */
+function grouped(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
