@@ -4,6 +4,7 @@ import { sourced } from '../contract/message-sources.ts';
 import { deniedResultText, toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
 import { readAttachment, type Attachment } from './inbound-files.ts';
+import { isToolType } from './tool-parts.ts';
 import { isObject } from '../objects.ts';
 
 /**
@@ -188,10 +189,6 @@ function decision(approval: z.infer<typeof ApprovalDecision>): Approval {
 function optionalDecision(part: ToolPart): Approval | undefined {
   const approval = (part as { approval?: z.infer<typeof ApprovalDecision> }).approval;
   return approval === undefined ? undefined : decision(approval);
-}
-
-function isToolType(type: string): boolean {
-  return type === 'dynamic-tool' || type.startsWith('tool-');
 }
 
 function checkIgnorable(type: string, at: string): void {
