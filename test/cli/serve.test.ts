@@ -191,17 +191,20 @@ describe('agentd serve', () => {
     await freshEnv();
     const list = path.join(dataDir, 'loaded-modules.txt');
     const server = await startServe({ ...env, LOADED_MODULES_FILE: list }, ['--import', path.join(import.meta.dirname, '../support/loaded-modules.mjs')]);
-    const { projectId, key } = firstStartCredentials(server.output());
-    expect((await fetch(`${server.url}/ready`)).status).toBe(200);
-    // Turns of the built-in loop, answered as JSON and as the Vercel stream, need none of them either.
-    const body = { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } };
-    model.script({ text: 'as JSON' });
-    expect((await invoke(server.url, projectId, key, body)).status).toBe(200);
-    model.script({ text: 'as a stream' });
-    const streamed = await invoke(server.url, projectId, key, body, { accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' });
-    expect(await streamed.text()).toContain('"finishReason":"stop"');
-    server.child.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
+    try {
+      const { projectId, key } = firstStartCredentials(server.output());
+      expect((await fetch(`${server.url}/ready`)).status).toBe(200);
+      // Turns of the built-in loop, answered as JSON and as the Vercel stream, need none of them either.
+      const body = { data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent } } };
+      model.script({ text: 'as JSON' });
+      expect((await invoke(server.url, projectId, key, body)).status).toBe(200);
+      model.script({ text: 'as a stream' });
+      const streamed = await invoke(server.url, projectId, key, body, { accept: 'text/event-stream', 'x-ag-messages-format': 'vercel' });
+      expect(await streamed.text()).toContain('"finishReason":"stop"');
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+    }
     const loaded = (await readFile(list, 'utf8')).split('\n');
     expect(loaded).toContainEqual(expect.stringContaining('/node_modules/kysely/'));
     expect(loaded).toContainEqual(expect.stringContaining('/node_modules/@ai-sdk/openai/'));
