@@ -6,6 +6,7 @@ import { metricsTable } from './metrics-table.ts';
 import { ProgressReporter } from './progress.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, remoteClient, numberFlag, runSubcommand } from './remote.ts';
 import { readJsonFile } from './requests.ts';
+import { RUN_LIMITS } from '../contract/evaluation-limits.ts';
 import { terminalWidth, textTable, wrapWords } from './text-table.ts';
 
 /** The built-in agent with its default template: a revision every project can evaluate. */
@@ -31,11 +32,11 @@ run      Creates an evaluation run over a test set, shows its progress, then its
            --env NAME              with --app: the revision environment NAME
                                    deploys for it
          and:
-           --repeats N             runs per test case (default 1)
-           --batch-size N          cases in flight at once (default 10)
-           --max-retries N         retries of a failed case (default 0)
+           --repeats N             runs per test case, 1-${RUN_LIMITS.repeats} (default 1)
+           --batch-size N          cases in flight at once, 1-${RUN_LIMITS.batchSize} (default 10)
+           --max-retries N         retries of a failed case, 0-${RUN_LIMITS.maxRetries} (default 0)
            --retry-delay DURATION  wait before a retry, e.g. 2s (whole seconds;
-                                   500ms waits 1s; default 0s)
+                                   500ms waits 1s; default 0s; at most ${RUN_LIMITS.retryDelayS / 60}m)
            --evaluators FILE       a JSON list such as [{"kind": "exact_match"}]
            --name NAME             the run's name
            --json                  at the end, the run and its metrics as JSON
@@ -191,12 +192,12 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
   const evaluators = values.evaluators ? readJsonFile(values.evaluators, '--evaluators') : undefined;
   if (evaluators !== undefined && !Array.isArray(evaluators)) throw new CliError('--evaluators must hold a JSON list of evaluators');
   const concurrency = {
-    batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1),
-    max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0),
+    batch_size: numberFlag(values['batch-size'], 'batch-size', 10, 1, RUN_LIMITS.batchSize),
+    max_retries: numberFlag(values['max-retries'], 'max-retries', 0, 0, RUN_LIMITS.maxRetries),
     // The API counts whole seconds: a shorter delay is rounded up, never down to none.
-    retry_delay: Math.ceil(durationFlag(values['retry-delay'], 'retry-delay', 0) / 1000),
+    retry_delay: Math.ceil(durationFlag(values['retry-delay'], 'retry-delay', 0, RUN_LIMITS.retryDelayS * 1000) / 1000),
   };
-  const repeats = numberFlag(values.repeats, 'repeats', 1, 1);
+  const repeats = numberFlag(values.repeats, 'repeats', 1, 1, RUN_LIMITS.repeats);
   const application = await applicationRevision(client, values);
   const { evaluation } = await client.evaluations.create({
     ...(values.name ? { name: values.name } : {}),

@@ -43,11 +43,13 @@ const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000 };
  * command reads durations this way; a bare number is refused, since one command once meant seconds
  * and another milliseconds by it.
  */
-export function durationFlag(raw: string | undefined, flag: string, fallbackMs: number): number {
+export function durationFlag(raw: string | undefined, flag: string, fallbackMs: number, maxMs = Number.POSITIVE_INFINITY): number {
   if (raw === undefined) return fallbackMs;
   const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(raw.trim());
   if (!match) throw new CliError(`--${flag} must be a duration with its unit, such as 2s, 1.5s or 500ms, got "${raw}"`);
-  return Number(match[1]) * UNITS_MS[match[2]!]!;
+  const ms = Number(match[1]) * UNITS_MS[match[2]!]!;
+  if (ms > maxMs) throw new CliError(`--${flag} may be at most ${maxMs / 1000}s, got "${raw}"`);
+  return ms;
 }
 
 export function remoteClient(values: { url?: string | undefined; 'api-key'?: string | undefined; project?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AgentdClient {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigSlug } from './configs.ts';
 import { Paging } from './interactions.ts';
+import { RUN_LIMITS } from './evaluation-limits.ts';
 
 /**
  * Test sets, evaluation runs, their results and metrics (spec §2.8, §3.3, §4.5; reference §7 for
@@ -137,18 +138,17 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 
 // ---------------------------------------------------------------- runs
 
-const MAX_REPEATS = 100;
 /** A case's repeat, counted from 0; bounded so that a filter never overflows the database's integer column. */
-const RepeatIdx = z.number().int().min(0).max(MAX_REPEATS - 1);
+const RepeatIdx = z.number().int().min(0).max(RUN_LIMITS.repeats - 1);
 
 /** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
 const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
 
 const Concurrency = z.strictObject({
-  batch_size: z.number().int().min(1).max(1000).default(10),
-  max_retries: z.number().int().min(0).max(20).default(0),
+  batch_size: z.number().int().min(1).max(RUN_LIMITS.batchSize).default(10),
+  max_retries: z.number().int().min(0).max(RUN_LIMITS.maxRetries).default(0),
   /** Whole seconds between attempts of a case (spec §8). */
-  retry_delay: z.number().int().min(0).max(3600).default(0),
+  retry_delay: z.number().int().min(0).max(RUN_LIMITS.retryDelayS).default(0),
 });
 
 export const EvaluationCreate = z.strictObject({
@@ -165,7 +165,7 @@ export const EvaluationCreate = z.strictObject({
       application_steps: StepMap,
       evaluator_steps: StepMap.optional(),
       evaluators: z.array(EvaluatorSpec).max(20).optional(),
-      repeats: z.number().int().min(1).max(MAX_REPEATS).default(1),
+      repeats: z.number().int().min(1).max(RUN_LIMITS.repeats).default(1),
       concurrency: Concurrency.default({ batch_size: 10, max_retries: 0, retry_delay: 0 }),
     }),
   }),

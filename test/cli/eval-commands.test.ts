@@ -117,6 +117,16 @@ describe('agentd eval run by application, and stop', () => {
     expect(both.stderr).toContain('--revision names the agent by itself');
   });
 
+  it('run refuses a setting past the server limits itself: exit 2 naming the flag, no run made', async () => {
+    const before = (await client.evaluations.list({ limit: 200 })).evaluations.length;
+    for (const [flag, value] of [['--batch-size', '1001'], ['--repeats', '101'], ['--max-retries', '21'], ['--retry-delay', '61m']] as const) {
+      const res = await agentdCommand(['eval', 'run', '--testset', testset, flag, value], env);
+      expect(res.code, res.stderr).toBe(2);
+      expect(res.stderr).toContain(flag);
+    }
+    expect((await client.evaluations.list({ limit: 200 })).evaluations.length).toBe(before);
+  });
+
   it('run exits 1 when a case scores low on its evaluators, though every turn succeeded, and 0 when all pass', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-eval-cli-'));
     const file = path.join(dir, 'evaluators.json');
