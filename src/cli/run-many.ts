@@ -115,7 +115,17 @@ function openOut(file: string, append: boolean): number {
   }
 }
 
-function resultLine(index: number, outcome: Outcome): string {
+/**
+ * A failed input's line names its session as a success's does, so what the failed turn left (its
+ * record, its folder) can be found: the server's envelope says it once the request reached a
+ * session, else it is the id the input was sent under.
+ */
+function failedSession(outcome: Outcome & { ok: false }, sent: string | null | undefined): string | undefined {
+  const told = (outcome.error.body as { session_id?: unknown } | undefined)?.session_id;
+  return typeof told === 'string' ? told : (sent ?? undefined);
+}
+
+function resultLine(index: number, outcome: Outcome, sent: string | null | undefined): string {
   if (outcome.ok) {
     const outputs = outcome.response.data?.outputs;
     return JSON.stringify({
@@ -128,7 +138,7 @@ function resultLine(index: number, outcome: Outcome): string {
       duration_ms: outcome.durationMs,
     });
   }
-  return JSON.stringify({ index, status: 'failure', error: outcome.error.status, attempts: outcome.attempts, duration_ms: outcome.durationMs });
+  return JSON.stringify({ index, status: 'failure', session_id: failedSession(outcome, sent), error: outcome.error.status, attempts: outcome.attempts, duration_ms: outcome.durationMs });
 }
 
 export async function runManyCommand(argv: string[]): Promise<number> {
@@ -199,7 +209,7 @@ export async function runManyCommand(argv: string[]): Promise<number> {
             if (outcome.attempts > 0) startedSessions.push(String(inputs[outcome.index]?.session_id ?? indexes[outcome.index]));
           }
         }
-        out.write(`${resultLine(indexes[outcome.index]!, outcome)}\n`);
+        out.write(`${resultLine(indexes[outcome.index]!, outcome, inputs[outcome.index]?.session_id)}\n`);
       },
       onProgress: (counts) => progress.update(counts),
     });

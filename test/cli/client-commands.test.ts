@@ -146,6 +146,18 @@ describe('agentd run-many', () => {
     expect(JSON.parse(after[4]!)).toMatchObject({ index: 2, status: 'failure' });
   });
 
+  it("names a failed input's session as it names a succeeded one's, minted by the server or not", async () => {
+    const inputs = await file('failing.jsonl', ['{"message": "fail once"}', '{"message": "fine"}'].join('\n'));
+    for (const session of ['fresh', 'none']) {
+      const run = await agentd(['run-many', '--input', inputs, '--out', '-', '--template', templateFile, '--session', session, '--retries', '0']);
+      expect(run.code).toBe(1);
+      const failed = run.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.status === 'failure');
+      expect(failed).toMatchObject({ index: 0, error: { code: 424 }, session_id: expect.any(String) });
+      const turns = await h.store.turns.listForSession(h.projectId, failed.session_id, { limit: 5 });
+      expect(turns.map((t) => t.status)).toEqual(['failed']);
+    }
+  });
+
   it('Ctrl-C stops it and says what happened: inputs cut off are cancelled, not failed, and which had started', async () => {
     const inputs = await file('slow.jsonl', [1, 2, 3, 4, 5, 6].map((n) => JSON.stringify({ message: `slow ${n}` })).join('\n'));
     const out = path.join(dir, 'slow-out.jsonl');
