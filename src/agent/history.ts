@@ -38,7 +38,12 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
       if (!call) {
         throw new AppError('invalid-messages', `tool result for unknown call "${m.tool_call_id}" at ${messagePath(messages, index)}; the tool-call message must come first`);
       }
-      if (call.result) throw new AppError('invalid-messages', `second result for call "${m.tool_call_id}" at ${messagePath(messages, index)}`);
+      if (call.result) {
+        // The same result again is the same result: a client that answered a client tool in a
+        // re-post, and appended the continuation it got (which tells that answer as its own), has two.
+        if (call.result.content === m.content && call.result.isError === (m.is_error ?? false)) return;
+        throw new AppError('invalid-messages', `second result for call "${m.tool_call_id}" at ${messagePath(messages, index)}; a call has one result`);
+      }
       call.result = { index, content: m.content, isError: m.is_error ?? false };
     }
   });

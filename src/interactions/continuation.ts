@@ -14,23 +14,46 @@ export interface ContinuationDeps {
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
-/** The paused turn's output with the API's answers written in, as an in-band re-post would carry them. */
-function answeredOutput(output: Message[], answered: InteractionRecord[]): Message[] {
+/** The paused turn's output with the API's approval decisions written in, as an in-band re-post would carry them. */
+function decidedOutput(output: Message[], answered: InteractionRecord[]): Message[] {
   const messages = [...output];
   for (const record of answered) {
-    const answer = record.answer ?? {};
+    if (record.kind !== 'user_approval') continue;
     const at = messages.findIndex((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined);
     if (at < 0) continue;
-    if (record.kind === 'user_approval') {
-      const approval = { id: record.id, approved: answer.approved === true, ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}) };
-      messages[at] = { ...messages[at]!, approval };
-    } else {
-      const failed = typeof answer.error === 'string';
-      const content = failed ? (answer.error as string) : toolOutputText('output' in answer ? answer.output : answer);
-      messages.splice(at + 1, 0, toolResultMessage(record.tool_call_id, content, failed));
-    }
+    const answer = record.answer ?? {};
+    messages[at] = { ...messages[at]!, approval: { id: record.id, approved: answer.approved === true, ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}) } };
   }
   return messages;
+}
+
+/** A client tool's answer as its result: its output as the caller gave it, or the error it failed with. */
+type ClientResult = { id: string; output: unknown; is_error: boolean };
+
+/**
+ * What the caller's client tools answered through the API, as results. No message the caller
+ * holds has them, so the continuation tells them as its own (its output begins with them, as it
+ * begins with an approved call's result), or a conversation posted back later would hold the
+ * calls without their answers.
+ */
+function clientResults(output: Message[], answered: InteractionRecord[]): ClientResult[] {
+  return answered
+    .filter((record) => record.kind === 'client_tool' && output.some((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined))
+    .map((record) => {
+      const answer = record.answer ?? {};
+      const failed = typeof answer.error === 'string';
+      return { id: record.tool_call_id, output: failed ? answer.error : 'output' in answer ? answer.output : answer, is_error: failed };
+    });
+}
+
+/** `messages` with each result after its call, as the model reads them. */
+function withResults(messages: Message[], results: readonly ClientResult[]): Message[] {
+  const out = [...messages];
+  for (const result of results) {
+    const at = out.findIndex((m) => m.tool_call_id === result.id && m.tool_name !== undefined);
+    out.splice(at + 1, 0, toolResultMessage(result.id, toolOutputText(result.output), result.is_error));
+  }
+  return out;
 }
 
 /**
@@ -62,14 +85,18 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
     log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
     return;
   }
-  const output = answeredOutput(((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[], answered);
+  const pausedOutput = ((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[];
+  const output = decidedOutput(pausedOutput, answered);
+  const told = clientResults(output, answered);
+  // The message a client holds: its client tools' parts are settled by the results the turn tells.
   const continues = answeredMessage(pausedTurnId, state, output);
   try {
     await turns.run({
       projectId,
       sessionId: first.session_id,
       template: state.template,
-      messages: [...state.history, ...output],
+      messages: [...state.history, ...withResults(output, told)],
+      ...(told.length ? { told } : {}),
       secrets: {},
       credentials: undefined,
       traceparent: `00-${paused.trace_id}-${paused.span_id}-01`,

@@ -1,6 +1,7 @@
 import type { UIMessage } from 'ai';
 import type { Config } from '../config.ts';
 import { CONTRACT_VERSIONS, type InvokeRequest } from '../contract/invoke.ts';
+import type { EventOf } from '../contract/events.ts';
 import type { Message, MessagesFormat } from '../contract/messages.ts';
 import { parseTemplate, type EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
@@ -37,6 +38,11 @@ export interface TurnPlan {
   messages: Message[];
   /** Files the user messages carry, put into the session folder before the turn starts. */
   attachments?: Attachment[];
+  /**
+   * Results of calls the caller answered through the API (a client tool's), already in `messages`:
+   * no message the caller holds has them, so the turn tells them first, as its own.
+   */
+  told?: EventOf<'tool_result'>['data'][];
   secrets: Record<string, string>;
   credentials: string | undefined;
   traceparent: string | undefined;

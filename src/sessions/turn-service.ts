@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import { doneEvent, type AgentEvent } from '../contract/events.ts';
+import { doneEvent, type AgentEvent, type EventOf } from '../contract/events.ts';
 import { collectCalls, type HistoryCall } from '../agent/history.ts';
 import type { RanRevision } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
@@ -422,11 +422,12 @@ export class TurnService {
     const pool = !mcp && !harness && this.load?.sendsTurn() ? this.pool : undefined;
     this.placement[pool ? 'threads' : 'server']++;
     const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: newId };
-    const events = harness
+    const engine = harness
       ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, modelTimeoutMs: config.modelTimeoutMs, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
       : pool
         ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
         : runTurn({ ...input, ...context, mcp, model, config });
+    const events = plan.told?.length ? tellingFirst(engine, plan.told) : engine;
     const state: PausedState = {
       template: plan.template,
       history,
@@ -701,6 +702,17 @@ const STOPPED = new Error('the turn was stopped on request');
 const isCancel = (reason: unknown) => reason === CANCELLED || reason === STOPPED;
 
 /** An MCP tool may not shadow a tool the template names itself. */
+/** The engine's events with `told` results right after its `turn_start`, as results of this turn. */
+async function* tellingFirst(events: AsyncGenerator<AgentEvent>, told: readonly EventOf<'tool_result'>['data'][]): AsyncGenerator<AgentEvent> {
+  let started = false;
+  for await (const event of events) {
+    yield event;
+    if (started) continue;
+    started = true;
+    for (const data of told) yield { type: 'tool_result', data };
+  }
+}
+
 function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
   const own = new Set(template.tools.map((t) => t.name));
   const clash = mcpNames.filter((name) => own.has(name));

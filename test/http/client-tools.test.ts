@@ -103,6 +103,21 @@ describe('client tools', () => {
     expect(await h.store.interactions.get(h.projectId, p.out.pending_interaction.id)).toMatchObject({ status: 'resolved', answer: { output: '{"colour":"blue"}' } });
   });
 
+  it('a result repeated as it was is one result; another result for the same call is a 400', async () => {
+    const p = await paused();
+    const id = p.messages[0]!.tool_call_id;
+    const result = { role: 'tool', tool_call_id: id, content: 'blue' };
+    await readJson(await h.invoke(invokeBody([...first, ...p.messages, result], agent, { session_id: p.session })));
+    // A client that appended what it got after its own answer (a continuation may tell it again) holds it twice.
+    h.model.reset();
+    h.model.script({ text: 'still blue' });
+    const again = [...first, ...p.messages, result, result, { role: 'assistant', content: 'You picked blue.' }, { role: 'user', content: 'sure?' }];
+    expect((await readJson(await h.invoke(invokeBody(again, agent, { session_id: p.session })))).data.outputs.stop_reason).toBe('end_turn');
+    expect(h.model.requests[0]!.messages.filter((m: { role: string }) => m.role === 'tool')).toHaveLength(1);
+    const other = [...first, ...p.messages, result, { ...result, content: 'red' }, { role: 'user', content: 'sure?' }];
+    await expectError(await h.invoke(invokeBody(other, agent, { session_id: p.session })), 400, 'invalid-messages', /second result for call .* at data\.inputs\.messages\[3\]/);
+  });
+
   it('re-posting the call without its result → 400 saying what to append', async () => {
     const p = await paused();
     const res = await h.invoke(invokeBody([...first, ...p.messages], agent, { session_id: p.session }));

@@ -98,8 +98,20 @@ describe('interactions API', () => {
     expect(pending.kind).toBe('client_tool');
     await expectError(await respond(pending.id, { approved: true }), 400, 'invalid-request', /client_tool answer/);
     expect((await respond(pending.id, { output: { color: 'teal' } })).status).toBe(200);
-    await settled(session);
+    const [continuation] = await settled(session);
     expect(JSON.stringify(h.model.requests.at(-1)!.messages)).toContain('teal');
+    // No message the caller holds has the answer, so the continuation's output begins with it, and
+    // the conversation posted back with the next message gives the model the call and its answer.
+    const call = body.data.outputs.messages.find((m: { tool_name?: string }) => m.tool_name === 'pick_color');
+    const continued = (continuation!.output as { messages: unknown[] }).messages;
+    expect(continued[0]).toEqual({ role: 'tool', content: '{"color":"teal"}', tool_call_id: call.tool_call_id, is_error: false });
+    expect(continued.at(-1)).toMatchObject({ role: 'assistant', content: 'nice color' });
+    h.model.script({ text: 'teal again' });
+    const conversation = [{ role: 'user', content: 'pick' }, ...body.data.outputs.messages, ...continued, { role: 'user', content: 'and now?' }];
+    expect((await h.invoke(invokeBody(conversation, agent, { session_id: session }))).status).toBe(200);
+    const sent = JSON.stringify(h.model.requests.at(-1)!.messages);
+    expect(sent).toContain(call.tool_call_id);
+    expect(sent).toContain('teal');
   });
 
   it('of two concurrent answers exactly one wins; later answers get 409', async () => {

@@ -534,6 +534,25 @@ describe('resuming a chat whose turn is still running', () => {
     expect(await readFile(path.join(sessionFolder(h.dataDir, h.projectId, id), 'o.txt'), 'utf8')).toBe('out of band');
   });
 
+  it('a client tool answered through /respond: the open page follows it, and the paused message goes on', async () => {
+    const id = `resume-client-${Date.now()}`;
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: { options: ['red', 'teal'] } }] }, { text: 'Teal it is.', latencyMs: 400 }]);
+    const chat = agentdChat({ id, api: `${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`, apiKey: h.apiKey, body: { data: { parameters: { agent: pickColorAgent } } } });
+    await chat.sendMessage({ text: 'pick a color' });
+    await chat.untilFinished(1);
+    const [assistant] = assistants(chat);
+    const part = toolPart(assistant, 'tool-pick_color');
+    const interactionId = (assistant!.metadata as { pending_interaction: { id: string } }).pending_interaction.id;
+    expect((await h.respond(interactionId, { output: { color: 'teal' } })).status).toBe(200);
+    await waitFor(async () => h.model.requests.length >= 2, 'the continuation called the model');
+
+    const resumed = (await resumeReady(chat)).at(-1);
+    expect(resumed?.id).toBe(assistant!.id);
+    expect(resumed?.parts.map((p) => p.type)).toEqual(['step-start', 'tool-pick_color', 'step-start', 'text']);
+    expect(toolPart(resumed, 'tool-pick_color')).toMatchObject({ toolCallId: part.toolCallId, state: 'output-available', output: { color: 'teal' } });
+    expect(texts(resumed)).toEqual(['Teal it is.']);
+  });
+
   it('a paused message read as JSON, answered through /respond, resumes as that same message', async () => {
     const id = `resume-json-${Date.now()}`;
     h.model.script([{ toolCalls: [{ name: 'write', input: { path: 'j.txt', content: 'json' } }] }, { text: 'Wrote j.txt.', latencyMs: 400 }]);
