@@ -68,6 +68,20 @@ describe('response headers', () => {
     expect(api.headers.get('x-ag-version')).toBe('2025.07.14');
   });
 
+  it('a JSON reply in the Vercel format says so, as docs/api.md promises; a native one does not', async () => {
+    const vercel = await h.invoke(body(), { headers: { accept: 'application/json', 'x-ag-messages-format': 'vercel' } });
+    const json = await readJson(vercel);
+    expect(json.data.outputs.messages[0]).toHaveProperty('parts');
+    expect(vercel.headers.get('x-ag-messages-format')).toBe('vercel');
+    expect(vercel.headers.get('x-ag-messages-version')).toBe('v1');
+    // Not the SSE stream: that header tells an AI SDK client to read the body as one.
+    expect(vercel.headers.get('x-vercel-ai-ui-message-stream')).toBeNull();
+    const native = await h.invoke(body(), { headers: { accept: 'application/json' } });
+    await readJson(native);
+    expect(native.headers.get('x-ag-messages-format')).toBeNull();
+    expect(native.headers.get('x-ag-messages-version')).toBeNull();
+  });
+
   it('an error once the session is known still names it', async () => {
     const res = await h.invoke({ session_id: 'known-1', data: { inputs: { messages: [] } } });
     const json = await expectError(res, 400, 'invalid-messages');

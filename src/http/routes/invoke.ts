@@ -6,7 +6,7 @@ import type { LiveTurn } from '../../sessions/live-turn.ts';
 import type { TurnService } from '../../sessions/turn-service.ts';
 import type { Store } from '../../store/db.ts';
 import { trimToTrailingUnit } from '../../stream/fold.ts';
-import { streamMessageId, type VercelProjectorOptions } from '../../stream/vercel.ts';
+import { streamMessageId, VERCEL_FORMAT_HEADERS, type VercelProjectorOptions } from '../../stream/vercel.ts';
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize, SERVICES } from '../auth.ts';
 import { readInvokeCall, type InvokeCall } from '../invoke-request.ts';
@@ -149,7 +149,8 @@ async function replyJson(reply: FastifyReply, turn: LiveTurn, call: InvokeCall, 
     ...(folded.pending_interaction ? { pending_interaction: folded.pending_interaction } : {}),
     ...(folded.usage ? { usage: folded.usage } : {}),
   };
-  reply.headers(headers);
+  // A JSON reply whose messages are UIMessages says so, as the NDJSON chunks of that format do.
+  reply.headers(call.format === 'vercel' ? { ...headers, ...VERCEL_FORMAT_HEADERS } : headers);
   return {
     version: CONTRACT_VERSION,
     status: { code: 200, message: 'ok' },
