@@ -118,7 +118,8 @@ export const AgentTemplate = z.strictObject({
   skills: z.array(Skill).nullish(),
   harness: z
     .strictObject({
-      kind: z.string().min(1).meta({ enum: [...HARNESS_KINDS] }),
+      // Left out, it is `agentd`, as runner's and sandbox's kinds are their defaults (design.md §4).
+      kind: z.string().min(1).meta({ enum: [...HARNESS_KINDS] }).nullish(),
       /** The reference's Pi extras, on every harness: its own system prompt replaced, or added to. */
       extras: z.strictObject({ system: z.string().max(1_000_000).nullish(), append_system: z.string().max(1_000_000).nullish() }).nullish(),
     })

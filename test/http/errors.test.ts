@@ -60,6 +60,20 @@ describe('template shape (spec §2.3, §9.3)', () => {
     expect(await systemOf({ append_system: 'APPEND-31' })).toMatch(/^AGENTS-31\n\nYour working folder is .*\n\nAPPEND-31$/s);
   });
 
+  it('harness, runner and sandbox may each leave out their kind: it is the default, as every template key may be left out', async () => {
+    for (const [key, value] of [['harness', {}], ['harness', { kind: null }], ['runner', {}], ['sandbox', {}]] as const) {
+      const res = await h.invoke(withAgent({ ...base, [key]: value }));
+      expect(res.status, `${key}: ${JSON.stringify(value)}`).toBe(200);
+      await readJson(res);
+    }
+    h.model.reset();
+    const res = await h.invoke(withAgent({ ...base, instructions: { agents_md: 'AGENTS-KINDLESS' }, harness: { extras: { append_system: 'APPEND-KINDLESS' } } }));
+    expect(res.status).toBe(200);
+    await readJson(res);
+    // agentd's own loop ran it: its note on the folder, then the appended text.
+    expect(h.model.requests.at(-1)!.messages.find((m) => m.role === 'system')!.content).toMatch(/^AGENTS-KINDLESS\n\nYour working folder is .*\n\nAPPEND-KINDLESS$/s);
+  });
+
   it('an unknown harness kind is a 400 listing the known kinds', async () => {
     await expectError(await h.invoke(withAgent({ ...base, harness: { kind: 'claude-code' } })), 400, 'unsupported-kind', /data\.parameters\.agent\.harness\.kind.*agentd/);
   });
