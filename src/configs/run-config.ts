@@ -90,8 +90,9 @@ export async function resolveRunConfig(repo: ConfigsRepo, projectId: string, req
     parameters = resolved;
   }
   // Sent parameters without a template but with other keys are a mistake (`agnet`, `llm` beside
-  // it): run as they are, the default template would answer in its place, and say nothing.
-  const keys = Object.keys(parameters);
+  // it): run as they are, the default template would answer in its place, and say nothing. An
+  // `agent: null` is the template left out, as a null for any optional field is.
+  const keys = Object.keys(parameters).filter((key) => key !== 'agent');
   if (!revision && parameters.agent == null && keys.length > 0) {
     throw new AppError('invalid-request', `${at} has no "agent" (it has ${keys.map((k) => `"${k}"`).join(', ')}): the agent template goes in ${at}.agent`);
   }

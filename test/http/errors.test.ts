@@ -141,6 +141,17 @@ describe('request fields', () => {
     await readJson(ran);
   });
 
+  it('parameters.agent null is the template left out: the default template runs; beside other keys, the 400 names those, not "agent"', async () => {
+    const body = (parameters: unknown) => ({ data: { inputs: { messages: user }, parameters } });
+    h.model.script({ text: 'default' });
+    const ran = await h.invoke(body({ agent: null }));
+    expect(ran.status).toBe(200);
+    expect((await readJson(ran)).data.outputs.messages.at(-1).content).toBe('default');
+    const res = await h.invoke(body({ agent: null, llm: { provider: 'openai', model: 'x' } }));
+    const json = await expectError(res, 400, 'invalid-request', /data\.parameters has no "agent" \(it has "llm"\)/);
+    expect(json.status.message).not.toMatch(/it has "agent"/);
+  });
+
   it('an unknown references key → 400 naming it', async () => {
     await expectError(await h.invoke(withAgent(template(), { references: { flow: { id: 'x' } } })), 400, 'invalid-request', /"flow".*references/);
   });
