@@ -41,6 +41,11 @@ export function nativeMessages(raw: readonly unknown[], where: string, attachmen
       out.push(withFiles(message, at, out.length, attachments));
       return;
     }
+    // Read as a native message, a UIMessage would be one with no text: the model would answer
+    // an empty message, and the caller would never learn why.
+    if (isObject(message) && message.content == null && Array.isArray(message.parts)) {
+      invalidAt('a message with "parts" and no "content" is a Vercel UIMessage; send x-ag-messages-format: vercel with such a conversation, or put the text of a native message in "content"', at);
+    }
     out.push(parseAt(Message, message, at));
   });
   return out;

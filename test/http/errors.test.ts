@@ -212,6 +212,16 @@ describe('request fields', () => {
     await expectError(await h.invoke(invokeBody([], template())), 400, 'invalid-messages', 'data.inputs.messages');
   });
 
+  it('a UIMessage sent without x-ag-messages-format: vercel → 400 naming it and the header, not a turn on an empty message', async () => {
+    const calls = h.model.requests.length;
+    const ui = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hello' }] }];
+    await expectError(await h.invoke(invokeBody(ui, template())), 400, 'invalid-messages', /x-ag-messages-format: vercel.*data\.inputs\.messages\[0\]/);
+    expect(h.model.requests.length).toBe(calls);
+    const res = await h.invoke(invokeBody(ui, template()), { headers: { 'x-ag-messages-format': 'vercel' } });
+    expect(res.status).toBe(200);
+    await readJson(res);
+  });
+
   it('only system messages → 400 invalid-messages, and the model is not called', async () => {
     const before = h.model.requests.length;
     const res = await h.invoke(invokeBody([{ role: 'system', content: 'be brief' }], template()));

@@ -24,6 +24,14 @@ describe('native messages', () => {
     expect(() => nativeMessages(['hi'], 'm')).toThrow(/at m\[0\]$/);
   });
 
+  it('refuse a UIMessage (parts, no content) rather than read it as an empty message, saying which header reads it', () => {
+    const ui = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hello' }] };
+    expect(() => nativeMessages([{ role: 'user', content: 'hi' }, ui], 'm')).toThrow(/x-ag-messages-format: vercel.* at m\[1\]$/);
+    expect(() => nativeMessages([{ ...ui, content: null }], 'm')).toThrow(/UIMessage/);
+    // A native message that also carries a parts field of its own keeps its content.
+    expect(nativeMessages([{ role: 'user', content: 'hi', parts: [] }], 'm')[0]!.content).toBe('hi');
+  });
+
   it("a user message's file blocks go beside the messages, as Vercel file parts do (one schema)", () => {
     const attachments: Attachment[] = [];
     const file = { type: 'file', url: 'data:text/csv;base64,YSxiCg==', filename: 'data.csv' };
