@@ -81,7 +81,7 @@ export function readInvokeCall(request: FastifyRequest): InvokeCall {
 
   const formatHeader = header(request, 'x-ag-messages-format')?.trim().toLowerCase();
   if (formatHeader && formatHeader !== 'vercel' && formatHeader !== 'native') {
-    throw new AppError('invalid-request', `x-ag-messages-format must be "vercel" (or absent for the native format), got "${formatHeader}"`);
+    throw new AppError('invalid-request', `x-ag-messages-format must be "vercel" or "native" (absent: native), got "${formatHeader}"`);
   }
   const format: MessagesFormat = chat || formatHeader === 'vercel' ? 'vercel' : 'native';
 
