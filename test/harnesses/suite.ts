@@ -246,6 +246,18 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(JSON.stringify(h.model.requests.map((r) => r.body))).toContain('Write a haiku');
     }, 60_000);
 
+    it('a file attached to the message is in its working folder, and its prompt names it', async () => {
+      const session = sid(`${profile.kind}-attach`);
+      h.model.reset();
+      h.model.script({ text: 'ok' });
+      const url = `data:text/plain;base64,${Buffer.from('attached words').toString('base64')}`;
+      const message = { role: 'user', content: [{ type: 'text', text: 'what does it say?' }, { type: 'file', url, filename: 'note.txt' }] };
+      const body = await readJson(await h.invoke(invokeBody([message], agent(), { session_id: session })));
+      expect(body.data.outputs.stop_reason).toBe('end_turn');
+      expect(await fileOf(session, 'attachments/note.txt')).toBe('attached words');
+      expect(JSON.stringify(h.model.requests.map((r) => r.body))).toContain('[attached file: attachments/note.txt (text/plain, 14 bytes)]');
+    }, 60_000);
+
     it('harness.extras: `system` replaces its own system prompt, `append_system` follows it; a turn without them has its own again', async () => {
       const session = sid(`${profile.kind}-system`);
       const systemOf = async (extras?: Record<string, string>) => {
