@@ -300,7 +300,7 @@ describe('agentd testsets and eval', () => {
   it('refuses counts that are not whole numbers on the command line, naming the flag', async () => {
     const run = await agentd(['eval', 'run', '--testset', 'any', '--revision', 'any', '--repeats', '1.5']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('--repeats must be a whole number of at least 1, got "1.5"');
+    expect(run.stderr).toContain('--repeats must be a whole number from 1 to 100, got "1.5"');
   });
 
   it('takes a retry delay as a duration with its unit, the same in every command', async () => {
