@@ -29,6 +29,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Largest file one `PUT /api/sessions/{id}/files` may upload. */
   maxUploadBytes: number;
+  /** Most files one request's messages may attach (each is written into the session folder). */
+  maxAttachments: number;
   debug: boolean;
   logLevel: string;
   /** `json` lines, or `pretty` for a person reading a terminal (AGENTD_LOG_FORMAT; default: pretty when stdout is a terminal). */
@@ -121,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
     requestTimeoutMs: Math.max(int(env, 'AGENTD_REQUEST_TIMEOUT_MS', 120_000), 100),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
+    maxAttachments: int(env, 'AGENTD_MAX_ATTACHMENTS', 100),
     debug: flag(env, 'AGENTD_DEBUG'),
     logLevel: logLevel(env.AGENTD_LOG_LEVEL),
     logFormat: logFormat(env.AGENTD_LOG_FORMAT),

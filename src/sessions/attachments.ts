@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
 import path from 'node:path';
+import { confine } from '../agent/tools/confine.ts';
 import type { Message } from '../contract/messages.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { Attachment } from '../stream/inbound-files.ts';
@@ -19,34 +21,85 @@ export const ATTACHMENTS_FOLDER = 'attachments';
 /** Room under a file system's 255 bytes for the `-<8 hex>` a name taken by another file gets. */
 const MAX_NAME_BYTES = 200;
 
-/** A file put into the session folder may be as large as an upload may (AGENTD_MAX_UPLOAD). */
-export function checkAttachments(attachments: readonly Attachment[], maxBytes: number): void {
+/** How many files, and how large each, one request may put into the session folder. */
+export interface AttachmentLimits {
+  /** AGENTD_MAX_UPLOAD: as large as an upload may be. */
+  maxUploadBytes: number;
+  /** AGENTD_MAX_ATTACHMENTS: each is a file written (or compared) before the turn starts. */
+  maxAttachments: number;
+}
+
+/**
+ * Refuses what a request may not attach: a file larger than an upload may be, or more files than
+ * AGENTD_MAX_ATTACHMENTS. The count is the request's, not a message's: `useChat` re-posts every
+ * earlier file with each message, and each is compared with the folder again, so it is what
+ * bounds the work (and the files) one request makes, as a provider bounds the images of one request.
+ */
+export function checkAttachments(attachments: readonly Attachment[], limits: AttachmentLimits): void {
+  const over = attachments[limits.maxAttachments];
+  if (over) {
+    throw new AppError(
+      'payload-too-large',
+      `the file at ${over.at} is one more than the ${limits.maxAttachments} files a request may attach (AGENTD_MAX_ATTACHMENTS); ` +
+        'a conversation that carries more can go on in a new session, or upload them (PUT /api/sessions/{session_id}/files) and name them in a message',
+    );
+  }
   for (const attachment of attachments) {
-    if (attachment.bytes.length > maxBytes) {
+    if (attachment.bytes.length > limits.maxUploadBytes) {
       throw new AppError(
         'payload-too-large',
-        `the file at ${attachment.at} has ${attachment.bytes.length} bytes, more than the ${maxBytes} a file put into the session folder may have (AGENTD_MAX_UPLOAD)`,
+        `the file at ${attachment.at} has ${attachment.bytes.length} bytes, more than the ${limits.maxUploadBytes} a file put into the session folder may have (AGENTD_MAX_UPLOAD)`,
       );
     }
   }
 }
 
+export interface Delivered {
+  /** The messages, each with a line per file after its text. */
+  history: Message[];
+  /** Removes what the delivery wrote: a turn refused before it starts leaves the folder as it found it. */
+  undo(): Promise<void>;
+}
+
 /**
  * Writes `attachments` into `folder` and answers `messages` with a line for each after its
- * message's text, `[attached file: attachments/report.pdf (application/pdf, 12,345 bytes)]`.
+ * message's text, `[attached file: attachments/report.pdf (application/pdf, 12,345 bytes)]`. A
+ * file that cannot be written undoes the ones before it.
  */
-export async function deliverAttachments(folder: string, messages: readonly Message[], attachments: readonly Attachment[], maxBytes: number): Promise<Message[]> {
-  checkAttachments(attachments, maxBytes);
+export async function deliverAttachments(folder: string, messages: readonly Message[], attachments: readonly Attachment[], limits: AttachmentLimits): Promise<Delivered> {
+  checkAttachments(attachments, limits);
+  const written: string[] = [];
+  const hadFolder = await fs.lstat(path.join(folder, ATTACHMENTS_FOLDER)).then(() => true, () => false);
+  const undo = () => removeWritten(folder, written, !hadFolder);
   const lines = new Map<number, string[]>();
-  for (const attachment of attachments) {
-    const placed = await place(folder, attachment);
-    const line = `[attached file: ${placed} (${attachment.mediaType}, ${grouped(attachment.bytes.length)} bytes)]`;
-    lines.set(attachment.message, [...(lines.get(attachment.message) ?? []), line]);
+  try {
+    for (const attachment of attachments) {
+      const placed = await place(folder, attachment, written);
+      const line = `[attached file: ${placed} (${attachment.mediaType}, ${grouped(attachment.bytes.length)} bytes)]`;
+      lines.set(attachment.message, [...(lines.get(attachment.message) ?? []), line]);
+    }
+  } catch (error) {
+    await undo();
+    throw error;
   }
-  return messages.map((message, i) => {
+  const history = messages.map((message, i) => {
     const more = lines.get(i);
     return more ? { ...message, content: [message.content, ...more].filter((text) => text !== '').join('\n') } : message;
   });
+  return { history, undo };
+}
+
+/** Best effort, under the same path checks: what is gone or no longer a file is left alone. */
+async function removeWritten(folder: string, written: readonly string[], folderToo: boolean): Promise<void> {
+  for (const userPath of written) {
+    try {
+      const target = confine(folder, userPath);
+      if ((await fs.lstat(target.path)).isFile()) await fs.unlink(target.path);
+    } catch {
+      // Nothing to undo there.
+    }
+  }
+  if (folderToo) await fs.rmdir(path.join(folder, ATTACHMENTS_FOLDER)).catch(() => undefined);
 }
 
 /**
@@ -54,20 +107,23 @@ export async function deliverAttachments(folder: string, messages: readonly Mess
  * of the same name, or the agent's edit of it); then the name with the first 8 hex digits of the
  * bytes' SHA-256, so the same bytes find the same place every turn.
  */
-async function place(folder: string, attachment: Attachment): Promise<string> {
+async function place(folder: string, attachment: Attachment, written: string[]): Promise<string> {
   const name = fileName(attachment.filename, attachment.mediaType);
   const plain = `${ATTACHMENTS_FOLDER}/${name}`;
   const found = await naming(attachment, () => compareFile(folder, plain, attachment.bytes));
   if (found === 'same') return plain;
   if (found === 'missing') {
     await naming(attachment, () => writeUpload(folder, plain, attachment.bytes));
+    written.push(plain);
     return plain;
   }
   const ext = path.extname(name);
   const hash = createHash('sha256').update(attachment.bytes).digest('hex').slice(0, 8);
   const hashed = `${ATTACHMENTS_FOLDER}/${name.slice(0, name.length - ext.length)}-${hash}${ext}`;
-  if ((await naming(attachment, () => compareFile(folder, hashed, attachment.bytes))) !== 'same') {
+  const there = await naming(attachment, () => compareFile(folder, hashed, attachment.bytes));
+  if (there !== 'same') {
     await naming(attachment, () => writeUpload(folder, hashed, attachment.bytes));
+    if (there === 'missing') written.push(hashed);
   }
   return hashed;
 }
@@ -84,13 +140,19 @@ async function naming<T>(attachment: Attachment, work: () => Promise<T>): Promis
 
 /**
  * A safe single path component from the caller's name: its last part (a browser sends only that; a
- * hand-made `a/b` or `C:\dir\b` means `b`), without control characters or leading dots (no hidden
- * file, no `..`), at most MAX_NAME_BYTES. Without a usable name, `attachment` and an extension for
- * the media type.
+ * hand-made `a/b` or `C:\dir\b` means `b`), in NFC (macOS hands a page `café` decomposed, others
+ * composed: one name, one file), without control characters, without the bidirectional controls
+ * that make `report\u202Efdp.exe` read as `reportexe.pdf`, without leading dots or spaces (no
+ * hidden file, and never `.` or `..`: `attachments/.` is the folder itself), at most MAX_NAME_BYTES.
+ * Without a usable name, `attachment` and an extension for the media type.
  */
 export function fileName(filename: string | undefined, mediaType: string): string {
   const last = filename?.split(/[/\\]/).at(-1) ?? '';
-  const cleaned = last.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '').trim().replace(/^\.+/, '').trim();
+  const cleaned = last
+    .normalize('NFC')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
+    .replace(/^[.\s]+/, '')
+    .trim();
   return cleaned ? shortened(cleaned) : `attachment${extensionFor(mediaType)}`;
 }
 

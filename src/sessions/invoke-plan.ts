@@ -66,7 +66,7 @@ export interface TurnPlan {
 }
 
 export interface PlanDeps {
-  config: Pick<Config, 'defaultLlm' | 'maxUploadBytes'>;
+  config: Pick<Config, 'defaultLlm' | 'maxUploadBytes' | 'maxAttachments'>;
   configs: ConfigsRepo;
 }
 
@@ -116,7 +116,7 @@ export async function planInvoke(params: StartTurn, deps: PlanDeps): Promise<{ p
   }
   checkAnswerable(messages, messagesAt);
   // Before the session is taken: a file too large must not cancel the turn a forced re-post replaces.
-  checkAttachments(attachments, deps.config.maxUploadBytes);
+  checkAttachments(attachments, deps.config);
   return {
     plan: {
       projectId,

@@ -351,7 +351,9 @@ export class TurnService {
         : sessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills, harness?.skillsDir);
     // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
-    const history = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config.maxUploadBytes) : answers.history;
+    // Undone if the turn is refused before it starts (an unreachable MCP server, a late answer).
+    const delivered = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config) : undefined;
+    const history = delivered?.history ?? answers.history;
     // Connected before any answer is claimed: an unreachable server fails the request (424)
     // without consuming the caller's decisions.
     // A harness connects to its MCP servers itself.
@@ -363,6 +365,9 @@ export class TurnService {
           timeoutMs: config.mcp.connectTimeoutMs,
           callTimeoutMs: config.mcp.callTimeoutMs,
           cwd: workdir,
+        }).catch(async (error: unknown) => {
+          await delivered?.undo();
+          throw error;
         })
       : undefined;
     const trace = startSpan(plan.traceparent);
@@ -381,7 +386,14 @@ export class TurnService {
       started_at: new Date().toISOString(),
     };
     // Taken from here to the turn's end, with nothing awaited before the try that gives it back.
-    if (harness) this.takeHarnessProcess();
+    if (harness) {
+      try {
+        this.takeHarnessProcess();
+      } catch (error) {
+        await delivered?.undo();
+        throw error;
+      }
+    }
     try {
       if (mcp) checkToolNames(template, Object.keys(mcp.tools));
       // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
@@ -398,6 +410,7 @@ export class TurnService {
     } catch (error) {
       if (harness) this.harnessProcesses--;
       await mcp?.close();
+      await delivered?.undo();
       throw error;
     }
 

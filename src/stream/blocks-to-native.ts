@@ -20,7 +20,8 @@ import { readAttachment, type Attachment } from './inbound-files.ts';
  *
  * A user message's content may hold files, `{type: "file", url: "data:…", mediaType?, filename?}`
  * (the Vercel `file` part, one schema for both): they go to `attachments`, decoded, for the turn to
- * put into the session folder; without it they are refused.
+ * put into the session folder; without it they are refused. One in an assistant message is a file
+ * a model made, history the model needs nothing of: ignored, as in a UIMessage.
  *
  * Every rejection names the JSON path of the offending value.
  */
@@ -95,6 +96,8 @@ function withFiles(message: Blocks, at: string, index: number, attachments: Atta
       text += parseAt(TextBlock, block, blockAt).text;
       return;
     }
+    // A file in an assistant message is one a model made: history, ignored as in a UIMessage.
+    if (message.role === 'assistant') return;
     if (message.role !== 'user') invalidAt(`files are attached to user messages, not to ${String(message.role)} messages`, blockAt);
     if (!attachments) invalidAt('files cannot be attached here', blockAt);
     attachments.push(readAttachment(block, blockAt, index));
@@ -132,7 +135,8 @@ function fromBlocks(message: Blocks, at: string, earlier: readonly Message[]): M
       if (!call) invalidAt(`a decision on tool call "${result.toolCallId}", which no earlier tool_call block or tool-call message makes`, blockAt);
       // An error in the decision (an unknown token, an answered pause) is found later, on the call.
       sourced(call, blockAt).approval = approval;
-    } else {
+    } else if (type !== 'file') {
+      // (A file is one a model made: ignored, as in a message without calls.)
       invalidAt(`unknown content block type ${JSON.stringify(type)}; an assistant message's blocks are text, tool_call and tool_result`, `${blockAt}.type`);
     }
   });

@@ -57,17 +57,20 @@ function decodeDataUrl(url: string, at: string): { mediaType: string; bytes: Buf
   const type = params[0]!.trim();
   const mediaType = type ? mediaTypeOf(type, at) : 'text/plain';
   const data = url.slice(comma + 1);
-  const bytes = base64 ? fromBase64(data, at) : fromPercentEncoded(data, at);
+  // As a browser reads one (WHATWG fetch, "data: URL processor"): percent-decoded first, so a
+  // base64 body may spell its padding `%3D`.
+  const bytes = base64 ? fromBase64(data.includes('%') ? fromPercentEncoded(data, at).toString('latin1') : data, at) : fromPercentEncoded(data, at);
   return { mediaType, bytes };
 }
 
 /**
  * Strict base64: Buffer.from skips what is not base64, so a mangled URL would become a file with
- * other bytes than were sent. Whitespace is allowed (line-wrapped base64).
+ * other bytes than were sent. Whitespace is allowed (line-wrapped base64), and so is the URL-safe
+ * alphabet (`-` and `_`), which the AI SDK's own decoder takes: neither can mean anything else.
  */
 function fromBase64(data: string, at: string): Buffer {
   const text = /\s/.test(data) ? data.replace(/\s+/g, '') : data;
-  const bad = /[^A-Za-z0-9+/=]/.exec(text);
+  const bad = /[^A-Za-z0-9+/=_-]/.exec(text);
   const padding = text.indexOf('=');
   const valid = !bad && text.length % 4 !== 1 && (padding < 0 || (text.length - padding <= 2 && /^=+$/.test(text.slice(padding)) && text.length % 4 === 0));
   if (!valid) invalidAt(bad ? `the data: URL's base64 holds ${JSON.stringify(bad[0])}, which is not base64` : "the data: URL's base64 is cut short or badly padded", at);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -14,9 +15,10 @@ import { builtin, expectError, readJson, sid, startHarness, template, type Harne
  */
 
 const MAX_UPLOAD = 4096;
+const MAX_ATTACHMENTS = 8;
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ env: { AGENTD_MAX_UPLOAD: String(MAX_UPLOAD) } });
+  h = await startHarness({ env: { AGENTD_MAX_UPLOAD: String(MAX_UPLOAD), AGENTD_MAX_ATTACHMENTS: String(MAX_ATTACHMENTS) } });
 });
 afterAll(async () => h.close());
 beforeEach(() => h.model.reset());
@@ -158,12 +160,81 @@ describe('attachments', () => {
     await rm(outside, { recursive: true });
   });
 
+  it('names that look alike are one name, names that hide their end are shown, and no name is the folder itself', async () => {
+    const session = sid('attach-hostile-names');
+    h.model.script([{ text: 'ok' }]);
+    const a = Buffer.from('a');
+    const files = [
+      // The same name, composed (Windows, Linux) and decomposed (macOS): one file.
+      filePart('caf\u00e9.txt', 'text/plain', a),
+      filePart('cafe\u0301.txt', 'text/plain', a),
+      // Reads as "invoiceexe.txt" with the override, and is invoice…exe.
+      filePart('invoice\u202etxt.exe', 'application/octet-stream', a),
+      // `attachments/.` would be the folder itself, `attachments/..` the session folder.
+      filePart('. .', 'text/plain', a),
+      filePart('. ..', 'text/plain', a),
+    ];
+    await readJson(await invokeVercel(session, [userWith('u1', 'names', ...files)]));
+    expect(await attachmentsOf(session)).toEqual(['attachment.txt', 'caf\u00e9.txt', 'invoicetxt.exe']);
+    expect(userTexts()[0]!.split('\n').slice(1)).toEqual([
+      line('attachments/caf\u00e9.txt', 'text/plain', 1),
+      line('attachments/caf\u00e9.txt', 'text/plain', 1),
+      line('attachments/invoicetxt.exe', 'application/octet-stream', 1),
+      line('attachments/attachment.txt', 'text/plain', 1),
+      line('attachments/attachment.txt', 'text/plain', 1),
+    ]);
+  });
+
+  it(`more than AGENTD_MAX_ATTACHMENTS files in one request is a 413 naming the first one over, before anything is written`, async () => {
+    const session = sid('attach-many');
+    const files = (n: number) => Array.from({ length: n }, (_, i) => filePart(`f${i}.txt`, 'text/plain', Buffer.from(String(i))));
+    // Counted over the request: useChat re-posts every earlier message's files.
+    const earlier = userWith('u1', 'first', ...files(4));
+    await expectError(
+      await invokeVercel(session, [earlier, { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'ok' }] }, userWith('u2', 'more', ...files(5))]),
+      413,
+      'payload-too-large',
+      /^the file at data\.inputs\.messages\[2\]\.parts\[4\] is one more than the 8 files a request may attach \(AGENTD_MAX_ATTACHMENTS\); a conversation that carries more can go on in a new session/,
+    );
+    expect(h.model.requests).toHaveLength(0);
+    expect(existsSync(h.sessionDir(session))).toBe(false);
+    h.model.script([{ text: 'five' }]);
+    expect((await invokeVercel(session, [userWith('u1', 'five', ...files(MAX_ATTACHMENTS))])).status).toBe(200);
+    expect(await attachmentsOf(session)).toHaveLength(MAX_ATTACHMENTS);
+  });
+
+  it('a request refused once its files are written takes them back: one that cannot be written, an MCP server that cannot be reached', async () => {
+    const session = sid('attach-undo');
+    const outside = await mkdtemp(path.join(os.tmpdir(), 'agentd-outside-'));
+    await mkdir(path.join(h.sessionDir(session), 'attachments'), { recursive: true });
+    await writeFile(path.join(h.sessionDir(session), 'attachments', 'kept.txt'), 'kept');
+    await symlink(path.join(outside, 'c.txt'), path.join(h.sessionDir(session), 'attachments', 'c.txt'));
+    const three = userWith('u1', 'see', filePart('a.txt', 'text/plain', Buffer.from('a')), filePart('b.txt', 'text/plain', Buffer.from('b')), filePart('c.txt', 'text/plain', Buffer.from('c')));
+    await expectError(await invokeVercel(session, [three]), 400, 'invalid-request', /^the file at data\.inputs\.messages\[0\]\.parts\[2\] cannot be put into the session folder/);
+    expect(await attachmentsOf(session)).toEqual(['c.txt', 'kept.txt']);
+    expect(await readdir(outside)).toEqual([]);
+    await rm(outside, { recursive: true });
+
+    // Refused after they were written: the folder is as it was, with no attachments/ of its own.
+    const other = sid('attach-undo-mcp');
+    await mkdir(h.sessionDir(other), { recursive: true });
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as net.AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const withMcp = { ...agent, mcps: [{ name: 'gone', connection: { type: 'http', url: `http://127.0.0.1:${port}/mcp` } }] };
+    const res = await h.invoke({ session_id: other, data: { inputs: { messages: [userWith('u1', 'see', filePart('a.txt', 'text/plain', Buffer.from('a')))] }, parameters: { agent: withMcp } } }, { headers: VERCEL_JSON });
+    await expectError(res, 424, 'mcp-unavailable');
+    expect(await readdir(h.sessionDir(other))).toEqual([]);
+  });
+
   it('a long name is cut to 200 bytes, its extension kept', () => {
     const long = `${'é'.repeat(150)}.tar.gz`;
     const name = fileName(long, 'application/gzip');
     expect(Buffer.byteLength(name)).toBeLessThanOrEqual(200);
     expect(name).toBe(`${'é'.repeat(98)}.gz`);
     expect(fileName(' \u0000\n ', 'application/octet-stream')).toBe('attachment');
+    expect(fileName('.\u202e. ..', 'text/plain')).toBe('attachment.txt');
     expect(fileName(undefined, 'image/bmp')).toBe('attachment.bmp');
   });
 

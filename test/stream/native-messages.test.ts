@@ -42,7 +42,12 @@ describe('native messages', () => {
     expect(attachments).toEqual([{ message: 1, at: 'm[1].content[1]', mediaType: 'text/csv', filename: 'data.csv', bytes: Buffer.from('a,b\n') }]);
 
     expect(() => nativeMessages([{ role: 'user', content: [{ ...file, url: 'http://169.254.169.254/' }] }], 'm', [])).toThrow(/^the file at m\[0\]\.content\[0\]\.url is a http: URL/);
-    expect(() => nativeMessages([{ role: 'assistant', content: [file] }], 'm', [])).toThrow('files are attached to user messages, not to assistant messages at m[0].content[0]');
+    // One a model made is history, ignored as in a UIMessage, with or without calls beside it.
+    const made: Attachment[] = [];
+    expect(nativeMessages([{ role: 'assistant', content: [{ type: 'text', text: 'here' }, file] }], 'm', made)).toStrictEqual([{ role: 'assistant', content: 'here' }]);
+    expect(nativeMessages([{ role: 'assistant', content: [{ type: 'tool_call', toolCallId: 'c1', toolName: 'read', input: {} }, file] }], 'm', made)).toHaveLength(1);
+    expect(made).toEqual([]);
+    expect(() => nativeMessages([{ role: 'tool', content: [file] }], 'm', [])).toThrow('files are attached to user messages, not to tool messages at m[0].content[0]');
     expect(() => nativeMessages([{ role: 'user', content: [file, { type: 'image' }] }], 'm', [])).toThrow(/at m\[0\]\.content\[1\]\.type$/);
     expect(() => nativeMessages([{ role: 'user', content: [file] }], 'm')).toThrow('files cannot be attached here at m[0].content[0]');
   });

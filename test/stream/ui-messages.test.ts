@@ -78,6 +78,26 @@ describe('uiToNative', () => {
     expect(invalidMessages(file('data:,x'))).toBe('files cannot be attached here at data.inputs.messages[0].parts[1]');
   });
 
+  it('reads a data: URL as a browser (and the AI SDK) would: URL-safe base64, percent-encoded padding, line breaks, no data, any case, parameters', () => {
+    const bytesOf = (url: string) => {
+      const attachments: Attachment[] = [];
+      uiToNative([{ id: 'u', role: 'user', parts: [{ type: 'file', mediaType: '', url }] }], { attachments });
+      return { bytes: attachments[0]!.bytes, mediaType: attachments[0]!.mediaType };
+    };
+    const odd = Buffer.from([0xfb, 0xff, 0xbf, 0x3e]);
+    expect(odd.toString('base64')).toBe('+/+/Pg==');
+    expect(bytesOf('data:application/octet-stream;base64,-_-_Pg==').bytes).toEqual(odd);
+    expect(bytesOf('data:application/octet-stream;base64,+/-_Pg').bytes).toEqual(odd);
+    expect(bytesOf('data:text/plain;base64,SGVsbG8%3D').bytes).toEqual(Buffer.from('Hello'));
+    expect(bytesOf('data:text/plain;base64,SGVs\r\n bG8=\n').bytes).toEqual(Buffer.from('Hello'));
+    expect(bytesOf('data:,')).toEqual({ bytes: Buffer.alloc(0), mediaType: 'text/plain' });
+    expect(bytesOf('data:;base64,')).toEqual({ bytes: Buffer.alloc(0), mediaType: 'text/plain' });
+    expect(bytesOf('DATA:TEXT/PLAIN;BASE64,SGVsbG8=')).toEqual({ bytes: Buffer.from('Hello'), mediaType: 'text/plain' });
+    expect(bytesOf('data:text/plain;charset=utf-8;base64,SGVsbG8=')).toEqual({ bytes: Buffer.from('Hello'), mediaType: 'text/plain' });
+    // Padding only at the end, as atob has it: two base64 strings glued together are not one.
+    expect(refusal(() => bytesOf('data:text/plain;base64,QQ==QQ=='))).toBe("the data: URL's base64 is cut short or badly padded at data.inputs.messages[0].parts[0].url");
+  });
+
   it('splits an assistant message into text, calls and results; a run of tool parts makes its calls first', () => {
     const message: UIMessage = {
       id: 'a1',
