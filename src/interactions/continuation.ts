@@ -31,14 +31,16 @@ function decidedOutput(output: Message[], answered: InteractionRecord[]): Messag
 type ClientResult = { id: string; output: unknown; is_error: boolean };
 
 /**
- * What the caller's client tools answered through the API, as results. No message the caller
- * holds has them, so the continuation tells them as its own (its output begins with them, as it
- * begins with an approved call's result), or a conversation posted back later would hold the
- * calls without their answers.
+ * What the caller's client tools answered through the API, as results, in the order of their
+ * calls. No message the caller holds has them, so the continuation tells them as its own (its
+ * output begins with them, as it begins with an approved call's result), or a conversation posted
+ * back later would hold the calls without their answers.
  */
 function clientResults(output: Message[], answered: InteractionRecord[]): ClientResult[] {
+  const callAt = (record: InteractionRecord) => output.findIndex((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined);
   return answered
-    .filter((record) => record.kind === 'client_tool' && output.some((m) => m.tool_call_id === record.tool_call_id && m.tool_name !== undefined))
+    .filter((record) => record.kind === 'client_tool' && callAt(record) >= 0)
+    .sort((a, b) => callAt(a) - callAt(b))
     .map((record) => {
       const answer = record.answer ?? {};
       const failed = typeof answer.error === 'string';
@@ -46,14 +48,14 @@ function clientResults(output: Message[], answered: InteractionRecord[]): Client
     });
 }
 
-/** `messages` with each result after its call, as the model reads them. */
+/**
+ * `messages` followed by the results, as the conversation reads when it is posted back: the
+ * paused output, then this turn's, which begins with them. A result put right after its call
+ * would split the step's calls in two for the model (one call, its result, the next call), and
+ * the turn after would read it otherwise.
+ */
 function withResults(messages: Message[], results: readonly ClientResult[]): Message[] {
-  const out = [...messages];
-  for (const result of results) {
-    const at = out.findIndex((m) => m.tool_call_id === result.id && m.tool_name !== undefined);
-    out.splice(at + 1, 0, toolResultMessage(result.id, toolOutputText(result.output), result.is_error));
-  }
-  return out;
+  return [...messages, ...results.map((result) => toolResultMessage(result.id, toolOutputText(result.output), result.is_error))];
 }
 
 /**

@@ -114,6 +114,32 @@ describe('interactions API', () => {
     expect(sent).toContain('teal');
   });
 
+  it("two client tools of one step answered through the API: the continuation's model reads one step of two calls, as the conversation posted back does", async () => {
+    const session = sid('client-two');
+    const client = (name: string) => ({ type: 'client', name, input_schema: { type: 'object' } });
+    const agent = template({ tools: [client('pick_color'), client('pick_size')] });
+    h.model.script([{ toolCalls: [{ name: 'pick_color', input: {} }, { name: 'pick_size', input: {} }] }, { text: 'red and big' }, { text: 'still' }]);
+    const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'pick' }], agent, { session_id: session })));
+    const paused = body.data.outputs.messages as { tool_call_id: string; tool_name: string }[];
+    const pending = (await (await api('POST', '/api/sessions/interactions/query', { session_id: session })).json()).interactions as { id: string; request: { tool: string } }[];
+    // Answered in the other order than the calls were made.
+    for (const tool of ['pick_size', 'pick_color']) {
+      expect((await respond(pending.find((p) => p.request.tool === tool)!.id, { output: tool === 'pick_color' ? 'red' : 'big' })).status).toBe(200);
+    }
+    const [continuation] = await settled(session);
+    const shape = (messages: { role: string; tool_calls?: { id: string }[]; tool_call_id?: string; content?: unknown }[]) =>
+      messages.map((m) => (m.tool_calls ? `calls ${m.tool_calls.map((c) => c.id).join(' ')}` : m.tool_call_id ? `result ${m.tool_call_id} ${String(m.content)}` : `${m.role} ${String(m.content)}`));
+    const [color, size] = paused.map((m) => m.tool_call_id);
+    const step = [`calls ${color} ${size}`, `result ${color} red`, `result ${size} big`];
+    expect(shape(h.model.requests[1]!.messages).slice(1)).toEqual(['user pick', ...step]);
+    const continued = (continuation!.output as { messages: { tool_call_id?: string }[] }).messages;
+    expect(continued.slice(0, 2).map((m) => m.tool_call_id)).toEqual([color, size]);
+
+    const conversation = [{ role: 'user', content: 'pick' }, ...paused, ...continued, { role: 'user', content: 'sure?' }];
+    expect((await h.invoke(invokeBody(conversation, agent, { session_id: session }))).status).toBe(200);
+    expect(shape(h.model.requests[2]!.messages).slice(1)).toEqual(['user pick', ...step, 'assistant red and big', 'user sure?']);
+  });
+
   it('of two concurrent answers exactly one wins; later answers get 409', async () => {
     const { session, id } = await pauseOnWrite();
     const results = await Promise.all([respond(id, { approved: true }), respond(id, { approved: false })]);
