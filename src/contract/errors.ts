@@ -25,6 +25,7 @@ export const ERROR_TYPES = {
   'forbidden': 403,
   'not-found': 404,
   'unknown-reference': 404,
+  'method-not-allowed': 405,
   'not-acceptable': 406,
   'request-timeout': 408,
   'conflict': 409,

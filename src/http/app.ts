@@ -104,6 +104,8 @@ function requestSecrets(body: unknown): string[] {
   return typeof body.credentials === 'string' ? [...values, body.credentials] : values;
 }
 
+const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
 const BAD_PERCENT = 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte such as %2F';
 
 /**
@@ -298,9 +300,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.setNotFoundHandler(async (request, reply) => {
-    return reply
-      .code(404)
-      .send(errorEnvelope(new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), {}, false));
+    const path = request.url.split('?')[0]!;
+    // A route asked with another method than it takes: 405 and what it takes (RFC 9110 §15.5.6).
+    const allowed = ROUTE_METHODS.filter((method) => app.findRoute({ method, url: path }));
+    const error = allowed.length
+      ? new AppError('method-not-allowed', `${path} takes ${allowed.join(', ')}, not ${request.method}`, { headers: { allow: allowed.join(', ') } })
+      : new AppError('not-found', `no route ${request.method} ${path}`);
+    return reply.code(error.status).headers(error.headers ?? {}).send(errorEnvelope(error, {}, false));
   });
 
   // Liveness: the process answers. Readiness: it should get traffic (the database answers, its

@@ -325,6 +325,15 @@ describe('the body itself', () => {
     await expectError(res, 404, 'not-found');
   });
 
+  it('a route asked with a method it does not take → 405 in the envelope, with the methods it takes in Allow', async () => {
+    const get = await fetch(`${h.url}/services/agent/v0/invoke?project_id=${h.projectId}`);
+    expect(get.headers.get('allow')).toBe('POST');
+    await expectError(get, 405, 'method-not-allowed', '/services/agent/v0/invoke takes POST, not GET');
+    const put = await fetch(`${h.url}/api/sessions/some-session`, { method: 'PUT' });
+    expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE');
+    await expectError(put, 405, 'method-not-allowed');
+  });
+
   it('a URL the router cannot read (bad percent-encoding, a path segment over 1024 characters) → 400 in the envelope', async () => {
     const query = `?project_id=${h.projectId}`;
     for (const url of [`/api/sessions/%zz${query}`, `/api/sessions/${'x'.repeat(1025)}/files${query}`, `/api/sessions/interactions/${'x'.repeat(2000)}${query}`]) {
