@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PendingInteraction, RanRevision, StopReason, Usage } from './events.ts';
 import { AgentTemplate } from './template.ts';
 import { ErrorEnvelope } from './errors.ts';
-import { Message, UIMessage } from './messages.ts';
+import { InboundMessage, UIMessage } from './messages.ts';
 
 /** Invoke request and response (spec §2.1, §2.2, §2.4, §2.6). */
 
@@ -65,7 +65,7 @@ const jsonSchemaOf = (schema: z.ZodType) => {
  * (x-ag-messages-format); the document names both, so a client knows what an element is.
  */
 const InputMessages = z.array(z.unknown()).meta({
-  items: { anyOf: [jsonSchemaOf(Message), jsonSchemaOf(UIMessage)] },
+  items: { anyOf: [...(jsonSchemaOf(InboundMessage).anyOf as unknown[]), jsonSchemaOf(UIMessage)] },
   description:
     'The conversation: native messages, or UIMessages with x-ag-messages-format: vercel. At least one that is not a system message (else 400), unless data.testcase supplies them or x-ag-session-control: force attaches to the live turn. A tool result names its call by tool_call_id, after it (else 400)',
 });

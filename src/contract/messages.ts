@@ -24,7 +24,7 @@ export const ToolInput = z
   .unknown()
   .refine((v) => v === null || (typeof v === 'object' && !Array.isArray(v)), { error: "a tool call's input must be an object of its arguments" });
 
-const TextPart = z.object({ type: z.literal('text'), text: z.string() });
+export const TextPart = z.looseObject({ type: z.literal('text'), text: z.string() });
 
 export const Message = z.looseObject({
   id: z.string().optional(),
@@ -73,6 +73,48 @@ export const FilePart = z.looseObject({
   filename: z.string().optional(),
 });
 export type FilePart = z.infer<typeof FilePart>;
+
+/**
+ * The reference implementation's content blocks (reference/agenta-agent-service.md §3), which an
+ * inbound assistant message may hold so a client written for it can answer a pause in band
+ * (src/stream/blocks-to-native.ts reads them with these schemas).
+ */
+export const ToolCallBlock = z.looseObject({
+  type: z.literal('tool_call'),
+  toolCallId: z.string().min(1),
+  toolName: z.string().min(1),
+  input: z.unknown().optional(),
+});
+
+/** A decision on a paused call, as a `tool_result` block's `output`. */
+export const Decision = z.looseObject({
+  approved: z.boolean(),
+  interactionToken: z.string({ error: 'a decision needs interactionToken: the pending_interaction.id of the pause it answers' }).min(1),
+  reason: z.string().optional(),
+  // The reference's respond operation calls the reason `message`.
+  message: z.string().optional(),
+});
+
+export const ToolResultBlock = z.looseObject({
+  type: z.literal('tool_result'),
+  toolCallId: z.string().min(1),
+  output: z.unknown().optional().meta({
+    description: "The call's result (a client tool's); or, when it has `approved`, the decision on the paused call: {approved, interactionToken, reason?}",
+  }),
+  isError: z.boolean().optional(),
+});
+
+/**
+ * A native message as a request may send it: a Message, a user message whose content holds files,
+ * or an assistant message whose content holds its calls and the caller's decisions. The document
+ * names them; nativeMessages reads each block with the block's own schema, where an error can
+ * name the block.
+ */
+export const InboundMessage = z.union([
+  Message,
+  Message.extend({ role: z.literal('user'), content: z.array(z.union([TextPart, FilePart])) }),
+  Message.extend({ role: z.literal('assistant'), content: z.array(z.union([TextPart, ToolCallBlock, ToolResultBlock, FilePart])) }),
+]);
 
 export const MessagesFormat = z.enum(['native', 'vercel']);
 export type MessagesFormat = z.infer<typeof MessagesFormat>;

@@ -1,6 +1,5 @@
-import { z } from 'zod';
 import { sourced } from '../contract/message-sources.ts';
-import { Message, type Approval } from '../contract/messages.ts';
+import { Decision, Message, TextPart, ToolCallBlock, ToolResultBlock, type Approval } from '../contract/messages.ts';
 import { toolCallMessage, toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { isObject } from '../objects.ts';
 import { invalidAt, parseAt } from './inbound-errors.ts';
@@ -65,17 +64,6 @@ function plainText(message: unknown): Message | undefined {
   return { role: message.role as Message['role'], content: message.content };
 }
 
-const TextBlock = z.looseObject({ type: z.literal('text'), text: z.string() });
-const CallBlock = z.looseObject({ type: z.literal('tool_call'), toolCallId: z.string().min(1), toolName: z.string().min(1), input: z.unknown().optional() });
-const ResultBlock = z.looseObject({ type: z.literal('tool_result'), toolCallId: z.string().min(1), output: z.unknown().optional(), isError: z.boolean().optional() });
-const Decision = z.looseObject({
-  approved: z.boolean(),
-  interactionToken: z.string({ error: 'a decision needs interactionToken: the pending_interaction.id of the pause it answers' }).min(1),
-  reason: z.string().optional(),
-  // The reference's respond operation calls the reason `message`.
-  message: z.string().optional(),
-});
-
 type Blocks = { role?: unknown; content: unknown[] };
 
 function hasToolBlocks(message: unknown): message is Blocks {
@@ -93,7 +81,7 @@ function withFiles(message: Blocks, at: string, index: number, attachments: Atta
   message.content.forEach((block, j) => {
     const blockAt = `${at}.content[${j}]`;
     if (!isObject(block) || block.type !== 'file') {
-      text += parseAt(TextBlock, block, blockAt).text;
+      text += parseAt(TextPart, block, blockAt).text;
       return;
     }
     // A file in an assistant message is one a model made: history, ignored as in a UIMessage.
@@ -118,14 +106,14 @@ function fromBlocks(message: Blocks, at: string, earlier: readonly Message[]): M
     const blockAt = `${at}.content[${j}]`;
     const type = isObject(block) ? block.type : undefined;
     if (type === 'text') {
-      text += parseAt(TextBlock, block, blockAt).text;
+      text += parseAt(TextPart, block, blockAt).text;
     } else if (type === 'tool_call') {
       flushText();
-      const call = parseAt(CallBlock, block, blockAt);
+      const call = parseAt(ToolCallBlock, block, blockAt);
       out.push(sourced(toolCallMessage(call.toolCallId, call.toolName, call.input ?? {}), blockAt));
     } else if (type === 'tool_result') {
       flushText();
-      const result = parseAt(ResultBlock, block, blockAt);
+      const result = parseAt(ToolResultBlock, block, blockAt);
       const approval = decisionOf(result.output, `${blockAt}.output`);
       if (approval === undefined) {
         out.push(sourced(toolResultMessage(result.toolCallId, toolOutputText(result.output), result.isError ?? false), blockAt));

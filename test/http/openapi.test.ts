@@ -40,6 +40,28 @@ describe('GET /openapi.json', () => {
     expect(validate({ data: { parameters: { agent: { harness: { kind: 'agentd', surprise: 1 } } } } })).toBe(false);
   });
 
+  it("describes the content blocks a native message may hold: a user's files, an assistant's calls and decisions", () => {
+    const schema = doc.paths['/services/agent/v0/invoke'].post.requestBody.content['application/json'].schema;
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const withMessages = (messages: unknown[]) => invokeBody(messages, template(), { session_id: 'ok-1' });
+    const file = { type: 'file', url: 'data:text/plain;base64,aGk=', mediaType: 'text/plain', filename: 'a.txt' };
+    const call = { type: 'tool_call', toolCallId: 'c1', toolName: 'write', input: { path: 'a' } };
+    const decision = { type: 'tool_result', toolCallId: 'c1', output: { approved: true, interactionToken: 'i1' } };
+    const taken = [
+      [{ role: 'user', content: [{ type: 'text', text: 'read this' }, file] }],
+      [{ role: 'user', content: 'write a' }, { role: 'assistant', content: [{ type: 'text', text: 'writing' }, call, decision] }],
+    ];
+    for (const messages of taken) expect(validate(withMessages(messages)), JSON.stringify(validate.errors)).toBe(true);
+    // What the server refuses, the document does too: calls in a user message, files in a system one, an unknown block.
+    const refused = [
+      [{ role: 'user', content: [call] }],
+      [{ role: 'system', content: [file] }],
+      [{ role: 'assistant', content: [{ type: 'image', image: 'x' }] }],
+      [{ role: 'assistant', content: [{ type: 'tool_call', toolName: 'write' }] }],
+    ];
+    for (const messages of refused) expect(validate(withMessages(messages)), JSON.stringify(messages)).toBe(false);
+  });
+
   it('describes the invoke streams and gives request examples that are valid invoke bodies', () => {
     const invoke = doc.paths['/services/agent/v0/invoke'].post;
     const content = invoke.responses['200'].content;
