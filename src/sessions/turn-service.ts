@@ -351,25 +351,9 @@ export class TurnService {
         : sessionFolder(config.dataDir, projectId, sessionId);
     const skills = await installSkills(workdir, template.skills, harness?.skillsDir);
     // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
-    // Undone if the turn is refused before it starts (an unreachable MCP server, a late answer).
+    // Undone if the turn is refused before it starts (an unreachable MCP server, a late answer, a busy harness pool).
     const delivered = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config) : undefined;
     const history = delivered?.history ?? answers.history;
-    // Connected before any answer is claimed: an unreachable server fails the request (424)
-    // without consuming the caller's decisions.
-    // A harness connects to its MCP servers itself.
-    const mcp = template.mcps.length && !harness
-      ? await connectMcpServers(template.mcps, {
-          credentials: plan.credentials,
-          secrets,
-          allowStdio: config.allowStdioMcp,
-          timeoutMs: config.mcp.connectTimeoutMs,
-          callTimeoutMs: config.mcp.callTimeoutMs,
-          cwd: workdir,
-        }).catch(async (error: unknown) => {
-          await delivered?.undo();
-          throw error;
-        })
-      : undefined;
     const trace = startSpan(plan.traceparent);
     const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
@@ -385,17 +369,27 @@ export class TurnService {
       request,
       started_at: new Date().toISOString(),
     };
-    // Taken from here to the turn's end, with nothing awaited before the try that gives it back.
-    if (harness) {
-      try {
-        this.takeHarnessProcess();
-      } catch (error) {
-        await delivered?.undo();
-        throw error;
-      }
-    }
+    let mcp: Awaited<ReturnType<typeof connectMcpServers>> | undefined;
+    let tookHarness = false;
     try {
-      if (mcp) checkToolNames(template, Object.keys(mcp.tools));
+      // Connected before any answer is claimed: an unreachable server fails the request (424)
+      // without consuming the caller's decisions. A harness connects to its MCP servers itself.
+      if (template.mcps.length && !harness) {
+        mcp = await connectMcpServers(template.mcps, {
+          credentials: plan.credentials,
+          secrets,
+          allowStdio: config.allowStdioMcp,
+          timeoutMs: config.mcp.connectTimeoutMs,
+          callTimeoutMs: config.mcp.callTimeoutMs,
+          cwd: workdir,
+        });
+        checkToolNames(template, Object.keys(mcp.tools));
+      }
+      // Taken from here to the turn's end; given back below if the turn is refused before it starts.
+      if (harness) {
+        this.takeHarnessProcess();
+        tookHarness = true;
+      }
       // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
       const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
       if (!plan.privateSession) {
@@ -408,7 +402,7 @@ export class TurnService {
         await store.turns.create(record);
       }
     } catch (error) {
-      if (harness) this.harnessProcesses--;
+      if (tookHarness) this.harnessProcesses--;
       await mcp?.close();
       await delivered?.undo();
       throw error;
