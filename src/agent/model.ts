@@ -3,6 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import type { Config } from '../config.ts';
+import type { ProjectConnection } from '../contract/connections.ts';
 import { DEMO_PROVIDER, PROVIDERS, type Provider } from '../contract/providers.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
@@ -20,15 +21,6 @@ const WHERE = 'data.parameters.agent.llm';
  */
 const modelFetch: typeof keepAliveFetch = async (input, init) => endingAtLastEvent(await keepAliveFetch(input, init));
 const HTTP = { fetch: modelFetch };
-
-/** A project connection as a turn uses it, its API key decrypted. Lives only as long as the turn. */
-export interface ProjectConnection {
-  slug: string;
-  provider: Provider;
-  base_url?: string;
-  model?: string;
-  api_key: string;
-}
 
 /**
  * The template's `llm` with a project connection applied: the connection's provider (a provider

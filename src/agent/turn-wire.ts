@@ -3,7 +3,7 @@ import type { AgentEvent } from '../contract/events.ts';
 import type { ErrorType } from '../contract/errors.ts';
 import { AppError } from '../errors.ts';
 import type { ModelFact } from './model-facts.ts';
-import type { ProjectConnection } from './model.ts';
+import type { ProjectConnection } from '../contract/connections.ts';
 import type { TurnInput } from './turn.ts';
 
 /** The parts of the server's config a turn reads. */

@@ -1,11 +1,20 @@
 import { z } from 'zod';
-import { PROVIDERS } from './providers.ts';
+import { PROVIDERS, type Provider } from './providers.ts';
 
 /**
  * Project connections (design.md §4 "Connections"): a provider, its base URL and an API key stored
  * in the project, named by a slug that templates use as `llm.connection: {mode: "project", slug}`.
  * The key goes in and never comes out; a view shows only its last characters.
  */
+
+/** A project connection as a turn uses it, its API key decrypted. Lives only as long as the turn. */
+export interface ProjectConnection {
+  slug: string;
+  provider: Provider;
+  base_url?: string;
+  model?: string;
+  api_key: string;
+}
 
 export const ConnectionSlug = z
   .string()

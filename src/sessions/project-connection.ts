@@ -1,4 +1,4 @@
-import type { ProjectConnection } from '../agent/model.ts';
+import type { ProjectConnection } from '../contract/connections.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/db.ts';

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import type { ProjectConnection } from '../agent/model.ts';
-import type { ConnectionCreate, ConnectionView } from '../contract/connections.ts';
+import type { ConnectionCreate, ConnectionView, ProjectConnection } from '../contract/connections.ts';
 import { AppError } from '../errors.ts';
 import { nowIso } from './columns.ts';
 import type { ConnectionsTable, Database } from './schema.ts';
