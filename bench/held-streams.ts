@@ -1,8 +1,10 @@
 /**
  * The floors under bench/memory.ts's live streams, each a child process of its own with
- * --expose-gc, given MODEL_URL, STREAMS and FLOOR. It answers `memory` with its readings, and:
+ * --expose-gc, given MODEL_URL, STREAMS, FLOOR and API (`responses`, OpenAI's Responses API, or
+ * `chat`, Chat Completions as agentd's `openai-compatible` provider calls it). It answers `memory`
+ * with its readings, and:
  *
- * - FLOOR=provider: the AI SDK's OpenAI provider streaming answers from the same fake model over
+ * - FLOOR=provider: the AI SDK's provider streaming answers from the same fake model over
  *   agentd's HTTP client, and nothing else (no server, no turn). `open` opens STREAMS streams at
  *   once, each read to its first part.
  * - FLOOR=served: the same provider's stream behind a bare Fastify server, which answers every
@@ -11,12 +13,16 @@
  *   requests open.
  */
 import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import Fastify from 'fastify';
 import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
 import { memoryReadings } from './shared.ts';
 
 const streams = Number(process.env.STREAMS);
-const model = createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: process.env.MODEL_URL }).responses('m');
+const model =
+  process.env.API === 'chat'
+    ? createOpenAICompatible({ name: 'bench', fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: process.env.MODEL_URL!, includeUsage: true }).chatModel('m')
+    : createOpenAI({ fetch: keepAliveFetch, apiKey: 'sk-bench', baseURL: process.env.MODEL_URL }).responses('m');
 const streamAnswer = async () => (await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }] })).stream.getReader();
 
 async function open(): Promise<ReadableStreamDefaultReader> {

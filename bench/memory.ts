@@ -11,11 +11,12 @@
  *    sequential turns;
  * 2. paused sessions: BENCH_MEMORY_PAUSED (2,000) turns that each end paused on an approval;
  * 3. live streams: BENCH_MEMORY_STREAMS (500) SSE turns held open at once, each read to its first
- *    frames while the model streams its answer a frame every 3 s.
+ *    frames while the model streams its answer a frame every 3 s; over OpenAI's Responses API, and
+ *    again over Chat Completions (`openai-compatible`), whose provider's pipeline is another.
  * Each per-item figure is the difference over the step divided by the items. The live streams have
- * two floors (bench/held-streams.ts), each holding as many streams from the same model: the AI
- * SDK's provider alone, and the provider's stream served by a bare Fastify, what any server must
- * hold for a client reading a model's answer as it comes.
+ * two floors for each API (bench/held-streams.ts), each holding as many streams from the same
+ * model: the AI SDK's provider alone, and the provider's stream served by a bare Fastify, what any
+ * server must hold for a client reading a model's answer as it comes.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -40,16 +41,26 @@ await asServed.stop();
 
 // Every turn on the server's thread: a turn thread's heap is its own, and no collection forced
 // here would reach it. A turn thread costs some 40 MB of its own once started (BENCHMARKS.md, "An idle server").
-const server = await startAgentdProcess(model.url, { AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0' }, ['--expose-gc']);
+const server = await startAgentdProcess(
+  model.url,
+  { AGENTD_SHUTDOWN_GRACE_MS: '100', AGENTD_TURN_WORKERS: '0', AGENTD_OPENAI_COMPATIBLE: JSON.stringify({ bench: { base_url: model.url } }) },
+  ['--expose-gc'],
+);
 const memory = () => server.ask<MemoryReadings>({ type: 'memory' });
 
 // Enough connections for every stream held open at once, each on its own.
 const dispatcher = new Agent({ connections: STREAMS + 10, pipelining: 0 });
 const invokeUrl = `${server.url}/services/agent/v0/invoke?project_id=${server.projectId}`;
 const headers = { 'content-type': 'application/json', authorization: `ApiKey ${server.apiKey}` };
-const agent = (tools: unknown[], permission: string) => ({ llm: { provider: 'openai', model: 'm' }, tools, runner: { permissions: { default: permission } } });
-const body = (session: string | undefined, tools: unknown[], permission: string) =>
-  JSON.stringify({ ...(session ? { session_id: session } : {}), data: { inputs: { messages: [{ role: 'user', content: 'go' }] }, parameters: { agent: agent(tools, permission) } } });
+/** The model as a turn asks for it, over each API the live streams are held on. */
+const LLMS = {
+  responses: { provider: 'openai', model: 'm' },
+  chat: { provider: 'openai-compatible', model: 'm', connection: { mode: 'self_managed', slug: 'bench' } },
+} as const;
+type Api = keyof typeof LLMS;
+const agent = (tools: unknown[], permission: string, api: Api) => ({ llm: LLMS[api], tools, runner: { permissions: { default: permission } } });
+const body = (session: string | undefined, tools: unknown[], permission: string, api: Api = 'responses') =>
+  JSON.stringify({ ...(session ? { session_id: session } : {}), data: { inputs: { messages: [{ role: 'user', content: 'go' }] }, parameters: { agent: agent(tools, permission, api) } } });
 
 async function turn(payload: string): Promise<unknown> {
   const res = await request(invokeUrl, { method: 'POST', headers, body: payload, dispatcher });
@@ -74,11 +85,11 @@ async function held(url: string, requestHeaders: Record<string, string>, payload
 }
 
 /** A floor of bench/held-streams.ts: its readings before and after STREAMS streams are held. */
-async function floor(kind: 'provider' | 'served', what: string): Promise<{ before: MemoryReadings; after: MemoryReadings }> {
+async function floor(kind: 'provider' | 'served', api: Api, what: string): Promise<{ before: MemoryReadings; after: MemoryReadings }> {
   progress(what);
   const child = fork(path.join(import.meta.dirname, 'held-streams.ts'), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, MODEL_URL: model.url, STREAMS: String(STREAMS), FLOOR: kind },
+    env: { ...process.env, MODEL_URL: model.url, STREAMS: String(STREAMS), FLOOR: kind, API: api },
     execArgv: ['--expose-gc'],
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`bench/held-streams.ts exited with ${code} before answering`))));
@@ -119,17 +130,28 @@ for (let i = 0; i < PAUSED; i++) {
 const paused = await memory();
 process.stderr.write('done\n');
 
-progress(`${STREAMS} live streams`);
 // Each answer's frames come seconds apart: its first text arrives (and with it the stream's
 // first frames) while the rest is still to come.
 await model.ask({ type: 'pace', ms: PACE_MS });
-const open = await Promise.all(Array.from({ length: STREAMS }, () => held(invokeUrl, { ...headers, accept: 'text/event-stream' }, body(undefined, [], 'allow'), 'turn_start')));
-const streaming = await memory();
-process.stderr.write('done\n');
-for (const res of open) res.body.destroy();
-
-const provider = await floor('provider', `${STREAMS} streams held by the AI SDK's provider alone`);
-const served = await floor('served', `${STREAMS} streams of the provider served by a bare Fastify`);
+/** STREAMS live SSE turns over `api` held at once: the readings with them open (before: `paused`, or the last such step's). */
+async function liveStreams(api: Api): Promise<MemoryReadings> {
+  progress(`${STREAMS} live streams over ${API_NAMES[api]}`);
+  const open = await Promise.all(Array.from({ length: STREAMS }, () => held(invokeUrl, { ...headers, accept: 'text/event-stream' }, body(undefined, [], 'allow', api), 'turn_start')));
+  const readings = await memory();
+  process.stderr.write('done\n');
+  for (const res of open) res.body.destroy();
+  return readings;
+}
+const API_NAMES: Record<Api, string> = { responses: 'Responses', chat: 'Chat Completions' };
+const streaming = await liveStreams('responses');
+const provider = await floor('provider', 'responses', `${STREAMS} streams held by the AI SDK's provider alone (Responses)`);
+const served = await floor('served', 'responses', `${STREAMS} streams of the provider served by a bare Fastify (Responses)`);
+// The Responses streams, cut, end at the short grace; their turns' memory is gone by the next reading.
+await new Promise((resolve) => setTimeout(resolve, 1000));
+const beforeChat = await memory();
+const chatStreaming = await liveStreams('chat');
+const chatProvider = await floor('provider', 'chat', `${STREAMS} streams held by the AI SDK's provider alone (Chat Completions)`);
+const chatServed = await floor('served', 'chat', `${STREAMS} streams of the provider served by a bare Fastify (Chat Completions)`);
 
 const row = (what: string, before: Memory, after: Memory, items: number) =>
   `| ${what} | ${kb((after.rssAnon - before.rssAnon) / items)} | ${kb((after.rss - before.rss) / items)} | ${kb((after.heapUsed - before.heapUsed) / items)} | ${kb((after.heapTotal - before.heapTotal) / items)} | ${kb((after.external - before.external) / items)} |`;
@@ -143,9 +165,12 @@ const tables = (reading: keyof MemoryReadings, title: string) => [
   '',
   `| each one held, ${title} ${columns}`,
   row(`paused session (${PAUSED})`, warm[reading], paused[reading], PAUSED),
-  row(`live SSE stream, its model answering (${STREAMS})`, paused[reading], streaming[reading], STREAMS),
-  row(`floor: the provider's stream alone (${STREAMS})`, provider.before[reading], provider.after[reading], STREAMS),
-  row(`floor: the provider's stream served by a bare Fastify (${STREAMS})`, served.before[reading], served.after[reading], STREAMS),
+  row(`live SSE stream, its model answering over Responses (${STREAMS})`, paused[reading], streaming[reading], STREAMS),
+  row(`floor: the provider's stream alone, Responses (${STREAMS})`, provider.before[reading], provider.after[reading], STREAMS),
+  row(`floor: the provider's stream served by a bare Fastify, Responses (${STREAMS})`, served.before[reading], served.after[reading], STREAMS),
+  row(`live SSE stream, its model answering over Chat Completions (${STREAMS})`, beforeChat[reading], chatStreaming[reading], STREAMS),
+  row(`floor: the provider's stream alone, Chat Completions (${STREAMS})`, chatProvider.before[reading], chatProvider.after[reading], STREAMS),
+  row(`floor: the provider's stream served by a bare Fastify, Chat Completions (${STREAMS})`, chatServed.before[reading], chatServed.after[reading], STREAMS),
   '',
 ];
 process.stdout.write(

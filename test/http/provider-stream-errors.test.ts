@@ -99,6 +99,20 @@ const replies: Record<string, Reply> = {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end('<!doctype html><html><body>Please sign in to the proxy</body></html>');
   },
+  'compatible-error-then-more': (res) => {
+    // Chat Completions: an error chunk, and the server streams on regardless until agentd hangs up.
+    const chunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(chunk({ role: 'assistant', content: 'partial ' }));
+    res.write(`data: ${JSON.stringify({ error: { message: 'Broke, and kept talking', type: 'server_error' } })}\n\n`);
+    const more = () => {
+      if (res.destroyed) return;
+      for (let i = 0; i < 4; i++) res.write(chunk({ content: 'more ' }));
+      setTimeout(more, 1);
+    };
+    more();
+    res.once('close', () => res.destroy());
+  },
   'html-bad-gateway': (res) => {
     res.writeHead(502, { 'content-type': 'text/html' });
     res.end('<html><body><h1>502 Bad Gateway</h1></body></html>');
@@ -134,7 +148,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  h = await startHarness({ env: { OPENAI_BASE_URL: `${upstreamUrl}/v1`, ANTHROPIC_BASE_URL: upstreamUrl, ANTHROPIC_API_KEY: 'ak-test' } });
+  h = await startHarness({
+    env: { OPENAI_BASE_URL: `${upstreamUrl}/v1`, ANTHROPIC_BASE_URL: upstreamUrl, ANTHROPIC_API_KEY: 'ak-test', AGENTD_OPENAI_COMPATIBLE: JSON.stringify({ upstream: { base_url: `${upstreamUrl}/v1` } }) },
+  });
 });
 afterAll(async () => {
   await h?.close();
@@ -190,6 +206,19 @@ describe('an error event in a stream that has begun', () => {
     const [record] = await h.store.turns.listForSession(h.projectId, session, { limit: 1 });
     expect(record).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 502, type: 'upstream-error' } });
     expect(JSON.stringify(record!.error)).toContain('Something broke mid-stream');
+  });
+});
+
+describe('an answer the turn stops reading while the server still sends it', () => {
+  it('the turn fails with what the server said, the connection is let go, and the server serves on', async () => {
+    const llm = { provider: 'openai-compatible', model: 'compatible-error-then-more', connection: { mode: 'self_managed', slug: 'upstream' } };
+    for (let i = 0; i < 5; i++) {
+      const res = await h.invoke(invokeBody([{ role: 'user', content: 'go' }], { ...agent(''), llm }), { headers: { accept: 'text/event-stream' } });
+      const { frames } = await readFrames(res);
+      expect(frames.at(-2)).toMatchObject({ type: 'error', data: { type: 'upstream-error' } });
+      expect((frames.at(-2)!.data as { message: string }).message).toContain('Broke, and kept talking');
+    }
+    expect((await fetch(`${h.url}/health`)).status).toBe(200);
   });
 });
 

@@ -53,6 +53,15 @@ beforeAll(async () => {
         res.write('data: one\n\n');
         setTimeout(() => res.end('data: two\n\n'), 20);
         break;
+      case '/paced': {
+        // Two events at once, then one every few seconds until the client goes.
+        res.setHeader('content-type', 'text/event-stream');
+        res.write('data: one\n\n');
+        res.write('data: two\n\n');
+        const timer = setInterval(() => res.write('data: more\n\n'), 3000);
+        res.once('close', () => clearInterval(timer));
+        break;
+      }
       case '/hang':
         res.write('data: first\n\n');
         hanging.add(res);
@@ -137,6 +146,28 @@ describe('keepAliveFetch', () => {
     let rest = '';
     for (let r = await reader.read(); !r.done; r = await reader.read()) rest += r.value;
     expect(rest).toBe('data: two\n\n');
+  });
+
+  it('lets a reader cancel a body while a read waits, as a pipe does', async () => {
+    // Node's Readable.toWeb throws ERR_INVALID_STATE out of an event handler, uncaught, when its
+    // web stream is cancelled with a read pending and a chunk still to come (nodejs/node#54205):
+    // a provider that stops reading a model's answer early ended the process.
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      for (let i = 0; i < 5; i++) {
+        const reader = (await keepAliveFetch(`${base}/paced`)).body!.getReader();
+        const pending = reader.read();
+        await reader.cancel();
+        await pending;
+        expect((await reader.read()).done).toBe(true);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([]);
   });
 
   it('undoes gzip and zstd, passes an unknown encoding through, follows redirects and gives a 204 no body', async () => {
