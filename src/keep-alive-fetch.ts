@@ -1,8 +1,9 @@
 import { createRequire } from 'node:module';
-import { finished, type Readable, type Transform } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { isJsonType } from './media-types.ts';
+import { webReadable } from './web-readable.ts';
 
 /**
  * `fetch` for the common case, over undici's `request` with kept-alive connections: a request with
@@ -75,46 +76,6 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>): He
   return headers;
 }
 
-/**
- * A response body as the web stream a `Response` holds, read from `source` only when the reader
- * asks (pull). Node's own adapter, `Readable.toWeb`, lets the stream flow and enqueues from its
- * `data` events: cancelled with a read pending and a chunk still to come — what a provider's pipe
- * does when a turn stops reading a model's answer early — it throws ERR_INVALID_STATE out of the
- * event handler, uncaught, and the process ends (nodejs/node#54205, open). Read on demand, nothing
- * comes after a cancel. Each chunk is copied, as Node's adapter does: a reader may keep it.
- */
-function webBody(source: Readable): ReadableStream<Uint8Array> {
-  let wake: (() => void) | undefined;
-  let ended: { error?: unknown } | undefined;
-  let cancelled = false;
-  const rouse = () => {
-    const resume = wake;
-    wake = undefined;
-    resume?.();
-  };
-  source.on('readable', rouse);
-  finished(source, (error) => {
-    ended = { error };
-    rouse();
-  });
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        if (cancelled) return;
-        const chunk = source.read() as Buffer | null;
-        if (chunk !== null) return controller.enqueue(new Uint8Array(chunk));
-        if (ended) return ended.error ? controller.error(ended.error) : controller.close();
-        await new Promise<void>((resolve) => (wake = resolve));
-      }
-    },
-    cancel() {
-      cancelled = true;
-      source.destroy();
-      rouse();
-    },
-  });
-}
-
 /** A rejection as `fetch` gives it: the signal's reason on abort, else a TypeError with the cause. */
 function failure(error: unknown, signal: AbortSignal | null | undefined): unknown {
   if (signal?.aborted) return signal.reason;
@@ -166,5 +127,5 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
     }
     return new Response(bytes, { status, headers: responseHeaders(res.headers) });
   }
-  return new Response(empty ? null : webBody(source), { status, headers: responseHeaders(res.headers) });
+  return new Response(empty ? null : webReadable(source), { status, headers: responseHeaders(res.headers) });
 };

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { killGroup, spawnGuarded } from '../agent/tools/spawn-guarded.ts';
+import { webReadable } from '../web-readable.ts';
 import type { ModelCalls } from './model-calls.ts';
 
 /** How to start a harness: the program (already wrapped in its sandbox) and what it is handed. */
@@ -60,7 +61,7 @@ export class HarnessConnection {
     this.modelCalls = spec.modelCalls;
     this.#writeBehindMs = spec.writeBehindMs ?? 0;
     void this.exited.then(() => spec.release?.());
-    const fromChild = (Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(withoutUsageUpdates());
+    const fromChild = webReadable(this.child.stdout!).pipeThrough(withoutUsageUpdates());
     const stream = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, fromChild);
     this.#connection = acp
       .client({ name: 'agentd' })
