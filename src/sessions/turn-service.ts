@@ -4,11 +4,8 @@ import { doneEvent, type AgentEvent, type EventOf } from '../contract/events.ts'
 import { collectCalls, type HistoryCall } from '../agent/history.ts';
 import type { RanRevision } from '../contract/events.ts';
 import type { Message } from '../contract/messages.ts';
-import { harnessEndpoint, resolveModel, serverKeys, settleLlm } from '../agent/model.ts';
-import { pricingFrom, type Pricing } from '../agent/pricing.ts';
-import { runTurn } from '../agent/turn.ts';
-import { ServerLoad } from '../agent/server-load.ts';
-import { TurnPool } from '../agent/turn-pool.ts';
+import type { Placement, PreparedTurn } from '../agent/engine.ts';
+import { serverKeys } from '../agent/model.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { earlierAnswers, readInBandAnswers, type EarlierAnswers } from '../interactions/in-band.ts';
@@ -24,11 +21,9 @@ import { startSpan } from '../telemetry/trace-context.ts';
 import { requestAttributes, TurnSpan } from '../telemetry/turn-span.ts';
 import { deliverAttachments } from './attachments.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
-import { harnessEntry, harnessFor, runHarnessTurn } from '../harnesses/harness-turn.ts';
-import { endParked } from '../harnesses/parked.ts';
+import { TurnEngines } from '../harnesses/engines.ts';
 import { installSkills } from '../agent/skills.ts';
-import { connectMcpServers, withMcpSecrets } from '../agent/mcp.ts';
-import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
+import type { EffectiveTemplate } from '../agent/template.ts';
 import { endedTurn } from './ended-turn.ts';
 import { LiveTurn } from './live-turn.ts';
 import type { PausedState } from './paused-state.ts';
@@ -62,33 +57,27 @@ export class TurnService {
   private readonly deps: TurnServiceDeps;
   /** Names this process on the leases it holds. */
   private readonly holder = randomUUID();
-  private readonly pricing: Pricing | undefined;
   /** The server's own provider keys: an upstream error or a model may echo them too. */
   private readonly serverSecrets: Array<string | undefined>;
-  private readonly pool: TurnPool | undefined;
-  /** Which turns go to the pool, from how busy the server's thread is. */
-  private readonly load: ServerLoad | undefined;
-  /** Where this process's turns ran: on the server's thread, or on a turn thread. */
-  readonly placement = { server: 0, threads: 0 };
-  /** Harness processes running now, against AGENTD_HARNESS_MAX_PROCESSES. */
-  private harnessProcesses = 0;
+  private readonly engines: TurnEngines;
   /** Turns whose leases this process renews, all in one statement each period (`renewLeases`). */
   private readonly leased = new Map<string, LiveTurn>();
   private renewals: NodeJS.Timeout | undefined;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
-    this.pricing = pricingFrom(deps.config.prices);
-    const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = deps.config;
-    // At a load line of 1 no turn would ever go to a thread: none is started.
-    this.pool = turnWorkers > 0 && deps.config.turnWorkersLoad < 1 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
-    this.load = this.pool && new ServerLoad(deps.config.turnWorkersLoad, { rising: () => this.pool?.warm() });
+    this.engines = new TurnEngines(deps.config);
     this.serverSecrets = serverKeys(deps.config);
+  }
+
+  /** Where this process's turns ran: on the server's thread, or on a turn thread. */
+  get placement(): Placement {
+    return this.engines.placement;
   }
 
   /** Turn threads started now. */
   get threadsRunning(): number {
-    return this.pool?.running ?? 0;
+    return this.engines.threadsRunning;
   }
 
   /**
@@ -292,24 +281,7 @@ export class TurnService {
    * stored: a turn continued after an answer through the API runs with the server's own keys.
    */
   async checkRunsWithoutSecrets(projectId: string, template: EffectiveTemplate): Promise<void> {
-    await this.modelFor(projectId, template, {});
-    withMcpSecrets(template.mcps, {});
-  }
-
-  /**
-   * The model a turn of `template` calls: an AI SDK model for agentd's own loop, or the endpoint a
-   * coding-agent harness calls itself. A project connection supplies provider, base URL, key and
-   * default model; its key is redacted like any secret of the run. Resolved here even for a turn a
-   * worker thread runs (which resolves it again there): a missing key or an unknown provider fails
-   * the request before the turn starts.
-   */
-  private async modelFor(projectId: string, template: EffectiveTemplate, secrets: Record<string, string>) {
-    const { config } = this.deps;
-    const connection = await openProjectConnection(this.deps.store, projectId, template.llm);
-    const runnable: RunnableTemplate = { ...template, llm: settleLlm(template.llm, connection) };
-    const harness = harnessFor(runnable, config.allowStdioMcp);
-    if (harness) return { connection, template: runnable, harness, endpoint: harnessEndpoint(runnable.llm, harness.providers, config, secrets, connection) };
-    return { connection, template: runnable, model: resolveModel(runnable.llm, config, secrets, connection) };
+    this.engines.checkRunsWithoutSecrets(template, await openProjectConnection(this.deps.store, projectId, template.llm));
   }
 
   /**
@@ -338,18 +310,19 @@ export class TurnService {
     const { trailing } = collectCalls(messages);
     const answers = await readInBandAnswers(store, projectId, sessionId, messages, trailing, outOfBand);
     const plan = await this.pausedUnder(given, answers.pausedTurnId);
-    // A coding-agent harness and its model endpoint are settled here too, before any answer is claimed.
-    const { connection, template, model, harness, endpoint } = await this.modelFor(projectId, plan.template, secrets);
-    const lastWords = harness ? await this.lastWords(projectId, sessionId) : {};
-    if (harness) harnessEntry(harness);
+    // The engine and its model are settled before any answer is claimed. A project connection's key
+    // is redacted like any secret of the run.
+    const connection = await openProjectConnection(store, projectId, plan.template.llm);
+    const engine = this.engines.for(plan.template, connection, secrets);
+    const { template } = engine;
 
     // Made here only for what needs it before the turn; tools make it when they first run.
     const attachments = plan.attachments ?? [];
     const workdir =
-      harness || template.skills.length || template.mcps.length || attachments.length
+      engine.needsFolder || template.skills.length || attachments.length
         ? await ensureSessionFolder(config.dataDir, projectId, sessionId)
         : sessionFolder(config.dataDir, projectId, sessionId);
-    const skills = await installSkills(workdir, template.skills, harness?.skillsDir);
+    const skills = await installSkills(workdir, template.skills, engine.skillsDir);
     // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
     // Undone if the turn is refused before it starts (an unreachable MCP server, a late answer, a busy harness pool).
     const delivered = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config) : undefined;
@@ -369,27 +342,18 @@ export class TurnService {
       request,
       started_at: new Date().toISOString(),
     };
-    let mcp: Awaited<ReturnType<typeof connectMcpServers>> | undefined;
-    let tookHarness = false;
+    let prepared: PreparedTurn | undefined;
     try {
-      // Connected before any answer is claimed: an unreachable server fails the request (424)
-      // without consuming the caller's decisions. A harness connects to its MCP servers itself.
-      if (template.mcps.length && !harness) {
-        mcp = await connectMcpServers(template.mcps, {
-          credentials: plan.credentials,
-          secrets,
-          allowStdio: config.allowStdioMcp,
-          timeoutMs: config.mcp.connectTimeoutMs,
-          callTimeoutMs: config.mcp.callTimeoutMs,
-          cwd: workdir,
-        });
-        checkToolNames(template, Object.keys(mcp.tools));
-      }
-      // Taken from here to the turn's end; given back below if the turn is refused before it starts.
-      if (harness) {
-        this.takeHarnessProcess();
-        tookHarness = true;
-      }
+      // Before any answer is claimed: what refuses the turn here (an unreachable MCP server, a busy
+      // harness pool) consumes none of the caller's decisions. What it takes is held to the turn's
+      // end, and given back below if the turn is refused before it starts.
+      prepared = await engine.prepare({
+        workdir,
+        stateDir: harnessStateFolder(config.dataDir, projectId, sessionId),
+        credentials: plan.credentials,
+        privateSession: plan.privateSession === true,
+        lastWords: () => this.lastWords(projectId, sessionId),
+      });
       // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
       const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
       if (!plan.privateSession) {
@@ -402,8 +366,7 @@ export class TurnService {
         await store.turns.create(record);
       }
     } catch (error) {
-      if (tookHarness) this.harnessProcesses--;
-      await mcp?.close();
+      await prepared?.release();
       await delivered?.undo();
       throw error;
     }
@@ -414,27 +377,11 @@ export class TurnService {
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const input = {
-      turnId,
-      sessionId,
-      traceId: trace.traceId,
-      template,
-      history,
-      workdir,
-      ...(skills ? { notes: [skills] } : {}),
-      streaming: plan.streaming,
-      secretValues,
-    };
-    // MCP tools hold their connections here, so a turn that has them runs on this thread.
-    const pool = !mcp && !harness && this.load?.sendsTurn() ? this.pool : undefined;
-    this.placement[pool ? 'threads' : 'server']++;
-    const context = { pricing: this.pricing, signal: turn.controller.signal, newInteractionId: newId };
-    const engine = harness
-      ? runHarnessTurn(harness, { ...input, ...context, ...lastWords, mcps: withMcpSecrets(template.mcps, secrets), endpoint: endpoint!, stateDir: harnessStateFolder(config.dataDir, projectId, sessionId), unsafeHost: config.bash.unsafeHost, modelTimeoutMs: config.modelTimeoutMs, parking: { ttlMs: plan.privateSession ? 0 : config.harnessParkMs, max: config.harnessMaxProcesses } })
-      : pool
-        ? pool.run({ ...input, secrets, connection }, turn.controller.signal)
-        : runTurn({ ...input, ...context, mcp, model, config });
-    const events = plan.told?.length ? tellingFirst(engine, plan.told) : engine;
+    const started = prepared.start(
+      { turnId, sessionId, traceId: trace.traceId, history, ...(skills ? { notes: [skills] } : {}), streaming: plan.streaming, secretValues },
+      turn.controller.signal,
+    );
+    const events = plan.told?.length ? tellingFirst(started, plan.told) : started;
     const state: PausedState = {
       template: plan.template,
       history,
@@ -467,7 +414,7 @@ export class TurnService {
             },
           })
         : undefined;
-    const metrics = this.deps.metrics?.turn(harness ? template.harness.kind : 'agentd', template.llm.provider ?? 'unknown');
+    const metrics = this.deps.metrics?.turn(engine.kind, template.llm.provider ?? 'unknown');
     const how = { redact, redactEvent: makeEventRedactor(secretValues), state, unrecorded: plan.privateSession ? record : undefined, span, metrics };
     const deadline = setTimeout(() => {
       turn.controller.abort(new AppError('turn-timeout', `the turn ran longer than ${config.turnTimeoutMs} ms (AGENTD_TURN_TIMEOUT_MS) and was stopped`));
@@ -475,9 +422,8 @@ export class TurnService {
     deadline.unref();
     void this.drive(turn, events, how).finally(async () => {
       clearTimeout(deadline);
-      if (harness) this.harnessProcesses--;
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
-      await mcp?.close();
+      await prepared.release();
     });
     return turn;
   }
@@ -641,34 +587,20 @@ export class TurnService {
   }
 
   /**
-   * The text the session's last finished turn ended with, for a harness turn: the harness session
-   * it loads must have got that far (a process parked elsewhere may still be writing it down).
+   * The text the session's last finished turn ended with, for an engine that loads a session of its
+   * own (a harness): it must have got that far (a process parked elsewhere may still be writing it down).
    */
-  private async lastWords(projectId: string, sessionId: string): Promise<{ lastWords?: string }> {
+  private async lastWords(projectId: string, sessionId: string): Promise<string | undefined> {
     const turns = await this.deps.store.turns.listForSession(projectId, sessionId, { limit: 3 });
     const output = turns.find((t) => t.status === 'completed')?.output as { messages?: Message[] } | null | undefined;
     const last = output?.messages?.at(-1);
-    return last?.role === 'assistant' && last.content.trim() ? { lastWords: last.content } : {};
-  }
-
-  /** A seat for one harness process, or a 503 when every one is taken: never unbounded memory. */
-  private takeHarnessProcess(): void {
-    const max = this.deps.config.harnessMaxProcesses;
-    if (this.harnessProcesses >= max) {
-      throw new AppError('unavailable', `all ${max} harness processes this server runs at once are busy (AGENTD_HARNESS_MAX_PROCESSES); try again shortly`, {
-        headers: { 'retry-after': '5' },
-      });
-    }
-    this.harnessProcesses++;
+    return last?.role === 'assistant' && last.content.trim() ? last.content : undefined;
   }
 
   /** Turn worker threads end once their turns have; no turn starts after this. Parked harness processes write their sessions down and end. */
   async close(): Promise<void> {
     clearInterval(this.renewals);
-    this.load?.stop();
-    this.pool?.close();
-    if (this.pool) this.deps.log.info({ turns: this.placement }, 'where turns ran: on the server thread, or on turn threads while it was busy');
-    await endParked();
+    await this.engines.close(this.deps.log);
   }
 
   /**
@@ -708,7 +640,6 @@ const CANCELLED = new Error('a newer turn took over the session; this turn was c
 const STOPPED = new Error('the turn was stopped on request');
 const isCancel = (reason: unknown) => reason === CANCELLED || reason === STOPPED;
 
-/** An MCP tool may not shadow a tool the template names itself. */
 /** The engine's events with `told` results right after its `turn_start`, as results of this turn. */
 async function* tellingFirst(events: AsyncGenerator<AgentEvent>, told: readonly EventOf<'tool_result'>['data'][]): AsyncGenerator<AgentEvent> {
   let started = false;
@@ -717,14 +648,6 @@ async function* tellingFirst(events: AsyncGenerator<AgentEvent>, told: readonly 
     if (started) continue;
     started = true;
     for (const data of told) yield { type: 'tool_result', data };
-  }
-}
-
-function checkToolNames(template: EffectiveTemplate, mcpNames: string[]): void {
-  const own = new Set(template.tools.map((t) => t.name));
-  const clash = mcpNames.filter((name) => own.has(name));
-  if (clash.length) {
-    throw new AppError('invalid-request', `MCP tools ${clash.map((n) => `"${n}"`).join(', ')} have the name of a tool in data.parameters.agent.tools; rename the server or the tool`);
   }
 }
 
