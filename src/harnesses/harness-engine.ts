@@ -39,6 +39,8 @@ export class HarnessEngine {
     const prepare = async (setup: EngineSetup): Promise<PreparedTurn> => {
       const { workdir, stateDir, privateSession } = setup;
       const lastWords = await setup.lastWords();
+      // Filled in now: a secret the request lacks refuses the turn before any answer is claimed.
+      const mcps = withMcpSecrets(template.mcps, secrets);
       // Taken from here to the turn's end; nothing is awaited before the caller can give it back.
       this.takeSeat();
       return {
@@ -53,7 +55,7 @@ export class HarnessEngine {
             signal,
             newInteractionId: newId,
             lastWords,
-            mcps: withMcpSecrets(template.mcps, secrets),
+            mcps,
             endpoint,
             stateDir,
             unsafeHost: bash.unsafeHost,

@@ -294,6 +294,13 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       }
     }, 60_000);
 
+    it.runIf(mcpCall !== undefined)('refuses an MCP server naming a secret the request lacks before the turn starts: nothing is recorded', async () => {
+      const session = sid();
+      const mcps = [{ name: 'calc', connection: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer {{secrets.token}}' } } }];
+      await expectError(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }), { session_id: session })), 400, 'invalid-request', /secrets\.token/);
+      expect(await h.store.turns.listForSession(h.projectId, session, { limit: 10 })).toEqual([]);
+    });
+
     it.runIf(mcpCall === undefined)('refuses MCP servers, which it cannot take, with a 400 that names it', async () => {
       const mcps = [{ name: 'calc', connection: { type: 'http', url: 'http://127.0.0.1:9/mcp' } }];
       await expectError(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }))), 400, 'invalid-request', new RegExp(`harness "${profile.kind}".*mcps`));
