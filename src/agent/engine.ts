@@ -4,8 +4,9 @@ import type { TurnInput } from './turn.ts';
 
 /**
  * What runs a turn (design.md §3): agentd's own loop (builtin-engine.ts) or a coding-agent harness
- * (harnesses/harness-engine.ts), settled for one template, its model resolved. The turn service
- * prepares it, claims the turn's answers, starts it and releases it, and knows no more of it.
+ * (harnesses/harness-engine.ts), settled for one template, its model resolved (the choice is
+ * sessions/turn-engines.ts's). The turn service prepares it, claims the turn's answers, starts it
+ * and releases it, and knows no more of it.
  * A paused turn goes on the same way: its history carries the recorded decisions, which every
  * engine reads from there.
  */

@@ -21,7 +21,7 @@ import { startSpan } from '../telemetry/trace-context.ts';
 import { requestAttributes, TurnSpan } from '../telemetry/turn-span.ts';
 import { deliverAttachments } from './attachments.ts';
 import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
-import { TurnEngines } from '../harnesses/engines.ts';
+import { TurnEngines } from './turn-engines.ts';
 import { installSkills } from '../agent/skills.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
 import { endedTurn } from './ended-turn.ts';

@@ -6,8 +6,8 @@ import { withMcpSecrets } from '../agent/mcp.ts';
 import { settleLlm } from '../agent/model.ts';
 import { pricingFrom } from '../agent/pricing.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';
-import { HarnessEngine } from './harness-engine.ts';
-import { harnessFor } from './harness-turn.ts';
+import { HarnessEngine } from '../harnesses/harness-engine.ts';
+import { harnessFor } from '../harnesses/harness-turn.ts';
 
 /** Every engine this process runs turns on, and which one a template names (`harness.kind`). */
 export class TurnEngines {
