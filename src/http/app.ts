@@ -36,6 +36,7 @@ import { checkBodyDepth, jsonBodyError } from './validate.ts';
 import { authenticate } from './auth.ts';
 import type { VerifiedApiKey } from '../store/api-keys.ts';
 import { openApiDocument } from './openapi.ts';
+import { documentedRoutes, isApiPath } from './route-doc.ts';
 import { consoleRoutes } from './console.ts';
 import { VERSION } from '../version.ts';
 import { isObject } from '../objects.ts';
@@ -201,6 +202,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     requestIdHeader: false,
   });
+  // Before any route, so that every route is seen: /openapi.json is made from these.
+  const apiRoutes = documentedRoutes(app);
 
   // Browser pages on the listed origins may call the API, a useChat front end among them: they may
   // send the contract's headers and read the ones replies carry.
@@ -277,7 +280,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Read once: Fastify builds `routeOptions` anew on every read. Its `config` holds the route's url.
     const route = request.routeOptions.config;
     // Every route of the API and the services needs a key: checked before the body is read (auth.ts).
-    if (request.method !== 'OPTIONS' && route.url !== undefined && (route.url.startsWith('/api/') || route.url.startsWith('/services/'))) await authenticate(deps.store, request);
+    if (request.method !== 'OPTIONS' && route.url !== undefined && isApiPath(route.url)) await authenticate(deps.store, request);
     // A route that takes no body accepts an empty one whatever its Content-Type says (some clients
     // send a form type on every POST): there is nothing to parse, so no parser is looked for.
     if (route.optionalBody && !hasBody(request.raw)) delete request.headers['content-type'];
@@ -318,10 +321,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reason ? reply.code(503).send({ status: 'not ready', reason }) : { status: 'ready' };
   });
   if (metrics && config.metrics) await app.register(metricsRoute, { metrics, access: config.metrics });
-  // Built once: the schemas do not change while the server runs.
-  const openapi = openApiDocument(VERSION);
-  app.get('/openapi.json', async () => openapi);
-  await app.register(consoleRoutes, { openapi, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
   await app.register(invokeRoutes, { store: deps.store, turns, streamHoldMs: config.streamHoldMs });
   await app.register(sessionRoutes, { store: deps.store, config, turns });
   await app.register(sessionFileRoutes, { store: deps.store, config });
@@ -331,5 +330,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(inspectRoutes, { store: deps.store, config });
   await app.register(evaluationRoutes, { store: deps.store, testsets, runs });
   await app.register(configRoutes, { store: deps.store, configs: new ConfigService(deps.store.configs, config.defaultLlm) });
+  // After the API's routes, which it describes; built once: they do not change while the server runs.
+  const openapi = openApiDocument(VERSION, apiRoutes);
+  app.get('/openapi.json', async () => openapi);
+  await app.register(consoleRoutes, { openapi, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
   return app;
 }

@@ -1,11 +1,13 @@
 import type { FastifyRequest } from 'fastify';
-import { InvokeRequest, SESSION_ID_PATTERN } from '../contract/invoke.ts';
+import { z } from 'zod';
+import { InvokeRequest, SESSION_ID_PATTERN, SessionId } from '../contract/invoke.ts';
 import type { MessagesFormat } from '../contract/messages.ts';
 import { describeIssue } from '../contract/zod-errors.ts';
 import { parseTemplate } from '../agent/template.ts';
 import { findEmbed } from '../configs/embeds.ts';
 import { AppError } from '../errors.ts';
 import { isObject } from '../objects.ts';
+import { parameter, type Parameter } from './route-doc.ts';
 
 export interface InvokeCall {
   request: InvokeRequest;
@@ -19,6 +21,18 @@ export interface InvokeCall {
   /** Where the caller wrote the conversation, for errors: a chat body's is its own `messages`. */
   messagesAt: string;
 }
+
+/** `x-ag-workflow-embeds`, as `embedsHeader` reads it, for the docs of the routes that read it. */
+export const EMBEDS_HEADER = { 'x-ag-workflow-embeds': parameter('resolve: resolve @ag.embed references in the configuration (flags.resolve wins)', z.enum(['resolve'])) };
+
+/** Spec §4.1: what the invoke request's headers do, as `readInvokeCall` reads them; a body's `flags` win over them. */
+export const INVOKE_HEADERS: Record<string, Parameter> = {
+  'x-ag-messages-format': parameter('vercel: messages and frames in the Vercel AI SDK representation; absent (or native): the native one', z.enum(['vercel', 'native'])),
+  'x-ag-messages-transcript': parameter('last: only the trailing unit of the turn (flags.trim); full: every message', z.enum(['last', 'full'])),
+  'x-ag-session-control': parameter('force: take over the session\'s live turn, or attach to it when the body has no input (flags.force)', z.enum(['force'])),
+  ...EMBEDS_HEADER,
+  'x-ag-session-id': parameter('The session, when the body has no session_id', SessionId),
+};
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];

@@ -1,15 +1,28 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { assertConformance, eventMismatch, watchConformance } from '../support/conformance.ts';
 import { invokeBody, startHarness, template, type Harness } from '../support/harness.ts';
 
-/** The OpenAPI document is generated from the schemas that validate requests; it must match the routes. */
+/** The OpenAPI document is generated from the routes, with the schemas that validate requests; it must match them. */
 
 let h: Harness;
 let doc: any;
+/** Every route the test server registered, as Fastify added it (HEAD routes aside), seen apart from the app's own collection. */
+const registered: Array<{ method: string; url: string }> = [];
+const watchRoutes = ({ fastify }: { fastify: FastifyInstance }) =>
+  fastify.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') registered.push({ method, url: route.url });
+  });
 beforeAll(async () => {
-  h = await startHarness();
+  // Fastify announces each instance on this channel as it is made, before any route is added.
+  subscribe('fastify.initialization', watchRoutes as (message: unknown) => void);
+  try {
+    h = await startHarness();
+  } finally {
+    unsubscribe('fastify.initialization', watchRoutes as (message: unknown) => void);
+  }
   doc = await (await fetch(`${h.url}/openapi.json`)).json();
 });
 afterAll(async () => h.close());
@@ -29,6 +42,15 @@ describe('GET /openapi.json', () => {
       const url = path.replace(/\{(\w+)\}/g, ':$1').replace(/(.)\/$/, '$1');
       expect(h.app.hasRoute({ method: method.toUpperCase() as 'GET', url }), `${method} ${path}`).toBe(true);
     }
+  });
+
+  it('documents every route of the API the server registered, and nothing else', () => {
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((method) => `${method.toUpperCase()} ${path}`));
+    const api = registered.filter(({ url }) => url.startsWith('/api/') || url.startsWith('/services/')).map(({ method, url }) => `${method} ${url.replace(/:(\w+)/g, '{$1}')}`);
+    expect(api).toContain('PUT /api/sessions/{session_id}/files');
+    expect(documented.sort()).toEqual(api.sort());
+    // Routes that are not the API's stay out of it.
+    for (const url of ['/health', '/ready', '/openapi.json', '/docs']) expect(registered.map((route) => route.url)).toContain(url);
   });
 
   it('describes the invoke body with the schema invoke validates with', () => {
@@ -90,9 +112,11 @@ describe('GET /openapi.json', () => {
 describe('the replies every test server sends', () => {
   // test/support/harness.ts watches each test server this way, so every suite checks its replies.
   it('are checked against the documented schema of their route and status', async () => {
+    // A server that serves the document of the test server, and replies its route does not document.
     const app = Fastify();
-    const conformance = watchConformance(app);
+    app.get('/openapi.json', async () => doc);
     app.get('/api/keys/self', async (request, reply) => (request.query as { bad?: string }).bad ? { key: 42 } : reply.code(404).send({ status: { code: 404 } }));
+    const conformance = await watchConformance(app);
     await app.inject({ url: '/api/keys/self?bad=1' });
     await app.inject({ url: '/api/keys/self' });
     await app.close();

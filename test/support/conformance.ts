@@ -20,20 +20,36 @@ export function assertConformance(conformance: Conformance): void {
 
 type Document = ReturnType<typeof openApiDocument>;
 
-const doc: Document = openApiDocument('conformance');
-const ajv = new Ajv2020({ strict: false, allErrors: false });
-ajv.addSchema({ $id: 'doc', components: doc.components } as object);
-const validators = new Map<string, ValidateFunction>();
+/** A document and the validators compiled from it so far. */
+interface Checker {
+  doc: Document;
+  ajv: Ajv2020;
+  validators: Map<string, ValidateFunction>;
+}
+
+/** By the document's text: the test servers of a file serve the same document, compiled once. */
+const checkers = new Map<string, Checker>();
+
+function checkerFor(text: string): Checker {
+  let checker = checkers.get(text);
+  if (!checker) {
+    const doc = JSON.parse(text) as Document;
+    const ajv = new Ajv2020({ strict: false, allErrors: false });
+    ajv.addSchema({ $id: 'doc', components: doc.components } as object);
+    checkers.set(text, (checker = { doc, ajv, validators: new Map() }));
+  }
+  return checker;
+}
 
 /** The validator for a documented reply, with `#/components/...` references resolved against the document. */
-function validatorFor(key: string, schema: object): ValidateFunction {
-  let validate = validators.get(key);
-  if (!validate) validators.set(key, (validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')))));
+function validatorFor(checker: Checker, key: string, schema: object): ValidateFunction {
+  let validate = checker.validators.get(key);
+  if (!validate) checker.validators.set(key, (validate = checker.ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')))));
   return validate;
 }
 
 /** The document's path for a Fastify route (`/a/:id` → `/a/{id}`), trailing slash as documented. */
-function documentedPath(url: string): string | undefined {
+function documentedPath(doc: Document, url: string): string | undefined {
   const path = url.replace(/:(\w+)/g, '{$1}');
   const paths = doc.paths as Record<string, unknown>;
   if (path in paths) return path;
@@ -42,6 +58,8 @@ function documentedPath(url: string): string | undefined {
   return undefined;
 }
 
+/** Native events are a component of the document, the same whatever routes it describes. */
+const events = checkerFor(JSON.stringify(openApiDocument('conformance', [])));
 const eventValidators = new Map<unknown, ValidateFunction>();
 
 /**
@@ -50,11 +68,11 @@ const eventValidators = new Map<unknown, ValidateFunction>();
  */
 export function eventMismatch(event: unknown): string | undefined {
   const type = (event as { type?: unknown } | null)?.type;
-  const branches = (doc.components.schemas.AgentEvent as { oneOf: Array<{ properties: { type: { const: string } } }> }).oneOf;
+  const branches = (events.doc.components.schemas.AgentEvent as { oneOf: Array<{ properties: { type: { const: string } } }> }).oneOf;
   const branch = branches.find((b) => b.properties.type.const === type);
   if (!branch) return `/type ${JSON.stringify(type)} is none of ${branches.map((b) => b.properties.type.const).join(', ')}`;
   let validate = eventValidators.get(type);
-  if (!validate) eventValidators.set(type, (validate = ajv.compile(branch)));
+  if (!validate) eventValidators.set(type, (validate = events.ajv.compile(branch)));
   return validate(event) ? undefined : firstError(validate, '(event)');
 }
 
@@ -63,13 +81,21 @@ function firstError(validate: ValidateFunction, whole: string): string {
   return `${first?.instancePath || whole} ${first?.message ?? 'does not match'} ${JSON.stringify(first?.params ?? {})}`;
 }
 
-export function watchConformance(app: FastifyInstance): Conformance {
+/**
+ * Checks `app`'s replies against the document it serves at /openapi.json, read here: call it
+ * before the app listens (reading the document readies the app, after which no hook is added).
+ */
+export async function watchConformance(app: FastifyInstance): Promise<Conformance> {
   const conformance: Conformance = { violations: [] };
+  let checker: Checker | undefined;
   app.addHook('onSend', async (request, reply, payload) => {
+    // Unset while the document itself is read, below.
+    if (!checker) return payload;
+    const { doc } = checker;
     const type = String(reply.getHeader('content-type') ?? '');
     const url = request.routeOptions.url;
     if (!url || !type.startsWith('application/json') || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
-    const path = documentedPath(url);
+    const path = documentedPath(doc, url);
     if (!path) return payload;
     const method = request.method.toLowerCase();
     const operation = (doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>)[path]?.[method];
@@ -86,7 +112,7 @@ export function watchConformance(app: FastifyInstance): Conformance {
       conformance.violations.push(`${where}: a JSON body where the document gives none`);
       return payload;
     }
-    const validate = validatorFor(`${method} ${path} ${status >= 400 ? 'error' : status}`, schema);
+    const validate = validatorFor(checker, `${method} ${path} ${status >= 400 ? 'error' : status}`, schema);
     let body: unknown;
     try {
       body = JSON.parse(String(payload));
@@ -97,5 +123,8 @@ export function watchConformance(app: FastifyInstance): Conformance {
     if (!validate(body)) conformance.violations.push(`${where}: ${firstError(validate, '(body)')}`);
     return payload;
   });
+  const served = await app.inject({ url: '/openapi.json' });
+  if (served.statusCode !== 200) throw new Error(`the app serves no document to check its replies against: GET /openapi.json is a ${served.statusCode}`);
+  checker = checkerFor(served.body);
   return conformance;
 }

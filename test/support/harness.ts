@@ -77,7 +77,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];
   const app = await buildApp({ config, store, ...(options.logs ? { logStream: { write: (line: string) => void logs.push(line) } } : {}) });
-  const conformance = watchConformance(app);
+  const conformance = await watchConformance(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ConnectionCreate, ConnectionSlug, type ConnectionList, type ConnectionView } from '../../contract/connections.ts';
+import { ConnectionCreate, ConnectionList, ConnectionSlug, ConnectionView } from '../../contract/connections.ts';
 import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
+import { documented } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { parseWith } from '../validate.ts';
 
@@ -27,34 +28,70 @@ function connectionNotFound(slug: string): AppError {
 export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRoutesDeps): Promise<void> {
   const { store } = deps;
 
-  app.post('/api/connections', async (request, reply): Promise<ConnectionView> => {
-    const { projectId } = await authorize(store, request, 'admin');
-    const input = parseWith(ConnectionCreate, request.body);
-    const created = await store.connections.create(projectId, input);
-    reply.code(201).headers(runHeaders({}));
-    return created;
-  });
+  app.post(
+    '/api/connections',
+    documented({
+      summary: 'Store a project connection: a provider, its base URL and API key (encrypted at rest, never returned), for llm.connection {mode: "project", slug}',
+      role: 'admin',
+      body: ConnectionCreate,
+      ok: { status: 201, schema: ConnectionView, description: 'The connection, without its key' },
+    }),
+    async (request, reply): Promise<ConnectionView> => {
+      const { projectId } = await authorize(store, request, 'admin');
+      const input = parseWith(ConnectionCreate, request.body);
+      const created = await store.connections.create(projectId, input);
+      reply.code(201).headers(runHeaders({}));
+      return created;
+    },
+  );
 
-  app.get('/api/connections', async (request, reply): Promise<ConnectionList> => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const connections = await store.connections.list(projectId);
-    reply.headers(runHeaders({}));
-    return { count: connections.length, connections };
-  });
+  app.get(
+    '/api/connections',
+    documented({
+      summary: "List the project's connections, by slug",
+      role: 'viewer',
+      ok: { status: 200, schema: ConnectionList, description: 'Every connection of the project, without keys' },
+    }),
+    async (request, reply): Promise<ConnectionList> => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const connections = await store.connections.list(projectId);
+      reply.headers(runHeaders({}));
+      return { count: connections.length, connections };
+    },
+  );
 
-  app.get('/api/connections/:slug', async (request, reply): Promise<ConnectionView> => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const slug = slugParam(request);
-    const connection = await store.connections.get(projectId, slug);
-    if (!connection) throw connectionNotFound(slug);
-    reply.headers(runHeaders({}));
-    return connection;
-  });
+  app.get(
+    '/api/connections/:slug',
+    documented({
+      summary: 'Read one connection',
+      role: 'viewer',
+      ok: { status: 200, schema: ConnectionView, description: 'The connection, without its key' },
+    }),
+    async (request, reply): Promise<ConnectionView> => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const slug = slugParam(request);
+      const connection = await store.connections.get(projectId, slug);
+      if (!connection) throw connectionNotFound(slug);
+      reply.headers(runHeaders({}));
+      return connection;
+    },
+  );
 
-  app.delete('/api/connections/:slug', { config: { optionalBody: true } }, async (request, reply) => {
-    const { projectId } = await authorize(store, request, 'admin');
-    const slug = slugParam(request);
-    if (!(await store.connections.remove(projectId, slug))) throw connectionNotFound(slug);
-    return reply.code(204).headers(runHeaders({})).send();
-  });
+  app.delete(
+    '/api/connections/:slug',
+    documented(
+      {
+        summary: 'Delete a connection; templates naming it get 404 from then on',
+        role: 'admin',
+        ok: { status: 204, description: 'Deleted' },
+      },
+      { optionalBody: true },
+    ),
+    async (request, reply) => {
+      const { projectId } = await authorize(store, request, 'admin');
+      const slug = slugParam(request);
+      if (!(await store.connections.remove(projectId, slug))) throw connectionNotFound(slug);
+      return reply.code(204).headers(runHeaders({})).send();
+    },
+  );
 }

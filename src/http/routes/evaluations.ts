@@ -1,6 +1,21 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { EvaluationCreate, MetricsQuery, ResultsQuery, TestsetCreate, TestsetEdit, TestsetQuery, type TestsetView } from '../../contract/evaluations.ts';
+import {
+  EvaluationCreate,
+  EvaluationList,
+  EvaluationReply,
+  MetricsList,
+  MetricsQuery,
+  ResultList,
+  ResultsQuery,
+  RunReply,
+  TestsetCreate,
+  TestsetEdit,
+  TestsetList,
+  TestsetQuery,
+  TestsetReply,
+  type TestsetView,
+} from '../../contract/evaluations.ts';
 import { ConfigSlug } from '../../contract/configs.ts';
 import type { RunService } from '../../evaluation/runs.ts';
 import { CSV_DELIMITERS, parseCsv, parseJsonl, toTestcases } from '../../evaluation/testset-import.ts';
@@ -9,6 +24,7 @@ import { AppError } from '../../errors.ts';
 import { allOf } from '../../objects.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
+import { documented, paging, parameter } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
 import { checkBodyDepth, parseWith } from '../validate.ts';
@@ -22,7 +38,7 @@ export interface EvaluationRoutesDeps {
 const Id = z.string().min(1).max(256);
 const param = (request: FastifyRequest, name: string) => parseWith(Id, (request.params as Record<string, unknown>)[name], name);
 
-export const ImportQuery = z.object({
+const ImportQuery = z.object({
   format: z.enum(['csv', 'jsonl']).optional(),
   slug: ConfigSlug.optional(),
   name: z.string().min(1).max(256).optional(),
@@ -37,7 +53,7 @@ export const ImportQuery = z.object({
 const CSV = 'text/csv';
 const JSONL = ['application/x-ndjson', 'application/jsonl'];
 /** The content types an import's file may come as. */
-export const IMPORT_TYPES = [CSV, ...JSONL] as const;
+const IMPORT_TYPES = [CSV, ...JSONL] as const;
 
 const testsetReply = (testset: TestsetView) => ({ count: 1, revision_id: testset.revision_id, testset });
 
@@ -60,101 +76,241 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     }
   });
 
-  app.post('/api/simple/testsets/', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    const { testset } = parseWith(TestsetCreate, request.body);
-    return testsetReply(await testsets.create(projectId, testset));
-  });
+  app.post(
+    '/api/simple/testsets/',
+    documented({
+      summary: 'Create a test set and its rows in one call; the reply carries revision_id',
+      role: 'editor',
+      body: TestsetCreate,
+      ok: { status: 200, schema: TestsetReply, description: 'The test set, its first revision and its rows with their ids' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      const { testset } = parseWith(TestsetCreate, request.body);
+      return testsetReply(await testsets.create(projectId, testset));
+    },
+  );
 
-  app.post('/api/simple/testsets/import', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    const query = parseWith(ImportQuery, request.query, 'query');
-    const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    const format = query.format ?? (type === CSV ? 'csv' : JSONL.includes(type) ? 'jsonl' : undefined);
-    if (typeof request.body !== 'string' || format === undefined) {
-      throw new AppError('unsupported-media-type', `send the file as ${CSV} or ${JSONL.join(' / ')} (or say ?format=csv|jsonl)`);
-    }
-    const rows = format === 'csv' ? parseCsv(request.body, query.delimiter === 'tab' ? '\t' : query.delimiter) : parseJsonl(request.body);
-    const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
-    // A file's JSON is held to the nesting a JSON body is held to (storing it walks it recursively).
-    checkBodyDepth({ testcases });
-    const input = { slug: query.slug, name: query.name, data: { testcases } };
-    return testsetReply(query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input));
-  });
+  app.post(
+    '/api/simple/testsets/import',
+    documented({
+      summary: 'Create a test set from a CSV or JSONL file (or commit it as a new revision of ?testset=); a messages column holds a JSON array of messages, else the input/question column (or ?input=) becomes one user message',
+      role: 'editor',
+      rawBody: [...IMPORT_TYPES],
+      query: {
+        format: parameter('csv or jsonl (else from Content-Type)', ImportQuery.shape.format),
+        slug: parameter("The new test set's slug", ImportQuery.shape.slug),
+        name: parameter('Its name', ImportQuery.shape.name),
+        input: parameter('The text column to turn into the user message', ImportQuery.shape.input),
+        testset: parameter('Commit to this test set (id or slug) instead', ImportQuery.shape.testset),
+        delimiter: parameter("A CSV file's column separator (tab for a tab); absent, the one its header line uses", ImportQuery.shape.delimiter),
+      },
+      ok: { status: 200, schema: TestsetReply, description: 'The test set' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      const query = parseWith(ImportQuery, request.query, 'query');
+      const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      const format = query.format ?? (type === CSV ? 'csv' : JSONL.includes(type) ? 'jsonl' : undefined);
+      if (typeof request.body !== 'string' || format === undefined) {
+        throw new AppError('unsupported-media-type', `send the file as ${CSV} or ${JSONL.join(' / ')} (or say ?format=csv|jsonl)`);
+      }
+      const rows = format === 'csv' ? parseCsv(request.body, query.delimiter === 'tab' ? '\t' : query.delimiter) : parseJsonl(request.body);
+      const testcases = toTestcases(rows, query.input ? { input: query.input } : {});
+      // A file's JSON is held to the nesting a JSON body is held to (storing it walks it recursively).
+      checkBodyDepth({ testcases });
+      const input = { slug: query.slug, name: query.name, data: { testcases } };
+      return testsetReply(query.testset ? await testsets.edit(projectId, query.testset, input) : await testsets.create(projectId, input));
+    },
+  );
 
-  app.get('/api/simple/testsets/', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const all = await testsets.list(projectId);
-    return { count: all.length, testsets: all };
-  });
+  app.get(
+    '/api/simple/testsets/',
+    documented({
+      summary: "List the project's test sets (row ids, without the rows)",
+      role: 'viewer',
+      ok: { status: 200, schema: TestsetList, description: 'The test sets' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const all = await testsets.list(projectId);
+      return { count: all.length, testsets: all };
+    },
+  );
 
-  app.post('/api/simple/testsets/query', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const found = await testsets.query(projectId, parseWith(TestsetQuery, request.body));
-    return { count: found.length, testsets: found };
-  });
+  app.post(
+    '/api/simple/testsets/query',
+    documented(
+      {
+        summary: "List test sets by the reference's query: attributes, names, a limit",
+        role: 'viewer',
+        body: TestsetQuery,
+        ok: { status: 200, schema: TestsetList, description: 'The test sets that match' },
+      },
+      { optionalBody: true },
+    ),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const found = await testsets.query(projectId, parseWith(TestsetQuery, request.body));
+      return { count: found.length, testsets: found };
+    },
+  );
 
-  app.get('/api/simple/testsets/:testset_id', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    return testsetReply(await testsets.get(projectId, param(request, 'testset_id')));
-  });
+  app.get(
+    '/api/simple/testsets/:testset_id',
+    documented({
+      summary: 'Read a test set (id or slug): its newest revision and rows',
+      role: 'viewer',
+      ok: { status: 200, schema: TestsetReply, description: 'The test set' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      return testsetReply(await testsets.get(projectId, param(request, 'testset_id')));
+    },
+  );
 
-  app.put('/api/simple/testsets/:testset_id', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    const { testset } = parseWith(TestsetEdit, request.body);
-    return testsetReply(await testsets.edit(projectId, param(request, 'testset_id'), testset));
-  });
+  app.put(
+    '/api/simple/testsets/:testset_id',
+    documented({
+      summary: 'Commit a new revision of a test set with the rows as they now are (rows sent with their id keep it)',
+      role: 'editor',
+      body: TestsetEdit,
+      ok: { status: 200, schema: TestsetReply, description: 'The test set at its new revision' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      const { testset } = parseWith(TestsetEdit, request.body);
+      return testsetReply(await testsets.edit(projectId, param(request, 'testset_id'), testset));
+    },
+  );
 
-  app.post('/api/simple/evaluations/', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    const { evaluation } = parseWith(EvaluationCreate, request.body);
-    return { count: 1, evaluation: await runs.create(projectId, evaluation) };
-  });
+  app.post(
+    '/api/simple/evaluations/',
+    documented({
+      summary: 'Create an evaluation run and start it: one application revision over one test set revision, repeats, concurrency, evaluators',
+      role: 'editor',
+      body: EvaluationCreate,
+      ok: { status: 200, schema: EvaluationReply, description: 'The run; its status is at data.status' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      const { evaluation } = parseWith(EvaluationCreate, request.body);
+      return { count: 1, evaluation: await runs.create(projectId, evaluation) };
+    },
+  );
 
-  app.get('/api/simple/evaluations/', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const page = await runs.list(projectId, pageQuery(request));
-    return { count: page.items.length, evaluations: page.items, ...(page.next ? { next: page.next } : {}) };
-  });
+  app.get(
+    '/api/simple/evaluations/',
+    documented({
+      summary: "List the project's evaluation runs, newest first",
+      role: 'viewer',
+      query: paging('Runs'),
+      ok: { status: 200, schema: EvaluationList, description: 'One page of runs' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const page = await runs.list(projectId, pageQuery(request));
+      return { count: page.items.length, evaluations: page.items, ...(page.next ? { next: page.next } : {}) };
+    },
+  );
 
-  app.get('/api/simple/evaluations/:evaluation_id', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
-  });
+  app.get(
+    '/api/simple/evaluations/:evaluation_id',
+    documented({
+      summary: 'Read a run: data.status and data.progress',
+      role: 'viewer',
+      ok: { status: 200, schema: EvaluationReply, description: 'The run' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
+    },
+  );
 
   // The reference's SDK reads a run here, its status at `run.status`.
-  app.get('/api/evaluations/runs/:run_id', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const run = await runs.get(projectId, param(request, 'run_id'));
-    return { count: 1, run: { ...run, status: run.data.status } };
-  });
+  app.get(
+    '/api/evaluations/runs/:run_id',
+    documented({
+      summary: "Read an evaluation run as the reference's SDK does, its status at run.status",
+      role: 'viewer',
+      ok: { status: 200, schema: RunReply, description: 'The run' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const run = await runs.get(projectId, param(request, 'run_id'));
+      return { count: 1, run: { ...run, status: run.data.status } };
+    },
+  );
 
-  app.post('/api/simple/evaluations/:evaluation_id/stop', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
-  });
+  app.post(
+    '/api/simple/evaluations/:evaluation_id/stop',
+    documented(
+      {
+        summary: 'Stop a running run: cases in flight are cancelled, the rest never start; the run ends cancelled (a run that already ended stays as it is)',
+        role: 'editor',
+        ok: { status: 200, schema: EvaluationReply, description: 'The run: cancelled, or as it ended' },
+      },
+      { optionalBody: true },
+    ),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
+    },
+  );
 
-  app.post('/api/simple/evaluations/:evaluation_id/rerun-failed', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
-  });
+  app.post(
+    '/api/simple/evaluations/:evaluation_id/rerun-failed',
+    documented(
+      {
+        summary: 'Run the failed and cancelled cases of an ended run again (fresh retry budget) and merge their results; resumes a stopped run',
+        role: 'editor',
+        ok: { status: 200, schema: EvaluationReply, description: 'The run, running again' },
+      },
+      { optionalBody: true },
+    ),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
+    },
+  );
 
   // Every filter is optional: no body reads every result, whatever the Content-Type says.
-  app.post('/api/evaluations/results/query', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const page = await runs.results(projectId, parseWith(ResultsQuery, request.body));
-    return { count: page.items.length, results: page.items, ...(page.next ? { next: page.next } : {}) };
-  });
+  app.post(
+    '/api/evaluations/results/query',
+    documented(
+      {
+        summary: 'Per-case results: status, outputs, error, duration, tokens, cost, scores, trace id and every attempt',
+        role: 'viewer',
+        body: ResultsQuery,
+        ok: { status: 200, schema: ResultList, description: 'One page of results, in case order' },
+      },
+      { optionalBody: true },
+    ),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const page = await runs.results(projectId, parseWith(ResultsQuery, request.body));
+      return { count: page.items.length, results: page.items, ...(page.next ? { next: page.next } : {}) };
+    },
+  );
 
-  app.post('/api/evaluations/metrics/query', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const { metrics: query, windowing } = parseWith(MetricsQuery, request.body);
-    const runIds = allOf(query.run_id, query.run_ids) ?? [];
-    if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
-    const perCase = query.scenario_id === undefined ? (query.scenario_ids ?? false) : [query.scenario_id, ...(Array.isArray(query.scenario_ids) ? query.scenario_ids : [])];
-    const statuses = allOf(query.status, query.statuses);
-    const found = await runs.metrics(projectId, runIds, perCase);
-    const metrics = found.filter((m) => !statuses || statuses.includes(m.status)).slice(0, windowing?.limit);
-    return { count: metrics.length, metrics };
-  });
+  app.post(
+    '/api/evaluations/metrics/query',
+    documented({
+      summary: "A run's metrics (and per test case across repeats): count, sum, mean, min, max, stddev, p50, p90, p95, p99",
+      role: 'viewer',
+      body: MetricsQuery,
+      ok: { status: 200, schema: MetricsList, description: 'Metrics records' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const { metrics: query, windowing } = parseWith(MetricsQuery, request.body);
+      const runIds = allOf(query.run_id, query.run_ids) ?? [];
+      if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');
+      const perCase = query.scenario_id === undefined ? (query.scenario_ids ?? false) : [query.scenario_id, ...(Array.isArray(query.scenario_ids) ? query.scenario_ids : [])];
+      const statuses = allOf(query.status, query.statuses);
+      const found = await runs.metrics(projectId, runIds, perCase);
+      const metrics = found.filter((m) => !statuses || statuses.includes(m.status)).slice(0, windowing?.limit);
+      return { count: metrics.length, metrics };
+    },
+  );
 }

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { InteractionQuery, isWindowedQuery, RespondBody, TransitionBody, WindowedInteractionQuery, type InteractionRecord, type InteractionReply } from '../../contract/interactions.ts';
+import { z } from 'zod';
+import { InteractionList, InteractionQuery, InteractionReply, isWindowedQuery, RespondBody, TransitionBody, WindowedInteractionQuery, type InteractionRecord } from '../../contract/interactions.ts';
 import type { InteractionService } from '../../interactions/service.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
+import { documented } from '../route-doc.ts';
 import { parseWith } from '../validate.ts';
 
 export interface InteractionRoutesDeps {
@@ -17,26 +19,64 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
   const { store, interactions } = deps;
 
   // Every filter is optional: no body lists them all, whatever the Content-Type says.
-  app.post('/api/sessions/interactions/query', { config: { optionalBody: true } }, async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const query = isWindowedQuery(request.body) ? parseWith(WindowedInteractionQuery, request.body) : parseWith(InteractionQuery, request.body);
-    return interactions.query(projectId, query);
-  });
+  app.post(
+    '/api/sessions/interactions/query',
+    documented(
+      {
+        summary: 'List interactions',
+        role: 'viewer',
+        body: z.union([InteractionQuery, WindowedInteractionQuery]),
+        ok: { status: 200, schema: InteractionList, description: 'One page of interactions, oldest first' },
+      },
+      { optionalBody: true },
+    ),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const query = isWindowedQuery(request.body) ? parseWith(WindowedInteractionQuery, request.body) : parseWith(InteractionQuery, request.body);
+      return interactions.query(projectId, query);
+    },
+  );
 
   // Named as the document names it, so its replies are checked against the document (test/support/conformance.ts).
-  app.get<{ Params: { interaction_id: string } }>('/api/sessions/interactions/:interaction_id', async (request) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    return reply(await interactions.get(projectId, request.params.interaction_id));
-  });
+  app.get<{ Params: { interaction_id: string } }>(
+    '/api/sessions/interactions/:interaction_id',
+    documented({
+      summary: 'Read one interaction',
+      role: 'viewer',
+      ok: { status: 200, schema: InteractionReply, description: 'The interaction' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      return reply(await interactions.get(projectId, request.params.interaction_id));
+    },
+  );
 
-  app.post<{ Params: { interaction_id: string } }>('/api/sessions/interactions/:interaction_id/respond', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    const { answer } = parseWith(RespondBody, request.body);
-    return reply(await interactions.respond(projectId, request.params.interaction_id, answer));
-  });
+  app.post<{ Params: { interaction_id: string } }>(
+    '/api/sessions/interactions/:interaction_id/respond',
+    documented({
+      summary: 'Answer a pending interaction; the paused turn then continues by itself',
+      role: 'editor',
+      body: RespondBody,
+      ok: { status: 200, schema: InteractionReply, description: 'The interaction, now responded' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      const { answer } = parseWith(RespondBody, request.body);
+      return reply(await interactions.respond(projectId, request.params.interaction_id, answer));
+    },
+  );
 
-  app.post('/api/sessions/interactions/transition', async (request) => {
-    const { projectId } = await authorize(store, request, 'editor');
-    return reply(await interactions.transition(projectId, parseWith(TransitionBody, request.body)));
-  });
+  app.post(
+    '/api/sessions/interactions/transition',
+    documented({
+      summary: 'Move an interaction to resolved or cancelled',
+      role: 'editor',
+      body: TransitionBody,
+      ok: { status: 200, schema: InteractionReply, description: 'The interaction after the move' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'editor');
+      return reply(await interactions.transition(projectId, parseWith(TransitionBody, request.body)));
+    },
+  );
 }

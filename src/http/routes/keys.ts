@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { KeyCreate, type KeyView } from '../../contract/keys.ts';
+import { KeyCreate, KeyCreated, KeyList, KeySelf, type KeyView } from '../../contract/keys.ts';
 import { AppError } from '../../errors.ts';
 import type { ApiKeyInfo } from '../../store/api-keys.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
+import { documented } from '../route-doc.ts';
 import { parseWith } from '../validate.ts';
 
 export interface KeyRoutesDeps {
@@ -36,34 +37,73 @@ const keyNotFound = (id: string) => new AppError('not-found', `this project has 
 export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Promise<void> {
   const { store } = deps;
 
-  app.get('/api/keys/self', async (request) => {
-    const { projectId, keyId } = await authorize(store, request, 'viewer');
-    const [project, key] = await Promise.all([store.projects.findById(projectId), store.apiKeys.get(projectId, keyId)]);
-    if (!project || !key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
-    return { project: { id: project.id, name: project.name }, key: toKeyView(key) };
-  });
+  app.get(
+    '/api/keys/self',
+    documented({
+      summary: 'The calling API key and its project',
+      role: 'viewer',
+      ok: { status: 200, schema: KeySelf, description: 'The key (never its secret) and its project' },
+    }),
+    async (request) => {
+      const { projectId, keyId } = await authorize(store, request, 'viewer');
+      const [project, key] = await Promise.all([store.projects.findById(projectId), store.apiKeys.get(projectId, keyId)]);
+      if (!project || !key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
+      return { project: { id: project.id, name: project.name }, key: toKeyView(key) };
+    },
+  );
 
-  app.get('/api/keys', async (request) => {
-    const { projectId } = await authorize(store, request, 'admin');
-    const keys = (await store.apiKeys.list(projectId)).map(toKeyView);
-    return { count: keys.length, keys };
-  });
+  app.get(
+    '/api/keys',
+    documented({
+      summary: "The project's API keys, revoked ones included",
+      role: 'admin',
+      ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
+    }),
+    async (request) => {
+      const { projectId } = await authorize(store, request, 'admin');
+      const keys = (await store.apiKeys.list(projectId)).map(toKeyView);
+      return { count: keys.length, keys };
+    },
+  );
 
-  app.post('/api/keys', { config: { optionalBody: true } }, async (request, reply) => {
-    const { projectId } = await authorize(store, request, 'admin');
-    const { role } = parseWith(KeyCreate, request.body);
-    const created = await store.apiKeys.create(projectId, role);
-    const key = await store.apiKeys.get(projectId, created.id);
-    reply.code(201);
-    return { ...toKeyView(key!), key: created.key };
-  });
+  app.post(
+    '/api/keys',
+    documented(
+      {
+        summary: 'Create an API key of the project; its secret is in this reply only',
+        role: 'admin',
+        body: KeyCreate,
+        ok: { status: 201, schema: KeyCreated, description: 'The new key, with its secret in `key`' },
+      },
+      { optionalBody: true },
+    ),
+    async (request, reply) => {
+      const { projectId } = await authorize(store, request, 'admin');
+      const { role } = parseWith(KeyCreate, request.body);
+      const created = await store.apiKeys.create(projectId, role);
+      const key = await store.apiKeys.get(projectId, created.id);
+      reply.code(201);
+      return { ...toKeyView(key!), key: created.key };
+    },
+  );
 
-  app.delete('/api/keys/:key_id', { config: { optionalBody: true } }, async (request, reply) => {
-    const { projectId } = await authorize(store, request, 'admin');
-    const id = keyIdParam(request);
-    const key = await store.apiKeys.get(projectId, id);
-    if (!key) throw keyNotFound(id);
-    await store.apiKeys.revoke(id, projectId);
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/api/keys/:key_id',
+    documented(
+      {
+        summary: 'Revoke an API key',
+        role: 'admin',
+        ok: { status: 204, description: 'Revoked' },
+      },
+      { optionalBody: true },
+    ),
+    async (request, reply) => {
+      const { projectId } = await authorize(store, request, 'admin');
+      const id = keyIdParam(request);
+      const key = await store.apiKeys.get(projectId, id);
+      if (!key) throw keyNotFound(id);
+      await store.apiKeys.revoke(id, projectId);
+      return reply.code(204).send();
+    },
+  );
 }

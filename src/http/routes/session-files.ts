@@ -1,13 +1,15 @@
 import { rmdir, stat } from 'node:fs/promises';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { Config } from '../../config.ts';
-import type { FileUploaded } from '../../contract/sessions.ts';
+import { FileListing, FileUploaded } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { listFolder, locate, openDownload, writeUpload } from '../../sessions/files.ts';
 import { sharingFolder } from '../../sessions/folder-lock.ts';
 import { ensureSessionFolder, sessionFolder } from '../../sessions/folders.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize, type Principal } from '../auth.ts';
+import { documented, parameter } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { filePathQuery, sessionIdParam, sessionNotFound } from '../session-request.ts';
 
@@ -59,29 +61,47 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
     throw error;
   });
 
-  app.get('/api/sessions/:session_id/files', async (request, reply) => {
-    const { projectId } = await authorize(store, request, 'viewer');
-    const sessionId = sessionIdParam(request);
-    const userPath = filePathQuery(request, '.');
-    const opened = await sharingFolder(sessionFolder(config.dataDir, projectId, sessionId), async () => {
-      const folder = await existingFolder(store, config, projectId, sessionId);
-      const found = await locate(folder, userPath);
-      return found.type === 'directory' ? { listing: await listFolder(folder, found) } : { file: await openDownload(found, userPath) };
-    });
-    reply.headers(runHeaders({ sessionId }));
-    if ('listing' in opened) return opened.listing;
-    const { file } = opened;
-    // Streamed from disk, so a large file never sits in memory; an open file outlives a delete.
-    return reply
-      .headers({ 'content-type': UPLOAD_TYPE, 'content-length': String(file.size), 'content-disposition': attachment(file.name) })
-      .send(file.stream);
-  });
+  app.get(
+    '/api/sessions/:session_id/files',
+    documented({
+      summary: "List a folder of the session's working folder, or download a file",
+      role: 'viewer',
+      query: { path: parameter('Relative to the session folder (default ".")') },
+      ok: { status: 200, schema: FileListing, description: 'A folder listing (JSON) or the file (application/octet-stream)' },
+    }),
+    async (request, reply) => {
+      const { projectId } = await authorize(store, request, 'viewer');
+      const sessionId = sessionIdParam(request);
+      const userPath = filePathQuery(request, '.');
+      const opened = await sharingFolder(sessionFolder(config.dataDir, projectId, sessionId), async () => {
+        const folder = await existingFolder(store, config, projectId, sessionId);
+        const found = await locate(folder, userPath);
+        return found.type === 'directory' ? { listing: await listFolder(folder, found) } : { file: await openDownload(found, userPath) };
+      });
+      reply.headers(runHeaders({ sessionId }));
+      if ('listing' in opened) return opened.listing;
+      const { file } = opened;
+      // Streamed from disk, so a large file never sits in memory; an open file outlives a delete.
+      return reply
+        .headers({ 'content-type': UPLOAD_TYPE, 'content-length': String(file.size), 'content-disposition': attachment(file.name) })
+        .send(file.stream);
+    },
+  );
 
   // Who may upload is settled before the body is read, so a refused upload costs no transfer.
   const uploaders = new WeakMap<FastifyRequest, { principal: Principal; sessionId: string }>();
   app.put(
     '/api/sessions/:session_id/files',
     {
+      ...documented({
+        summary: 'Upload a file into the session folder',
+        role: 'editor',
+        query: { path: parameter('Where to write it, relative to the session folder', z.string().min(1), true) },
+        rawBody: [UPLOAD_TYPE],
+        // No body writes an empty file.
+        bodyOptional: true,
+        ok: { status: 201, schema: FileUploaded, description: 'Written' },
+      }),
       onRequest: async (request) => {
         const principal = await authorize(store, request, 'editor');
         uploaders.set(request, { principal, sessionId: sessionIdParam(request) });
