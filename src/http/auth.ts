@@ -45,9 +45,13 @@ export async function authenticate(store: Store, request: FastifyRequest): Promi
 /**
  * Authorizes a request for one project (spec §5, design.md §4): no or unknown key → 401; a
  * missing `project_id` where one is required → 400; a key of another project, or a role below
- * `need` → 403. A key of another project gets the same answer whether that project exists or not.
+ * the one the route's doc names (route-doc.ts) → 403. A key of another project gets the same
+ * answer whether that project exists or not.
  */
-export async function authorize(store: Store, request: FastifyRequest, need: Role, options: AuthorizeOptions = {}): Promise<Principal> {
+export async function authorize(store: Store, request: FastifyRequest, options: AuthorizeOptions = {}): Promise<Principal> {
+  // The role the API reference states is the role checked: one value, so the two cannot disagree.
+  const need = request.routeOptions.config.doc?.role;
+  if (need === undefined) throw new Error(`${request.method} ${request.routeOptions.url} authorizes its requests but has no doc to take the role from (src/http/route-doc.ts)`);
   const key = request.verifiedKey ?? (await authenticate(store, request));
   const given = (request.query as Record<string, unknown> | undefined)?.project_id;
   if (Array.isArray(given)) {

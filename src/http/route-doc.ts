@@ -11,7 +11,7 @@ import type { Role } from '../store/schema.ts';
  */
 export interface RouteDoc {
   summary: string;
-  /** The role the route needs. */
+  /** The role the route needs: `authorize` (auth.ts) holds the caller's key to this one. */
   role: Role;
   body?: z.ZodType;
   /** The route takes a bodiless request though its config does not say `optionalBody` (an upload: no body is an empty file). */

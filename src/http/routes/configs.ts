@@ -64,7 +64,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 201, schema: WorkflowCreated, description: 'The workflow, and its first revision when data was given' },
     }),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const created = await configs.createWorkflow(projectId, parseWith(WorkflowCreate, request.body));
       reply.code(201);
       return created;
@@ -80,7 +80,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: WorkflowList, description: 'The workflows with their variants' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const workflows = await configs.listWorkflows(projectId, queryValue(request, 'family', WorkflowFamily));
       return { count: workflows.length, workflows };
     },
@@ -96,7 +96,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: ResolvedRevision, description: 'The revision and its parameters' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const body = parseWith(ResolveRequest, request.body);
       return configs.resolve(projectId, body.references, body.selector, body.flags?.resolve ?? embedsHeader(request) === 'resolve');
     },
@@ -110,7 +110,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: WorkflowView, description: 'The workflow' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       return configs.getWorkflow(projectId, param(request, 'workflow'));
     },
   );
@@ -124,7 +124,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 201, schema: RevisionView, description: 'The new revision' },
     }),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const revision = await configs.commit(projectId, param(request, 'workflow'), parseWith(RevisionCommit, request.body));
       reply.code(201);
       return revision;
@@ -140,7 +140,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: RevisionList, description: 'One page of revisions' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const workflow = param(request, 'workflow');
       const page = await configs.listRevisions(projectId, workflow, pageQuery(request), queryValue(request, 'variant', IdOrSlug));
       return { count: page.items.length, revisions: page.items, ...(page.next ? { next: page.next } : {}) };
@@ -156,7 +156,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 201, schema: EnvironmentView, description: 'The environment, deploying nothing yet' },
     }),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const created = await configs.createEnvironment(projectId, parseWith(EnvironmentCreate, request.body));
       reply.code(201);
       return created;
@@ -171,7 +171,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: EnvironmentList, description: 'The environments' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const environments = await configs.listEnvironments(projectId);
       return { count: environments.length, environments };
     },
@@ -185,7 +185,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: EnvironmentView, description: 'The environment and its newest revision' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       return configs.getEnvironment(projectId, param(request, 'environment'));
     },
   );
@@ -199,7 +199,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: EnvironmentRevisionList, description: 'One page of environment revisions' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const page = await configs.listEnvironmentRevisions(projectId, param(request, 'environment'), pageQuery(request));
       return { count: page.items.length, revisions: page.items, ...(page.next ? { next: page.next } : {}) };
     },
@@ -214,7 +214,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: EnvironmentView, description: 'The environment with its new revision' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       return configs.deploy(projectId, param(request, 'environment'), parseWith(DeployBody, request.body));
     },
   );
@@ -228,7 +228,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
       ok: { status: 200, schema: EnvironmentView, description: 'The environment with its new revision' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       return configs.undeploy(projectId, param(request, 'environment'), parseWith(UndeployBody, request.body));
     },
   );

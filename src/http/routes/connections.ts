@@ -37,7 +37,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
       ok: { status: 201, schema: ConnectionView, description: 'The connection, without its key' },
     }),
     async (request, reply): Promise<ConnectionView> => {
-      const { projectId } = await authorize(store, request, 'admin');
+      const { projectId } = await authorize(store, request);
       const input = parseWith(ConnectionCreate, request.body);
       const created = await store.connections.create(projectId, input);
       reply.code(201).headers(runHeaders({}));
@@ -53,7 +53,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
       ok: { status: 200, schema: ConnectionList, description: 'Every connection of the project, without keys' },
     }),
     async (request, reply): Promise<ConnectionList> => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const connections = await store.connections.list(projectId);
       reply.headers(runHeaders({}));
       return { count: connections.length, connections };
@@ -68,7 +68,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
       ok: { status: 200, schema: ConnectionView, description: 'The connection, without its key' },
     }),
     async (request, reply): Promise<ConnectionView> => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const slug = slugParam(request);
       const connection = await store.connections.get(projectId, slug);
       if (!connection) throw connectionNotFound(slug);
@@ -88,7 +88,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
       { optionalBody: true },
     ),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'admin');
+      const { projectId } = await authorize(store, request);
       const slug = slugParam(request);
       if (!(await store.connections.remove(projectId, slug))) throw connectionNotFound(slug);
       return reply.code(204).headers(runHeaders({})).send();

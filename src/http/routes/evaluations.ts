@@ -85,7 +85,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: TestsetReply, description: 'The test set, its first revision and its rows with their ids' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const { testset } = parseWith(TestsetCreate, request.body);
       return testsetReply(await testsets.create(projectId, testset));
     },
@@ -108,7 +108,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: TestsetReply, description: 'The test set' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const query = parseWith(ImportQuery, request.query, 'query');
       const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       const format = query.format ?? (type === CSV ? 'csv' : JSONL.includes(type) ? 'jsonl' : undefined);
@@ -132,7 +132,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: TestsetList, description: 'The test sets' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const all = await testsets.list(projectId);
       return { count: all.length, testsets: all };
     },
@@ -150,7 +150,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const found = await testsets.query(projectId, parseWith(TestsetQuery, request.body));
       return { count: found.length, testsets: found };
     },
@@ -164,7 +164,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: TestsetReply, description: 'The test set' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       return testsetReply(await testsets.get(projectId, param(request, 'testset_id')));
     },
   );
@@ -178,7 +178,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: TestsetReply, description: 'The test set at its new revision' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const { testset } = parseWith(TestsetEdit, request.body);
       return testsetReply(await testsets.edit(projectId, param(request, 'testset_id'), testset));
     },
@@ -193,7 +193,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: EvaluationReply, description: 'The run; its status is at data.status' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const { evaluation } = parseWith(EvaluationCreate, request.body);
       return { count: 1, evaluation: await runs.create(projectId, evaluation) };
     },
@@ -208,7 +208,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: EvaluationList, description: 'One page of runs' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const page = await runs.list(projectId, pageQuery(request));
       return { count: page.items.length, evaluations: page.items, ...(page.next ? { next: page.next } : {}) };
     },
@@ -222,7 +222,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: EvaluationReply, description: 'The run' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
     },
   );
@@ -236,7 +236,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: RunReply, description: 'The run' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const run = await runs.get(projectId, param(request, 'run_id'));
       return { count: 1, run: { ...run, status: run.data.status } };
     },
@@ -253,7 +253,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
     },
   );
@@ -269,7 +269,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
     },
   );
@@ -287,7 +287,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const page = await runs.results(projectId, parseWith(ResultsQuery, request.body));
       return { count: page.items.length, results: page.items, ...(page.next ? { next: page.next } : {}) };
     },
@@ -302,7 +302,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       ok: { status: 200, schema: MetricsList, description: 'Metrics records' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const { metrics: query, windowing } = parseWith(MetricsQuery, request.body);
       const runIds = allOf(query.run_id, query.run_ids) ?? [];
       if (runIds.length === 0) throw new AppError('invalid-request', 'metrics.run_id or metrics.run_ids must name the runs whose metrics to read');

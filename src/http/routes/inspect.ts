@@ -27,7 +27,7 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(deps.store, request, 'viewer', SERVICES);
+      const { projectId } = await authorize(deps.store, request, SERVICES);
       const body = parseWith(InspectRequest, request.body);
       checkVersion(body.version);
       const config = await resolveRunConfig(deps.store.configs, projectId, {

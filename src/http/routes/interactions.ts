@@ -31,7 +31,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
       { optionalBody: true },
     ),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const query = isWindowedQuery(request.body) ? parseWith(WindowedInteractionQuery, request.body) : parseWith(InteractionQuery, request.body);
       return interactions.query(projectId, query);
     },
@@ -46,7 +46,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
       ok: { status: 200, schema: InteractionReply, description: 'The interaction' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       return reply(await interactions.get(projectId, request.params.interaction_id));
     },
   );
@@ -60,7 +60,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
       ok: { status: 200, schema: InteractionReply, description: 'The interaction, now responded' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const { answer } = parseWith(RespondBody, request.body);
       return reply(await interactions.respond(projectId, request.params.interaction_id, answer));
     },
@@ -75,7 +75,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
       ok: { status: 200, schema: InteractionReply, description: 'The interaction after the move' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       return reply(await interactions.transition(projectId, parseWith(TransitionBody, request.body)));
     },
   );

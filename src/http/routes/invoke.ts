@@ -129,7 +129,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       ok: { status: 200, schema: InvokeResponse, description: 'The turn: one JSON reply, or a stream (below) with a streaming Accept. A failure before the first frame is the JSON error envelope with its real status, whatever was asked for.' },
     }),
     async (request, reply) => {
-      const principal = await authorize(deps.store, request, 'editor', SERVICES);
+      const principal = await authorize(deps.store, request, SERVICES);
       const call = readInvokeCall(request);
       request.run = { sessionId: call.sessionId };
       const { stream, wire } = negotiate(request.headers.accept, call.streamFlag);
@@ -173,7 +173,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       ok: { status: 200, description: 'The Vercel UI message stream of the live turn; 204 when the session runs none', content: 'text/event-stream' },
     }),
     async (request, reply) => {
-      const principal = await authorize(deps.store, request, 'viewer', SERVICES);
+      const principal = await authorize(deps.store, request, SERVICES);
       const sessionId = sessionIdParam(request);
       const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
       if (!turn) return reply.code(204).send();

@@ -45,7 +45,7 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
       ok: { status: 200, schema: KeySelf, description: 'The key (never its secret) and its project' },
     }),
     async (request) => {
-      const { projectId, keyId } = await authorize(store, request, 'viewer');
+      const { projectId, keyId } = await authorize(store, request);
       const [project, key] = await Promise.all([store.projects.findById(projectId), store.apiKeys.get(projectId, keyId)]);
       if (!project || !key) throw new AppError('unauthenticated', 'the API key is invalid or revoked');
       return { project: { id: project.id, name: project.name }, key: toKeyView(key) };
@@ -60,7 +60,7 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
       ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
     }),
     async (request) => {
-      const { projectId } = await authorize(store, request, 'admin');
+      const { projectId } = await authorize(store, request);
       const keys = (await store.apiKeys.list(projectId)).map(toKeyView);
       return { count: keys.length, keys };
     },
@@ -78,7 +78,7 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
       { optionalBody: true },
     ),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'admin');
+      const { projectId } = await authorize(store, request);
       const { role } = parseWith(KeyCreate, request.body);
       const created = await store.apiKeys.create(projectId, role);
       const key = await store.apiKeys.get(projectId, created.id);
@@ -98,7 +98,7 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
       { optionalBody: true },
     ),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'admin');
+      const { projectId } = await authorize(store, request);
       const id = keyIdParam(request);
       const key = await store.apiKeys.get(projectId, id);
       if (!key) throw keyNotFound(id);

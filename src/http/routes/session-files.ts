@@ -70,7 +70,7 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
       ok: { status: 200, schema: FileListing, description: 'A folder listing (JSON) or the file (application/octet-stream)' },
     }),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const sessionId = sessionIdParam(request);
       const userPath = filePathQuery(request, '.');
       const opened = await sharingFolder(sessionFolder(config.dataDir, projectId, sessionId), async () => {
@@ -103,7 +103,7 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
         ok: { status: 201, schema: FileUploaded, description: 'Written' },
       }),
       onRequest: async (request) => {
-        const principal = await authorize(store, request, 'editor');
+        const principal = await authorize(store, request);
         uploaders.set(request, { principal, sessionId: sessionIdParam(request) });
       },
     },

@@ -43,7 +43,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       ok: { status: 200, schema: SessionList, description: 'One page of sessions' },
     }),
     async (request): Promise<SessionList> => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const page = await store.sessions.list(projectId, pageQuery(request), sessionListFilter(request));
       return toSessionList(store, projectId, page);
     },
@@ -58,7 +58,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       ok: { status: 200, schema: SessionView, description: 'The session' },
     }),
     async (request, reply): Promise<SessionView> => {
-      const { projectId } = await authorize(store, request, 'viewer');
+      const { projectId } = await authorize(store, request);
       const sessionId = sessionIdParam(request);
       const page = pageQuery(request);
       const session = await store.sessions.get(projectId, sessionId);
@@ -80,7 +80,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       { optionalBody: true },
     ),
     async (request, reply): Promise<SessionStopped> => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const sessionId = sessionIdParam(request);
       const stopped = await turns.stop(projectId, sessionId);
       if (!stopped) throw new AppError('not-found', `session "${sessionId}" runs no turn to stop`);
@@ -100,7 +100,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       { optionalBody: true },
     ),
     async (request, reply) => {
-      const { projectId } = await authorize(store, request, 'editor');
+      const { projectId } = await authorize(store, request);
       const sessionId = sessionIdParam(request);
       if (!(await store.sessions.get(projectId, sessionId))) throw sessionNotFound(sessionId);
 
