@@ -18,7 +18,7 @@ import { compareFile, writeUpload } from './files.ts';
 /** The folder, inside the session folder, that attachments go to. */
 export const ATTACHMENTS_FOLDER = 'attachments';
 
-/** Room under a file system's 255 bytes for the `-<8 hex>` a name taken by another file gets. */
+/** Room under a file system's 255 bytes for the `-<8 hex>-<n>` a name taken by other files gets. */
 const MAX_NAME_BYTES = 200;
 
 /** How many files, and how large each, one request may put into the session folder. */
@@ -102,30 +102,36 @@ async function removeWritten(folder: string, written: readonly string[], folderT
   if (folderToo) await fs.rmdir(path.join(folder, ATTACHMENTS_FOLDER)).catch(() => undefined);
 }
 
+/** How many names with the hash a file tries before its request is refused (each taken by another file). */
+const HASHED_NAMES = 10;
+
 /**
  * Where the file goes: its own name, unless a different file holds that name (an earlier attachment
  * of the same name, or the agent's edit of it); then the name with the first 8 hex digits of the
- * bytes' SHA-256, so the same bytes find the same place every turn.
+ * bytes' SHA-256, and `-2`, `-3`… after it when other files hold those too, so the same bytes find
+ * the same place every turn. A file already there is never written over: what the agent made of an
+ * attachment stays, and a refused turn's undo removes only files the delivery made.
  */
 async function place(folder: string, attachment: Attachment, written: string[]): Promise<string> {
   const name = fileName(attachment.filename, attachment.mediaType);
-  const plain = `${ATTACHMENTS_FOLDER}/${name}`;
-  const found = await naming(attachment, () => compareFile(folder, plain, attachment.bytes));
-  if (found === 'same') return plain;
-  if (found === 'missing') {
-    await naming(attachment, () => writeUpload(folder, plain, attachment.bytes));
-    written.push(plain);
-    return plain;
-  }
   const ext = path.extname(name);
   const hash = createHash('sha256').update(attachment.bytes).digest('hex').slice(0, 8);
-  const hashed = `${ATTACHMENTS_FOLDER}/${name.slice(0, name.length - ext.length)}-${hash}${ext}`;
-  const there = await naming(attachment, () => compareFile(folder, hashed, attachment.bytes));
-  if (there !== 'same') {
-    await naming(attachment, () => writeUpload(folder, hashed, attachment.bytes));
-    if (there === 'missing') written.push(hashed);
+  const stem = `${ATTACHMENTS_FOLDER}/${name.slice(0, name.length - ext.length)}-${hash}`;
+  const candidates = [`${ATTACHMENTS_FOLDER}/${name}`, `${stem}${ext}`, ...Array.from({ length: HASHED_NAMES - 1 }, (_, i) => `${stem}-${i + 2}${ext}`)];
+  for (const candidate of candidates) {
+    const found = await naming(attachment, () => compareFile(folder, candidate, attachment.bytes));
+    if (found === 'same') return candidate;
+    if (found === 'missing') {
+      await naming(attachment, () => writeUpload(folder, candidate, attachment.bytes));
+      written.push(candidate);
+      return candidate;
+    }
   }
-  return hashed;
+  throw new AppError(
+    'conflict',
+    `the file at ${attachment.at} cannot be put into the session folder: other files hold ${candidates[0]} and the ${HASHED_NAMES} names it would take after it (${candidates[1]}…); ` +
+      'attach it under another name, or have the agent rename or remove those files',
+  );
 }
 
 /** A refusal of the folder (a symlink, a file where `attachments/` should be) names the part too. */

@@ -99,6 +99,40 @@ describe('attachments', () => {
     expect(await readFile(path.join(h.sessionDir(session), 'attachments', hashed))).toEqual(v2);
   });
 
+  it('a file already there is never written over: the next name is taken, and a refused turn leaves the folder as it was', async () => {
+    const session = sid('attach-taken');
+    const dir = path.join(h.sessionDir(session), 'attachments');
+    const bytes = Buffer.from('the attachment');
+    const hashed = `notes-${sha8(bytes)}.txt`;
+    // The agent's edits of the file, under its plain name and under the name with its hash.
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'notes.txt'), 'edited by the agent');
+    await writeFile(path.join(dir, hashed), 'edited too');
+    h.model.script([{ text: 'ok' }, { text: 'ok again' }]);
+    const first = userWith('u1', 'read this', filePart('notes.txt', 'text/plain', bytes));
+    await readJson(await invokeVercel(session, [first]));
+    const third = `notes-${sha8(bytes)}-2.txt`;
+    expect(await attachmentsOf(session)).toEqual([third, hashed, 'notes.txt']);
+    expect(await readFile(path.join(dir, hashed), 'utf8')).toBe('edited too');
+    expect(await readFile(path.join(dir, third))).toEqual(bytes);
+    expect(userTexts()).toEqual([`read this\n${line(`attachments/${third}`, 'text/plain', bytes.length)}`]);
+    // The same bytes find the same place on a re-post.
+    await readJson(await invokeVercel(session, [first, { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'ok' }] }, userWith('u2', 'well?')]));
+    expect(await attachmentsOf(session)).toEqual([third, hashed, 'notes.txt']);
+
+    // Every name taken by another file: a 409 naming the part; nothing is written or removed.
+    const full = sid('attach-full');
+    const fullDir = path.join(h.sessionDir(full), 'attachments');
+    await mkdir(fullDir, { recursive: true });
+    const taken = ['notes.txt', hashed, ...Array.from({ length: 9 }, (_, i) => `notes-${sha8(bytes)}-${i + 2}.txt`)];
+    for (const name of taken) await writeFile(path.join(fullDir, name), 'not it');
+    const requests = h.model.requests.length;
+    await expectError(await invokeVercel(full, [first]), 409, 'conflict', /^the file at data\.inputs\.messages\[0\]\.parts\[0\] cannot be put into the session folder: other files hold attachments\/notes\.txt and the 10 names/);
+    expect(await readdir(fullDir)).toEqual(taken.sort());
+    for (const name of taken) expect(await readFile(path.join(fullDir, name), 'utf8')).toBe('not it');
+    expect(h.model.requests).toHaveLength(requests);
+  });
+
   it('a name is made one safe path component inside attachments/; a file without one is named for its type', async () => {
     const session = sid('attach-names');
     h.model.script([{ text: 'ok' }]);
