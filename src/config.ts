@@ -53,6 +53,8 @@ export interface Config {
   harnessMaxProcesses: number;
   /** How long a harness process waits, started, for its session's next turn (0: not at all). */
   harnessParkMs: number;
+  /** The coding-agent harnesses this server runs (AGENTD_HARNESSES); a turn on another is refused. */
+  harnesses: ReadonlyArray<OfferedHarness>;
   modelMaxRetries: number;
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean; limits: CallLimits };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
@@ -137,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
     harnessMaxProcesses: int(env, 'AGENTD_HARNESS_MAX_PROCESSES', 8),
     harnessParkMs: int(env, 'AGENTD_HARNESS_PARK_MS', 120_000),
+    harnesses: offeredHarnesses(env.AGENTD_HARNESSES),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {
       timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),
@@ -154,6 +157,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otlp: otlpSettings(env),
     env,
   };
+}
+
+const OFFERED_HARNESSES = ['claude', 'codex', 'pi'] as const;
+type OfferedHarness = (typeof OFFERED_HARNESSES)[number];
+
+/** AGENTD_HARNESSES: unset, every harness installed; `none`, no harness; else the ones named, comma-separated. */
+function offeredHarnesses(raw: string | undefined): ReadonlyArray<OfferedHarness> {
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (value === '') return OFFERED_HARNESSES;
+  if (value === 'none') return [];
+  const named = value.split(',').map((name) => name.trim());
+  const unknown = named.filter((name) => !(OFFERED_HARNESSES as readonly string[]).includes(name));
+  if (unknown.length) throw new Error(`AGENTD_HARNESSES names ${unknown.map((name) => `"${name}"`).join(', ')}, which is no harness: give some of ${OFFERED_HARNESSES.join(', ')} (comma-separated), or none`);
+  return named as OfferedHarness[];
 }
 
 /** What a model provider is reached with: a key, or an address of one's own. */

@@ -11,7 +11,7 @@ import type { Harness } from './harness.ts';
 import { harnessEntry, runHarnessTurn } from './harness-turn.ts';
 import { endParked } from './parked.ts';
 
-type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs'>;
+type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs' | 'harnesses'>;
 
 /**
  * The coding-agent harnesses as a turn engine: each turn a harness process in the session folder
@@ -33,6 +33,7 @@ export class HarnessEngine {
 
   /** The template's turn on `harness`: refused now if the model is not one it calls, or it is not installed. */
   for(harness: Harness, template: RunnableTemplate, connection: ProjectConnection | undefined, secrets: Record<string, string>): TurnEngine {
+    offered(harness, this.config.harnesses);
     const endpoint = harnessEndpoint(template.llm, harness.providers, this.config, secrets, connection);
     harnessEntry(harness);
     const { bash, modelTimeoutMs, harnessParkMs, harnessMaxProcesses } = this.config;
@@ -86,4 +87,13 @@ export class HarnessEngine {
   close(): Promise<void> {
     return endParked();
   }
+}
+
+/** Refuses a harness the operator left out of AGENTD_HARNESSES, as one this server lacks. */
+function offered(harness: Harness, harnesses: HarnessConfig['harnesses']): void {
+  if (harnesses.includes(harness.kind)) return;
+  throw new AppError(
+    'harness-unavailable',
+    `harness "${harness.kind}" is turned off on this server (AGENTD_HARNESSES: ${harnesses.join(', ') || 'none'}); run the template on a server that offers it, or with harness.kind "agentd"`,
+  );
 }

@@ -166,13 +166,13 @@ export class InteractionService {
       await this.deps.turns.checkRunsWithoutSecrets(projectId, state.template);
     } catch (error) {
       if (!isAppError(error)) throw error;
-      throw new AppError(
-        error.type,
-        `interaction "${record.id}" cannot be answered through the API, because its turn could not go on: ${error.message}. ` +
-          "Answered that way, a turn goes on with the server's own keys, not the secrets of the request that paused it (those are never stored): " +
-          "answer it in band instead (re-post the conversation with the decision and its secrets), or give the server what it lacks",
-        { status: error.status },
-      );
+      // A harness this server lacks is lacking however the answer comes; anything else may be a secret only the caller has.
+      const next =
+        error.type === 'harness-unavailable'
+          ? 'Answer it through a server that runs the harness: the interaction stays pending'
+          : "Answered that way, a turn goes on with the server's own keys, not the secrets of the request that paused it (those are never stored): " +
+            'answer it in band instead (re-post the conversation with the decision and its secrets), or give the server what it lacks';
+      throw new AppError(error.type, `interaction "${record.id}" cannot be answered through the API, because its turn could not go on: ${error.message}. ${next}`, { status: error.status });
     }
     return state;
   }

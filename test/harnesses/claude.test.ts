@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { expectError, invokeBody, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../sessions-api/client.ts';
 import { harnessSuite, type HarnessProfile } from './suite.ts';
@@ -46,6 +47,13 @@ harnessSuite(profile, (harness: () => Harness) => {
 
   it('an unknown kind is a 400 that lists the known ones', async () => {
     await expectError(await harness().invoke(invokeBody([{ role: 'user', content: 'hi' }], { harness: { kind: 'nope' } })), 400, 'unsupported-kind', /claude, codex, pi/);
+  });
+
+  it('AGENTD_HARNESSES takes the harnesses named, none, or all by default; anything else stops the start, saying what it takes', () => {
+    expect(loadConfig({}).harnesses).toEqual(['claude', 'codex', 'pi']);
+    expect(loadConfig({ AGENTD_HARNESSES: ' Codex, pi ' }).harnesses).toEqual(['codex', 'pi']);
+    expect(loadConfig({ AGENTD_HARNESSES: 'none' }).harnesses).toEqual([]);
+    expect(() => loadConfig({ AGENTD_HARNESSES: 'claude,agentd' })).toThrow('AGENTD_HARNESSES names "agentd", which is no harness: give some of claude, codex, pi (comma-separated), or none');
   });
 
   describe('harness processes are bounded', () => {

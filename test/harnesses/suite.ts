@@ -54,6 +54,9 @@ function expectLoaded(requests: readonly RecordedRequest[]): void {
 }
 
 /** The conformance tests every harness passes: one turn of today's contract each, through a real harness process. */
+/** Every harness a server may offer (AGENTD_HARNESSES). */
+const OFFERED = ['claude', 'codex', 'pi'];
+
 export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness) => void): void {
   let h: Harness;
   beforeAll(async () => {
@@ -347,6 +350,28 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       } finally {
         await other.close();
       }
+    }, 60_000);
+
+    it('an agentd that does not offer the harness (AGENTD_HARNESSES) refuses its turns and an answer to its pause with a 424, and loses nothing', async () => {
+      const { session, outputs } = await pausedOnWrite();
+      const others = OFFERED.filter((kind) => kind !== profile.kind).join(',');
+      const other = await startHarness({ dataDir: h.dataDir, databaseUrl: h.databaseUrl, env: (url) => ({ ...profile.env(url), AGENTD_HARNESSES: others }) });
+      try {
+        const refusal = `harness "${profile.kind}" is turned off on this server (AGENTD_HARNESSES: ${others.replace(',', ', ')})`;
+        const answer = await expectError(await other.respond(outputs.pending_interaction.id, { approved: true }), 424, 'harness-unavailable');
+        expect(answer.status.message).toContain(`because its turn could not go on: ${refusal}`);
+        expect(answer.status.message).toMatch(/Answer it through a server that runs the harness: the interaction stays pending$/);
+        const turn = await expectError(await other.invoke(invokeBody(user('hi'), agent(), { session_id: sid('off') })), 424, 'harness-unavailable');
+        expect(turn.status.message.startsWith(refusal)).toBe(true);
+        expect(other.model.requests).toHaveLength(0);
+        expect((await h.store.interactions.get(h.projectId, outputs.pending_interaction.id))?.status).toBe('pending');
+      } finally {
+        await other.close();
+      }
+      // Still answerable where the harness runs.
+      expect((await h.respond(outputs.pending_interaction.id, { approved: true })).status).toBe(200);
+      await waitFor(async () => (await h.store.leases.get(h.projectId, session)) === undefined, 'the continuation to end');
+      expect(await fileOf(session)).toBe('hi there');
     }, 60_000);
 
     it('a session whose process is parked on one agentd goes on through another on the same data, from the saved session', async () => {
