@@ -113,6 +113,33 @@ function ToolCall({ part, decide, canAct, ended, interactions }: { part: ToolPar
   );
 }
 
+/** The part a file's data left out of a saved conversation becomes (chat.tsx, `save`): which file it was. */
+export const FILE_LEFT_OUT = 'data-file-left-out';
+export interface FileLeftOut {
+  mediaType: string;
+  filename?: string;
+}
+
+/**
+ * A file that went with a message: its name and media type, and an image as a small picture of
+ * itself. Only an image's own data: URL is ever a source, in an <img>, where nothing in it runs; no
+ * other file becomes a link or a frame.
+ */
+function AttachedFile({ filename, mediaType, url }: { filename: string | undefined; mediaType: string; url: string | undefined }) {
+  const image = url !== undefined && /^image\//i.test(mediaType) && /^data:image\//i.test(url);
+  // A browser's File.type is '' for a file it has no type for; the server then takes the data URL's, octet-stream.
+  const type = mediaType || 'application/octet-stream';
+  return (
+    <p className="attached-file">
+      {image ? <img src={url} alt="" /> : null}
+      <span>
+        <Revealed text={filename || 'a file without a name'} /> <span className="muted">{type}</span>
+        {url === undefined ? <span className="muted"> (not kept in this browser)</span> : null}
+      </span>
+    </p>
+  );
+}
+
 /** What a person or a model wrote, as it wrote it, its run-reordering controls shown (ui.tsx, Revealed). */
 function Prose({ text }: { text: string }) {
   return (
@@ -139,6 +166,11 @@ export function UiMessageView({ message, decide, canAct, interactions }: { messa
           );
         if (isToolPart(part)) return <ToolCall key={index} part={part} canAct={canAct} ended={!!ending} interactions={interactions} {...(decide ? { decide } : {})} />;
         if (part.type === 'step-start') return null;
+        if (part.type === 'file') return <AttachedFile key={index} filename={part.filename} mediaType={part.mediaType} url={part.url} />;
+        if (part.type === FILE_LEFT_OUT) {
+          const left = part.data as FileLeftOut;
+          return <AttachedFile key={index} filename={left.filename} mediaType={left.mediaType} url={undefined} />;
+        }
         return <Json key={index} value={part} />;
       })}
       {metadata?.stop_reason && metadata.stop_reason !== 'end_turn' ? <Badge value={metadata.stop_reason} /> : null}

@@ -142,6 +142,7 @@ export function Revealed({ text, prose = false }: { text: string; prose?: boolea
 
 export const formatNumber = (n: number | undefined, digits = 2) => (n === undefined ? '–' : Number.isInteger(n) ? n.toLocaleString() : n.toFixed(digits));
 export const formatCost = (n: number | undefined) => (n === undefined ? '–' : `$${n.toFixed(n < 0.01 ? 5 : 4)}`);
+export const formatSize = (n: number) => (n < 1000 ? `${n} ${n === 1 ? 'byte' : 'bytes'}` : n < 1e6 ? `${(n / 1e3).toFixed(1)} kB` : `${(n / 1e6).toFixed(1)} MB`);
 export const formatMs = (n: number | undefined) => (n === undefined ? '–' : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(2)} s`);
 
 /** A labelled form control: the label is tied to the control for screen readers and clicks. */

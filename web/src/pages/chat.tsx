@@ -1,13 +1,13 @@
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
-import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { APICallError, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
+import { useCallback, useEffect, useMemo, useRef, useState, type ChangeEvent, type FormEvent, type KeyboardEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { AgentdError } from '../../../src/client/index.ts';
 import { CHAT_STORAGE_PREFIX, useAuth } from '../auth.tsx';
 import { AgentPicker, bodyOf, describeChoice, type AgentChoice } from '../agent-picker.tsx';
 import { reconcile, useServerState } from '../chat-sync.ts';
-import { ApprovalButtons, NativeMessagesView, UiMessageView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Page, Time, VIEWER_NOTE, errorText } from '../ui.tsx';
+import { ApprovalButtons, FILE_LEFT_OUT, NativeMessagesView, UiMessageView, type FileLeftOut } from '../messages.tsx';
+import { Badge, ErrorNote, Json, Page, Revealed, Time, VIEWER_NOTE, errorText, formatSize, revealControls } from '../ui.tsx';
 
 /**
  * A chat with an agent, through the AI SDK's own `useChat` on the invoke endpoint's Vercel stream:
@@ -32,6 +32,58 @@ function load(key: string): Saved | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A message with each file's data left out: its name and type, in a part the server ignores (a `data-` part). */
+const withoutFileData = (message: UIMessage): UIMessage => ({
+  ...message,
+  parts: message.parts.map((part) => {
+    if (part.type !== 'file') return part;
+    const data: FileLeftOut = { mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
+    return { type: FILE_LEFT_OUT, data };
+  }),
+});
+
+/**
+ * Kept whole when it fits. An attached file is a data: URL in its message, and local storage holds
+ * a few MB for the whole origin: when the whole conversation does not fit, it is kept with each
+ * file's data left out, so a reload still shows every message and the names of the files that went
+ * with it. Those messages are then posted without their files (the files are in the session folder
+ * already; the model no longer reads their lines in those messages). When even that does not fit,
+ * the save before stays. A full storage must not stop the chat: nothing here throws.
+ */
+function save(key: string, saved: Saved): void {
+  try {
+    localStorage.setItem(key, JSON.stringify(saved));
+    return;
+  } catch {
+    // Over the quota, most likely: the files' data is what takes the room.
+  }
+  try {
+    localStorage.setItem(key, JSON.stringify({ ...saved, messages: saved.messages.map(withoutFileData) }));
+  } catch {
+    // Not even the text fits.
+  }
+}
+
+/** Files as `useChat`'s `sendMessage` takes them: a FileList, which only a DataTransfer makes. */
+function fileList(files: readonly File[]): FileList {
+  const transfer = new DataTransfer();
+  for (const file of files) transfer.items.add(file);
+  return transfer.files;
+}
+
+/** A file chosen for the next message; `id` keys it in the list it can be removed from. */
+interface Chosen {
+  id: number;
+  file: File;
+}
+
+/** The part of a conversation a refusal names (`messages[2].parts[0]`), when it is a file: its name. */
+function refusedFile(error: Error, messages: readonly UIMessage[]): string | undefined {
+  const at = /\bmessages\[(\d+)\]\.parts\[(\d+)\]/.exec(error.message);
+  const part = at ? messages[Number(at[1])]?.parts[Number(at[2])] : undefined;
+  return part?.type === 'file' ? (part.filename ?? 'a file without a name') : undefined;
 }
 
 /** The chat's requests, failing as the client's do when the server cannot be reached, so the chat says so as every page does. */
@@ -106,7 +158,7 @@ function Chat({ sessionId }: { sessionId: string }) {
   const latest = useRef<Saved>({ messages, choice });
   latest.current = { messages, choice };
   const persist = useCallback(() => {
-    if (latest.current.messages.length) localStorage.setItem(storageKey, JSON.stringify(latest.current));
+    if (latest.current.messages.length) save(storageKey, latest.current);
   }, [storageKey]);
   useEffect(() => {
     if (!busy) {
@@ -177,13 +229,50 @@ function Chat({ sessionId }: { sessionId: string }) {
   const keptTurns = firstLive === -1 ? keptOldestFirst : keptOldestFirst.slice(0, firstLive);
 
   const [draft, setDraft] = useState('');
+  const [chosen, setChosen] = useState<Chosen[]>([]);
+  const nextFileId = useRef(0);
+  const messageBox = useRef<HTMLTextAreaElement>(null);
+  function choose(event: ChangeEvent<HTMLInputElement>) {
+    const files = Array.from(event.target.files ?? []);
+    setChosen((now) => [...now, ...files.map((file) => ({ id: nextFileId.current++, file }))]);
+    // Choosing the same file again is a change too.
+    event.target.value = '';
+  }
+  function unchoose(id: number) {
+    setChosen((now) => now.filter((c) => c.id !== id));
+    // The button pressed is gone: the focus goes on where the message is written.
+    messageBox.current?.focus();
+  }
+
+  // A message the server refused (a file over AGENTD_MAX_UPLOAD, say) is taken back into the
+  // composer when it carries files, text and files as they were: left in the conversation, it would
+  // be posted, and refused, with every message after it, since useChat posts the whole conversation.
+  const sent = useRef<{ text: string; files: Chosen[] }>(undefined);
+  const [refused, setRefused] = useState<{ file: string | undefined }>();
+  useEffect(() => {
+    const draftSent = sent.current;
+    const last = latest.current.messages.at(-1);
+    if (!error || !APICallError.isInstance(error) || error.statusCode === undefined || error.statusCode < 400 || error.statusCode >= 500) return;
+    if (!draftSent?.files.length || last?.role !== 'user' || !last.parts.some((p) => p.type === 'file')) return;
+    sent.current = undefined;
+    setRefused({ file: refusedFile(error, latest.current.messages) });
+    setMessages((now) => (now.at(-1)?.id === last.id ? now.slice(0, -1) : now));
+    setDraft((now) => (now.trim() ? now : draftSent.text));
+    setChosen((now) => [...draftSent.files, ...now]);
+  }, [error]);
+
   function send(event?: FormEvent) {
     event?.preventDefault();
     const text = draft.trim();
-    if (!text || busy || !canAct) return;
+    if ((!text && !chosen.length) || busy || !canAct) return;
     clearError();
-    void sendMessage({ text });
+    setRefused(undefined);
+    sent.current = { text: draft, files: chosen };
+    // A message of files alone has no text part: the server takes it, the lines naming the files are its text.
+    const files = chosen.length ? fileList(chosen.map((c) => c.file)) : undefined;
+    void sendMessage(files ? (text ? { text, files } : { files }) : { text });
     setDraft('');
+    setChosen([]);
   }
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
     if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) send(event);
@@ -262,33 +351,66 @@ function Chat({ sessionId }: { sessionId: string }) {
         {error ? (
           <p role="alert" className="error-note">
             {chatError(error)}
+            {refused ? (
+              <>
+                <br />
+                The message was not sent: it is back in the message box with its files
+                {refused.file ? (
+                  <>
+                    {' '}
+                    (the file the server names is <Revealed text={refused.file} />)
+                  </>
+                ) : null}
+                .
+              </>
+            ) : null}
           </p>
         ) : null}
         <ErrorNote error={answerError} />
         <ErrorNote error={server.error} what="Pending approvals" />
       </div>
       <form className="composer" onSubmit={send}>
-        <label htmlFor="message" className="visually-hidden">
-          Message
-        </label>
-        <textarea
-          id="message"
-          rows={3}
-          placeholder={canAct ? 'Message the agent (Enter sends, Shift+Enter for a new line)' : VIEWER_NOTE}
-          value={draft}
-          onChange={(e) => setDraft(e.target.value)}
-          onKeyDown={onKeyDown}
-          disabled={!canAct}
-        />
-        {busy ? (
-          <button type="button" onClick={stopTurn} className="danger">
-            Stop
-          </button>
-        ) : (
-          <button type="submit" className="primary" disabled={!canAct || draft.trim() === ''}>
-            Send
-          </button>
-        )}
+        {chosen.length ? (
+          <ul className="chosen-files" aria-label="Files to send">
+            {chosen.map(({ id, file }) => (
+              <li key={id}>
+                <Revealed text={file.name} /> <span className="muted">{formatSize(file.size)}</span>{' '}
+                <button type="button" className="link" onClick={() => unchoose(id)} aria-label={`Remove ${revealControls(file.name)}`}>
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <div className="composer-row">
+          {/* The input itself takes the focus and the keys; its label is what shows, as a button. */}
+          <input id="attach" type="file" multiple className="visually-hidden attach-input" onChange={choose} disabled={!canAct} />
+          <label htmlFor="attach" className="button">
+            Attach files
+          </label>
+          <label htmlFor="message" className="visually-hidden">
+            Message
+          </label>
+          <textarea
+            id="message"
+            ref={messageBox}
+            rows={3}
+            placeholder={canAct ? 'Message the agent (Enter sends, Shift+Enter for a new line)' : VIEWER_NOTE}
+            value={draft}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={onKeyDown}
+            disabled={!canAct}
+          />
+          {busy ? (
+            <button type="button" onClick={stopTurn} className="danger">
+              Stop
+            </button>
+          ) : (
+            <button type="submit" className="primary" disabled={!canAct || (draft.trim() === '' && !chosen.length)}>
+              Send
+            </button>
+          )}
+        </div>
       </form>
       {/* Below the composer, which sticks to the bottom of the window: scrolled to here, the end of the conversation is not under it. */}
       <div ref={end} />
