@@ -3,7 +3,7 @@ import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
 import { readInteractions } from '../interactions.ts';
 import { ApprovalButtons, NativeMessagesView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Loading, Page, Revealed, Time, VIEWER_NOTE, formatCost, revealControls, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Loading, Page, Revealed, Time, VIEWER_NOTE, formatCost, formatSize, revealControls, useApi } from '../ui.tsx';
 
 /** One session: its turns, what waits for an answer (answerable here), and its folder. */
 export function SessionPage({ sessionId }: { sessionId: string }) {
@@ -170,7 +170,7 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
     setFailure(undefined);
     try {
       const done = await client.sessions.writeFile(sessionId, join(file.name), file);
-      setNote(`Uploaded ${done.path} (${byteCount(done.size)}).`);
+      setNote(`Uploaded ${done.path} (${formatSize(done.size)}).`);
       await listing.mutate();
     } catch (e) {
       setFailure(e);
@@ -206,7 +206,7 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
                 <Revealed text={entry.name} />
               </button>
             )}
-            {entry.size !== undefined ? <span className="muted"> {byteCount(entry.size)}</span> : null}
+            {entry.size !== undefined ? <span className="muted"> {formatSize(entry.size)}</span> : null}
           </li>
         ))}
       </ul>
@@ -228,4 +228,3 @@ function Files({ sessionId, version }: { sessionId: string; version: string }) {
   );
 }
 
-const byteCount = (n: number) => `${n} ${n === 1 ? 'byte' : 'bytes'}`;
