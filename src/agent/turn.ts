@@ -170,7 +170,9 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       }
       if (!outcome) continue;
       const done = await outcome;
-      content.push({ type: 'tool-result', ...ids, output: modelOutput(done) });
+      // Masked as the stream and the stored turn are: a tool that echoes a secret (an MCP server
+      // repeating its token, a file holding a key) must not hand it to the model either.
+      content.push({ type: 'tool-result', ...ids, output: masked(modelOutput(done)) });
       yield { type: 'tool_result', data: done.ok ? { id: call.toolCallId, output: done.output, is_error: false } : { id: call.toolCallId, output: errorMessage(done.error), is_error: true } };
     }
     return content;

@@ -105,6 +105,30 @@ describe('MCP servers', () => {
     expect(JSON.stringify(body)).not.toContain(token);
   });
 
+  it("mask a secret a tool's result or error repeats, for the model's next request as for the reply and the store", async () => {
+    const token = 'mcp-token-the-server-echoes-42';
+    const echo = await startMcpServer({
+      name: 'echo',
+      tools: [
+        { name: 'say', handler: () => ({ content: [{ type: 'text', text: `you sent ${token}` }] }) },
+        { name: 'fail', handler: () => ({ content: [{ type: 'text', text: `refused ${token}` }], isError: true }) },
+      ],
+    });
+    try {
+      h.model.script([{ toolCalls: [{ name: 'echo__say', input: {} }, { name: 'echo__fail', input: {} }] }, { text: 'done' }]);
+      const session = sid('mcp-echo');
+      const server = { name: 'echo', connection: { type: 'http', url: echo.url, headers: { 'x-api-key': '{{secrets.MCP_TOKEN}}' } } };
+      const body = await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'go' }], agent([server], 'allow'), { session_id: session, secrets: { MCP_TOKEN: token } })));
+      expect(body.data.outputs.messages.filter((m: { is_error?: boolean }) => m.is_error !== undefined).map((m: { content: string }) => m.content)).toEqual(['you sent [redacted]', 'refused [redacted]']);
+      const next = JSON.stringify(h.model.requests[1]!.messages);
+      expect(next).toContain('you sent [redacted]');
+      expect(next).not.toContain(token);
+      expect(JSON.stringify(await h.store.turns.listForSession(h.projectId, session, { limit: 5 }))).not.toContain(token);
+    } finally {
+      await echo.close();
+    }
+  });
+
   it('refuse an answer through the API to a pause whose server needs a secret of the paused request; in band it goes on', async () => {
     const session = sid('mcp-secret-pause');
     h.model.script([{ toolCalls: [{ name: 'calc__write_note', input: { text: 'later' } }] }, { text: 'noted' }]);
