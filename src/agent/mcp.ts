@@ -225,15 +225,43 @@ async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MC
   return { type: connection.type, url: connection.url, headers, redirect: 'error' };
 }
 
+/**
+ * A listing longer than this is a server paging without end (a `nextCursor` on every page): read
+ * to the deadline, it would fill the heap and then be reported as a server that never answered.
+ */
+export const MCP_MAX_TOOL_PAGES = 100;
+export const MCP_MAX_TOOLS = 10_000;
+
 async function listAllTools(client: MCPClient, signal: AbortSignal): Promise<ListToolsResult['tools']> {
   const tools: ListToolsResult['tools'] = [];
   let cursor: string | undefined;
+  let pages = 0;
   do {
     const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } });
     tools.push(...page.tools);
     cursor = page.nextCursor ?? undefined;
+    if (cursor && (++pages >= MCP_MAX_TOOL_PAGES || tools.length >= MCP_MAX_TOOLS)) {
+      throw new Error(`its tool listing did not end within ${MCP_MAX_TOOL_PAGES} pages or ${MCP_MAX_TOOLS} tools`);
+    }
   } while (cursor);
   return tools;
+}
+
+/** Deeper than any real tool's input, and far from where serializing a schema overflows the stack. */
+const MAX_SCHEMA_DEPTH = 64;
+
+/** Why a tool's input schema cannot go to a provider, if it cannot: each refuses all but an object. */
+function schemaProblem(schema: unknown): string | undefined {
+  const type = (schema as { type?: unknown }).type;
+  if (type !== undefined && type !== 'object') return `of type ${JSON.stringify(type)}, not "object"`;
+  // Iterative: the check must not overflow on the very schema it is there to refuse.
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (depth > MAX_SCHEMA_DEPTH) return `nested more than ${MAX_SCHEMA_DEPTH} levels deep`;
+    if (value && typeof value === 'object') for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return undefined;
 }
 
 function assemble(servers: readonly McpServer[], connected: Connected[], opts: ConnectOptions): Omit<McpTools, 'close'> {
@@ -262,6 +290,14 @@ function assemble(servers: readonly McpServer[], connected: Connected[], opts: C
       chosen = available.filter((t) => wanted.has(t.name));
     }
     for (const definition of chosen) {
+      const problem = schemaProblem(definition.inputSchema);
+      if (problem) {
+        throw new AppError(
+          'mcp-unavailable',
+          `MCP server "${server.name}" lists the tool "${definition.name}" with an input schema ${problem}, which no model provider takes; leave the tool out with ${WHERE}[${i}].policy.tools`,
+          { status: 424 },
+        );
+      }
       const name = mcpToolName(server.name, definition.name);
       const clash = origin.get(name);
       if (clash !== undefined) {

@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ToolSet } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectMcpServers, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
+import { connectMcpServers, MCP_MAX_TOOL_PAGES, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
-import { defaultMcpTools, startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+import { defaultMcpTools, startMcpServer, startRawMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 
 /** design.md §4: a template's `mcps[]` become the agent's tools, named `<server>__<tool>`. */
 
@@ -212,6 +212,46 @@ describe('tools', () => {
       expect(error.message).toContain('"a__b__c"');
     } finally {
       await Promise.all([other.close(), first.close()]);
+    }
+  });
+});
+
+describe('hostile listings', () => {
+  it('a listing that pages without end is a 424 at its page limit, not a wait for the deadline', async () => {
+    let pages = 0;
+    const endless = await startRawMcpServer(() => ({ result: { tools: [{ name: `t${++pages}`, inputSchema: { type: 'object' } }], nextCursor: 'more' } }));
+    try {
+      const error = await failure(connectMcpServers([server('pager', endless.url)], OPTS));
+      expect(error.type).toBe('mcp-unavailable');
+      expect(error.message).toContain(`"pager"`);
+      expect(error.message).toContain(`did not end within ${MCP_MAX_TOOL_PAGES} pages`);
+      expect(pages).toBe(MCP_MAX_TOOL_PAGES);
+    } finally {
+      await endless.close();
+    }
+  });
+
+  it('a tool whose input schema no provider takes is a 424 naming it, and can be left out', async () => {
+    const nested = (depth: number): object => (depth === 0 ? { type: 'string' } : { type: 'object', properties: { a: nested(depth - 1) } });
+    const odd = await startRawMcpServer(() => ({
+      result: {
+        tools: [
+          { name: 'fine', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } },
+          { name: 'scalar', inputSchema: { type: 'string' } },
+          { name: 'deep', inputSchema: nested(1000) },
+        ],
+      },
+    }));
+    try {
+      const scalar = await failure(connectMcpServers([server('odd', odd.url, { policy: { tools: { mode: 'include', names: ['fine', 'scalar'] } } })], OPTS));
+      expect({ type: scalar.type, status: scalar.status }).toEqual({ type: 'mcp-unavailable', status: 424 });
+      expect(scalar.message).toBe('MCP server "odd" lists the tool "scalar" with an input schema of type "string", not "object", which no model provider takes; leave the tool out with data.parameters.agent.mcps[0].policy.tools');
+      const deep = await failure(connectMcpServers([server('odd', odd.url, { policy: { tools: { mode: 'include', names: ['deep'] } } })], OPTS));
+      expect(deep.message).toContain('the tool "deep" with an input schema nested more than 64 levels deep');
+      const mcp = await connect([server('odd', odd.url, { policy: { tools: { mode: 'include', names: ['fine'] } } })]);
+      expect(Object.keys(mcp.tools)).toEqual(['odd__fine']);
+    } finally {
+      await odd.close();
     }
   });
 });

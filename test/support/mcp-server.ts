@@ -153,3 +153,48 @@ export async function startMcpServer(options: { tools?: TestMcpTool[]; transport
     },
   };
 }
+
+/** A JSON-RPC request as a raw server receives it. */
+export interface RawRequest {
+  id: number | string;
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+/**
+ * A Streamable HTTP MCP server written by hand, for what the SDK's server will not do: answers
+ * `initialize` (protocol 2025-06-18, tools only) and refuses newer discovery itself; every other
+ * request goes to `handle`, which returns the JSON-RPC reply's `result`/`error`, or answers on
+ * `res` itself and returns `undefined`.
+ */
+export async function startRawMcpServer(
+  handle: (request: RawRequest, res: ServerResponse) => { result: unknown } | { error: { code: number; message: string } } | undefined | Promise<unknown>,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const http = createServer((req, res) => {
+    // No standalone stream: the client reads every answer from its POST.
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    void (async () => {
+      let body = '';
+      for await (const chunk of req) body += String(chunk);
+      const message = JSON.parse(body) as Partial<RawRequest>;
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const request = message as RawRequest;
+      const reply =
+        request.method === 'initialize'
+          ? { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } } }
+          : request.method === 'server/discover'
+            ? { error: { code: -32601, message: 'method not found' } }
+            : await handle(request, res);
+      if (reply) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: request.id, ...reply }));
+    })();
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    async close() {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
