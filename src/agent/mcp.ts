@@ -222,7 +222,62 @@ async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MC
   }
   // 'error' is the SDK's default too; spelled out because following a redirect would carry the
   // bearer token to wherever the server points.
-  return { type: connection.type, url: connection.url, headers, redirect: 'error' };
+  return { type: connection.type, url: connection.url, headers, redirect: 'error', fetch: answeringFetch() };
+}
+
+/**
+ * fetch for one server's transport. The SDK waits for a request's answer until the call's deadline
+ * (AGENTD_MCP_CALL_TIMEOUT_MS, two minutes by default) even once the event stream that was to
+ * carry it has ended, closed or cut off: so when one ends, an error answer is added at its end for
+ * each request it may have owed (the request of a Streamable HTTP POST; every request sent, for the
+ * stream of an `sse` server). An answer that already came makes its added one an answer to
+ * nothing, which the SDK drops.
+ */
+function answeringFetch(): typeof fetch {
+  const sent = new Set<string | number>();
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    const id = requestId(init);
+    if (id !== undefined) sent.add(id);
+    const body = response.body;
+    if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
+    const owed = () => (init?.method === 'POST' ? (id === undefined ? [] : [id]) : [...sent]);
+    const reader = body.getReader();
+    let cancelled = false;
+    const answered = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (!done) return controller.enqueue(value);
+        } catch {
+          // Cut off: told below, as an end is.
+        }
+        // Closed by the client itself: nobody reads on.
+        if (cancelled) return;
+        // The blank line ends an event the server broke off mid-way, so ours is read on its own.
+        const events = owed().map((owedId) => `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: owedId, error: { code: -32000, message: ENDED } })}\n\n`);
+        controller.enqueue(new TextEncoder().encode(`\n\n${events.join('')}`));
+        controller.close();
+      },
+      cancel: (reason) => {
+        cancelled = true;
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(answered, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+const ENDED = 'the server closed the connection before it answered';
+
+function requestId(init: RequestInit | undefined): string | number | undefined {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
+  try {
+    const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
+    return typeof message.method === 'string' && (typeof message.id === 'number' || typeof message.id === 'string') ? message.id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

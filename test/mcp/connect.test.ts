@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket, type AddressInfo } from 'node:net';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -139,6 +139,41 @@ describe('tools', () => {
       await expect(call).rejects.toThrow();
     } finally {
       await stuck.close();
+    }
+  });
+
+  it('a server that closes the connection before it answers a call fails the call at once, not at its deadline', async () => {
+    const tools = { result: { tools: [{ name: 'x', inputSchema: { type: 'object' } }] } };
+    const http = await startRawMcpServer((request, res) => {
+      if (request.method === 'tools/list') return tools;
+      // A progress note, then the stream ends without the call's answer.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}\n\n`);
+      return undefined;
+    });
+    // An `sse` server answers on its one event stream; this one ends it when a call comes.
+    let stream: ServerResponse | undefined;
+    const sse = await plainHttp((req, res) => {
+      if (req.method === 'GET') {
+        stream = res.writeHead(200, { 'content-type': 'text/event-stream' });
+        return void res.write('event: endpoint\ndata: /messages\n\n');
+      }
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += String(chunk)));
+      req.on('end', () => {
+        res.writeHead(202).end();
+        const message = JSON.parse(body) as { id?: number; method: string };
+        if (message.method === 'tools/call') return void stream!.end();
+        const result = message.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } } : tools.result;
+        if (message.id !== undefined) stream!.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result })}\n\n`);
+      });
+    });
+    try {
+      const mcp = await connect([server('h', http.url), server('s', `${sse.url}/sse`, { type: 'sse' })]);
+      await expect(run(mcp.tools, 'h__x', {})).rejects.toThrow('MCP server "h" could not run "x": the server closed the connection before it answered');
+      await expect(run(mcp.tools, 's__x', {})).rejects.toThrow('MCP server "s" could not run "x": the server closed the connection before it answered');
+    } finally {
+      await Promise.all([http.close(), sse.close()]);
     }
   });
 
