@@ -226,12 +226,18 @@ async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MC
 }
 
 /**
- * fetch for one server's transport. The SDK waits for a request's answer until the call's deadline
- * (AGENTD_MCP_CALL_TIMEOUT_MS, two minutes by default) even once the event stream that was to
- * carry it has ended, closed or cut off: so when one ends, an error answer is added at its end for
- * each request it may have owed (the request of a Streamable HTTP POST; every request sent, for the
- * stream of an `sse` server). An answer that already came makes its added one an answer to
- * nothing, which the SDK drops.
+ * fetch for one server's transport, for two things the SDK leaves open:
+ *
+ * - It waits for a request's answer until the call's deadline (AGENTD_MCP_CALL_TIMEOUT_MS, two
+ *   minutes by default) even once the event stream that was to carry it has ended, closed or cut
+ *   off: so when one ends, an error answer is added at its end for each request it may have owed
+ *   (the request of a Streamable HTTP POST; every request sent, for the stream of an `sse`
+ *   server). An answer that already came makes its added one an answer to nothing, which the SDK
+ *   drops.
+ * - It reads a message whole however large, before any cap on a tool's output applies: a server
+ *   sending gigabytes would fill the heap of a server every project shares. A message (a JSON
+ *   body, an event of a stream) past MCP_MAX_MESSAGE_BYTES ends its stream the same way, its
+ *   answer an error that says so.
  */
 function answeringFetch(): typeof fetch {
   const sent = new Set<string | number>();
@@ -240,23 +246,41 @@ function answeringFetch(): typeof fetch {
     const id = requestId(init);
     if (id !== undefined) sent.add(id);
     const body = response.body;
-    if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
+    if (!body) return response;
+    const events = response.headers.get('content-type')?.includes('text/event-stream') === true;
     const owed = () => (init?.method === 'POST' ? (id === undefined ? [] : [id]) : [...sent]);
     const reader = body.getReader();
     let cancelled = false;
+    /** Bytes of the message being read: since the last event's end, or of the whole body. */
+    let message = 0;
+    let before: number[] = [];
     const answered = new ReadableStream<Uint8Array>({
       async pull(controller) {
+        let why = ENDED;
         try {
           const { done, value } = await reader.read();
-          if (!done) return controller.enqueue(value);
+          if (!done) {
+            const end = events ? lastEventEnd(value, before) : -1;
+            message = end === -1 ? message + value.length : value.length - end;
+            before = [...before, ...value.subarray(-2)].slice(-2);
+            if (message <= MCP_MAX_MESSAGE_BYTES) return controller.enqueue(value);
+            why = TOO_LARGE;
+            void reader.cancel().catch(() => undefined);
+          }
         } catch {
           // Cut off: told below, as an end is.
         }
         // Closed by the client itself: nobody reads on.
         if (cancelled) return;
+        if (!events) {
+          // A JSON body cut short fails its parse; the reason goes with it.
+          if (why === TOO_LARGE) controller.error(new Error(why));
+          else controller.close();
+          return;
+        }
         // The blank line ends an event the server broke off mid-way, so ours is read on its own.
-        const events = owed().map((owedId) => `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: owedId, error: { code: -32000, message: ENDED } })}\n\n`);
-        controller.enqueue(new TextEncoder().encode(`\n\n${events.join('')}`));
+        const errors = owed().map((owedId) => `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: owedId, error: { code: -32000, message: why } })}\n\n`);
+        controller.enqueue(new TextEncoder().encode(`\n\n${errors.join('')}`));
         controller.close();
       },
       cancel: (reason) => {
@@ -266,6 +290,20 @@ function answeringFetch(): typeof fetch {
     });
     return new Response(answered, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+}
+
+/** Far above any tool listing or answer a model could use (its output is cut to MCP_MAX_OUTPUT_BYTES anyway). */
+export const MCP_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
+const TOO_LARGE = `the server sent a message of more than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`;
+
+/**
+ * Where the last event of `chunk` ends (just past its blank line), or -1 when none ends in it.
+ * `before` holds the last two bytes read before it: a blank line may begin in the chunk before.
+ */
+function lastEventEnd(chunk: Uint8Array, before: readonly number[]): number {
+  const at = (i: number) => (i >= 0 ? chunk[i] : before[before.length + i]);
+  for (let i = chunk.length - 1; i >= 0; i--) if (chunk[i] === 10 && (at(i - 1) === 10 || (at(i - 1) === 13 && at(i - 2) === 10))) return i + 1;
+  return -1;
 }
 
 const ENDED = 'the server closed the connection before it answered';

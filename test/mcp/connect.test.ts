@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ToolSet } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectMcpServers, MCP_MAX_TOOL_PAGES, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
+import { connectMcpServers, MCP_MAX_MESSAGE_BYTES, MCP_MAX_TOOL_PAGES, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
 import { defaultMcpTools, startMcpServer, startRawMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
@@ -174,6 +174,37 @@ describe('tools', () => {
       await expect(run(mcp.tools, 's__x', {})).rejects.toThrow('MCP server "s" could not run "x": the server closed the connection before it answered');
     } finally {
       await Promise.all([http.close(), sse.close()]);
+    }
+  });
+
+  it('an answer past MCP_MAX_MESSAGE_BYTES fails its call, as a JSON body and as an event, without reading it whole', async () => {
+    const tools = { result: { tools: [{ name: 'json', inputSchema: { type: 'object' } }, { name: 'event', inputSchema: { type: 'object' } }] } };
+    const sent = { json: 0, event: 0 };
+    const http = await startRawMcpServer(async (request, res) => {
+      if (request.method === 'tools/list') return tools;
+      const kind = (request.params as { name: 'json' | 'event' }).name;
+      const events = kind === 'event';
+      res.writeHead(200, { 'content-type': events ? 'text/event-stream' : 'application/json' });
+      // A small event first, which is no part of the large one; then one answer without end.
+      if (events) res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}\n\n`);
+      res.write(`${events ? 'event: message\ndata: ' : ''}{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":{"content":[{"type":"text","text":"`);
+      const piece = 'a'.repeat(1024 * 1024);
+      for (let i = 0; i < 64 && !res.destroyed; i++) {
+        sent[kind] += piece.length;
+        if (!res.write(piece)) await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+      }
+      res.end();
+      return undefined;
+    });
+    try {
+      const mcp = await connect([server('big', http.url)]);
+      const tooLarge = `MCP server "big" could not run`;
+      await expect(run(mcp.tools, 'big__json', {})).rejects.toThrow(new RegExp(`^${tooLarge} "json": .*the server sent a message of more than ${MCP_MAX_MESSAGE_BYTES / 1048576} MB`));
+      await expect(run(mcp.tools, 'big__event', {})).rejects.toThrow(`${tooLarge} "event": the server sent a message of more than ${MCP_MAX_MESSAGE_BYTES / 1048576} MB`);
+      // Given up soon after the limit, not read to the end of what the server had to send.
+      for (const bytes of Object.values(sent)) expect(bytes).toBeLessThan(2 * MCP_MAX_MESSAGE_BYTES);
+    } finally {
+      await http.close();
     }
   });
 
