@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { bootstrapFirstRun } from '../src/store/bootstrap.ts';
 import { openStore } from '../src/store/db.ts';
-import { memoryReadings, serveLoopStats, type Ready } from './shared.ts';
+import { heapSnapshot, memoryReadings, serveLoopStats, type Ready } from './shared.ts';
 
 // Without it the turns would go to the real OpenAI API.
 if (!process.env.OPENAI_BASE_URL) throw new Error('set OPENAI_BASE_URL to the fake model, e.g. http://127.0.0.1:PORT/v1');
@@ -45,9 +45,10 @@ async function stop(): Promise<void> {
   // Exiting normally (not by the signal) is what lets `--cpu-prof` write its profile.
   process.exit(0);
 }
-process.on('message', (msg: { type?: string }) => {
+process.on('message', (msg: { type?: string; file?: string }) => {
   if (msg.type === 'stop') void stop();
   else if (msg.type === 'memory') process.send?.({ type: 'memory', ...memoryReadings() });
+  else if (msg.type === 'snapshot') process.send?.(heapSnapshot(msg.file!));
 });
 
 process.once('SIGTERM', () => void stop());

@@ -2,7 +2,7 @@
  * The floors under bench/memory.ts's live streams, each a child process of its own with
  * --expose-gc, given MODEL_URL, STREAMS, FLOOR and API (`responses`, OpenAI's Responses API, or
  * `chat`, Chat Completions as agentd's `openai-compatible` provider calls it). It answers `memory`
- * with its readings, and:
+ * with its readings, `snapshot` with a heap snapshot into the file it names, and:
  *
  * - FLOOR=provider: the AI SDK's provider streaming answers from the same fake model over
  *   agentd's HTTP client, and nothing else (no server, no turn). `open` opens STREAMS streams at
@@ -16,7 +16,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import Fastify from 'fastify';
 import { keepAliveFetch } from '../src/keep-alive-fetch.ts';
-import { memoryReadings } from './shared.ts';
+import { heapSnapshot, memoryReadings } from './shared.ts';
 
 const streams = Number(process.env.STREAMS);
 const model =
@@ -32,7 +32,8 @@ async function open(): Promise<ReadableStreamDefaultReader> {
 }
 
 const held: ReadableStreamDefaultReader[] = [];
-process.on('message', async (msg: { type: 'memory' | 'open' }) => {
+process.on('message', async (msg: { type: 'memory' | 'open' | 'snapshot'; file?: string }) => {
+  if (msg.type === 'snapshot') return void process.send?.(heapSnapshot(msg.file!));
   if (msg.type === 'open') held.push(...(await Promise.all(Array.from({ length: streams }, open))));
   process.send?.(msg.type === 'memory' ? memoryReadings() : { opened: held.length });
 });

@@ -17,6 +17,12 @@
  * two floors for each API (bench/held-streams.ts), each holding as many streams from the same
  * model: the AI SDK's provider alone, and the provider's stream served by a bare Fastify, what any
  * server must hold for a client reading a model's answer as it comes.
+ *
+ * With BENCH_MEMORY_SNAPSHOTS=<folder>, each live-stream step and each floor also writes a heap
+ * snapshot before its streams open and one while they are held (`agentd-responses-before`,
+ * `agentd-responses-held`, `served-chat-before`…); `node bench/heap-diff.ts <before> <held>
+ * <streams>` says what each held stream added, object by object. Taking a snapshot holds memory
+ * of its own outside the heap: the RSS figures of such a run are not the bench's.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -29,6 +35,7 @@ const PAUSED = Number(process.env.BENCH_MEMORY_PAUSED ?? 2000);
 const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 500);
 const WARMUP = Number(process.env.BENCH_MEMORY_WARMUP ?? 500);
 const PACE_MS = 3000;
+const SNAPSHOTS = process.env.BENCH_MEMORY_SNAPSHOTS;
 
 const model = await startModelProcess(0);
 
@@ -94,18 +101,21 @@ async function floor(kind: 'provider' | 'served', api: Api, what: string): Promi
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`bench/held-streams.ts exited with ${code} before answering`))));
   const answer = <T>() => Promise.race([new Promise<T>((resolve) => child.once('message', (msg) => resolve(msg as T))), exited]);
-  const ask = <T>(type: string) => {
+  const ask = <T>(type: string, file?: string) => {
     const answered = answer<T>();
-    child.send({ type });
+    child.send({ type, file });
     return answered;
   };
+  const snapshot = (step: string) => (SNAPSHOTS ? ask(`snapshot`, path.join(SNAPSHOTS, `${kind}-${api}-${step}.heapsnapshot`)) : undefined);
   const { url } = await answer<{ url?: string }>();
   const serve = () => held(url ?? '', { 'content-type': 'application/json', accept: 'text/event-stream' }, '{}', 'data:');
   // The served floor's warm-up, as the server's turns were agentd's (the provider's does its own).
   if (url) for (let i = 0; i < 20; i++) (await serve()).body.destroy();
   const before = await ask<MemoryReadings>('memory');
+  await snapshot('before');
   const open = url ? await Promise.all(Array.from({ length: STREAMS }, serve)) : await ask('open');
   const after = await ask<MemoryReadings>('memory');
+  await snapshot('held');
   if (Array.isArray(open)) for (const res of open) res.body.destroy();
   child.kill();
   process.stderr.write('done\n');
@@ -136,8 +146,11 @@ await model.ask({ type: 'pace', ms: PACE_MS });
 /** STREAMS live SSE turns over `api` held at once: the readings with them open (before: `paused`, or the last such step's). */
 async function liveStreams(api: Api): Promise<MemoryReadings> {
   progress(`${STREAMS} live streams over ${API_NAMES[api]}`);
+  const snapshot = (step: string) => (SNAPSHOTS ? server.ask({ type: 'snapshot', file: path.join(SNAPSHOTS, `agentd-${api}-${step}.heapsnapshot`) }) : undefined);
+  await snapshot('before');
   const open = await Promise.all(Array.from({ length: STREAMS }, () => held(invokeUrl, { ...headers, accept: 'text/event-stream' }, body(undefined, [], 'allow', api), 'turn_start')));
   const readings = await memory();
+  await snapshot('held');
   process.stderr.write('done\n');
   for (const res of open) res.body.destroy();
   return readings;

@@ -1,5 +1,6 @@
 /** What bench/run.ts and its child processes agree on. No side effects: children import it too. */
 import { readFileSync } from 'node:fs';
+import v8 from 'node:v8';
 
 export const TOOL_ANSWER = 'The note is written.';
 /** What the tool turn's model asks the `write` tool to write. */
@@ -145,6 +146,12 @@ export interface MemoryReadings {
    * gives freed pages back to the system: what the process needs to hold.
    */
   compacted: Memory;
+}
+
+/** A heap snapshot of this process into `file`, taken after the collections a reading makes (bench/heap-diff.ts reads two). */
+export function heapSnapshot(file: string): { file: string } {
+  memoryReadings();
+  return { file: v8.writeHeapSnapshot(file) };
 }
 
 export function memoryReadings(): MemoryReadings {
