@@ -31,7 +31,7 @@ export class HarnessEngine {
     this.placement = placement;
   }
 
-  /** The template's turn on `harness`: refused now if the model is not one it calls, or it is not installed. */
+  /** The template's turn on `harness`: refused now if this server does not run it (AGENTD_HARNESSES), the model is not one it calls, or it is not installed. */
   for(harness: Harness, template: RunnableTemplate, connection: ProjectConnection | undefined, secrets: Record<string, string>): TurnEngine {
     offered(harness, this.config.harnesses);
     const endpoint = harnessEndpoint(template.llm, harness.providers, this.config, secrets, connection);
