@@ -59,9 +59,9 @@ export function resolveModel(
   const key = (name: string) => secrets[name] ?? env[name];
   switch (llm.provider) {
     case 'openai':
-      return openAIModel(providerKey(key('OPENAI_API_KEY'), 'OPENAI_API_KEY', env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
+      return openAIModel(providerKey('OPENAI_API_KEY', secrets, env, env.OPENAI_BASE_URL), env.OPENAI_BASE_URL || undefined, llm.model);
     case 'anthropic':
-      return anthropicModel(providerKey(key('ANTHROPIC_API_KEY'), 'ANTHROPIC_API_KEY', env.ANTHROPIC_BASE_URL), env.ANTHROPIC_BASE_URL, llm.model);
+      return anthropicModel(providerKey('ANTHROPIC_API_KEY', secrets, env, env.ANTHROPIC_BASE_URL), env.ANTHROPIC_BASE_URL, llm.model);
     case 'ollama':
       return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || OLLAMA_LOCAL), key('OLLAMA_API_KEY'), llm.model);
     case 'openai-compatible': {
@@ -116,7 +116,7 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
     throw new AppError('invalid-request', `this harness calls its model over the ${providers.join(' or ')} API: set ${WHERE}.provider to ${providers.map((p) => `"${p}"`).join(' or ')} (with a model of it), or use a connection of it`);
   }
   const env = config.env;
-  const key = (name: string, baseURL: string | undefined) => connection?.api_key ?? providerKey(own(secrets, name) ?? env[name], name, baseURL);
+  const key = (name: string, baseURL: string | undefined) => connection?.api_key ?? providerKey(name, secrets, env, baseURL);
   const model = llm.model;
   switch (provider) {
     case 'anthropic': {
@@ -319,10 +319,18 @@ export function serverKeys(config: Pick<Config, 'env' | 'openaiCompatible'>): Ar
  * The provider's key. The provider's own API needs one; a server of your own at a base URL may not
  * (a local model server often has no keys), so there a call without one goes without an auth header.
  */
-function providerKey(value: string | undefined, name: string, baseURL: string | undefined): string {
+function providerKey(name: string, secrets: Record<string, string>, env: Config['env'], baseURL: string | undefined): string {
+  const sent = own(secrets, name);
+  const value = sent ?? env[name];
   if (!value && baseURL) return '';
   if (!value) {
     throw new AppError('upstream-auth', `no API key for the model provider: set ${name} in the server's environment or pass it in the request's secrets.${name}`);
+  }
+  // The HTTP client cannot put such a value in a header and fails the call as if the provider's
+  // answer were unusable (a 502 blaming the provider); a copied placeholder ("sk-…") is the usual one.
+  if (!/^[\x21-\x7e]+$/.test(value)) {
+    if (sent !== undefined) throw new AppError('invalid-request', `secrets.${name} is not an API key: it holds a space or a character outside printable ASCII (a placeholder copied from an example?)`);
+    throw new AppError('upstream-auth', `${name} in the server's environment is not an API key: it holds a space or a character outside printable ASCII`);
   }
   return value;
 }

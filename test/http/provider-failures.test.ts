@@ -188,4 +188,20 @@ describe('no provider key', () => {
     expect(res.status).toBe(200);
     expect(keyless.model.requests.at(-1)!.headers.authorization).toBe('Bearer sk-from-request-1');
   });
+
+  it('a secret no header can carry (a copied "sk-…") is a 400 naming it, not a 502 blaming the provider', async () => {
+    keyless.model.reset();
+    await expectError(await keyless.invoke(turn({ secrets: { OPENAI_API_KEY: 'sk-…' } })), 400, 'invalid-request', 'secrets.OPENAI_API_KEY');
+    expect(keyless.model.requests).toHaveLength(0);
+  });
+
+  it("so is one in the server's environment (`OPENAI_API_KEY=sk-… npm start` as copied), as a key that does not work: 424", async () => {
+    const odd = await startHarness({ env: { OPENAI_API_KEY: 'sk-…' } });
+    try {
+      await expectError(await odd.invoke(turn()), 424, 'upstream-auth', "OPENAI_API_KEY in the server's environment");
+      expect(odd.model.requests).toHaveLength(0);
+    } finally {
+      await odd.close();
+    }
+  });
 });
