@@ -30,7 +30,13 @@ export const ConnectionCreate = z
       // Viewers read base_url back; a key belongs in api_key, which is sealed and never returned.
       .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), { message: 'base_url must not carry a user name or password; put the key in api_key' })
       .optional(),
-    api_key: z.string().min(1).max(4096).describe("The provider's API key: stored encrypted, never returned"),
+    api_key: z
+      .string()
+      .min(1)
+      .max(4096)
+      // An HTTP header cannot carry anything else: such a key would fail every call as the provider's fault.
+      .regex(/^[\x21-\x7E]+$/, { message: 'api_key must be the key itself, printable ASCII without spaces (a placeholder such as "sk-…" is not one)' })
+      .describe("The provider's API key: stored encrypted, never returned"),
     model: z.string().min(1).max(256).optional(),
   })
   // Such an endpoint has no default address: without one the connection could not be used.

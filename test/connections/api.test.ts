@@ -88,6 +88,8 @@ describe('connections API', () => {
       [{ slug: 'ok', provider: 'openai', base_url: 'https://me:pw@llm.example.com/v1', api_key: KEY }, /base_url must not carry a user name or password/],
       [{ slug: 'ok', provider: 'openai', api_key: '' }, /api_key/],
       [{ slug: 'ok', provider: 'openai', api_key: 'x'.repeat(4097) }, /api_key/],
+      [{ slug: 'ok', provider: 'openai', api_key: 'sk-…' }, /^api_key must be the key itself, printable ASCII without spaces .* at api_key$/],
+      [{ slug: 'ok', provider: 'openai', api_key: `${KEY} ` }, /api_key must be the key itself/],
       [{ slug: 'ok', provider: 'openai', api_key: KEY, extra: true }, /unknown key "extra"/],
       [{ slug: 'ok', provider: 'openai' }, /api_key/],
     ];
