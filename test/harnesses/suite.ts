@@ -370,6 +370,7 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       }
       // Still answerable where the harness runs.
       expect((await h.respond(outputs.pending_interaction.id, { approved: true })).status).toBe(200);
+      await waitFor(async () => (await h.store.interactions.get(h.projectId, outputs.pending_interaction.id))?.status === 'resolved', 'the continuation');
       await waitFor(async () => (await h.store.leases.get(h.projectId, session)) === undefined, 'the continuation to end');
       expect(await fileOf(session)).toBe('hi there');
     }, 60_000);
