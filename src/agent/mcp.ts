@@ -257,6 +257,7 @@ function answeringFetch(): typeof fetch {
     const answered = new ReadableStream<Uint8Array>({
       async pull(controller) {
         let why = ENDED;
+        let failure: unknown;
         try {
           const { done, value } = await reader.read();
           if (!done) {
@@ -265,17 +266,19 @@ function answeringFetch(): typeof fetch {
             before = [...before, ...value.subarray(-2)].slice(-2);
             if (message <= MCP_MAX_MESSAGE_BYTES) return controller.enqueue(value);
             why = TOO_LARGE;
+            failure = new Error(TOO_LARGE);
             void reader.cancel().catch(() => undefined);
           }
-        } catch {
-          // Cut off: told below, as an end is.
+        } catch (error) {
+          // Cut off: a stream is told below, as an end is.
+          failure = error;
         }
         // Closed by the client itself: nobody reads on.
         if (cancelled) return;
         if (!events) {
-          // A JSON body cut short fails its parse; the reason goes with it.
-          if (why === TOO_LARGE) controller.error(new Error(why));
-          else controller.close();
+          // A JSON body is read whole by the SDK: its failure, with its reason, is the call's.
+          if (failure === undefined) controller.close();
+          else controller.error(failure);
           return;
         }
         // The blank line ends an event the server broke off mid-way, so ours is read on its own.
