@@ -3,7 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import type { Config } from '../config.ts';
-import type { ProjectConnection } from '../contract/connections.ts';
+import { HEADER_VALUE, type ProjectConnection } from '../contract/connections.ts';
 import { DEMO_PROVIDER, PROVIDERS, type Provider } from '../contract/providers.ts';
 import { AppError } from '../errors.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
@@ -116,7 +116,7 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
     throw new AppError('invalid-request', `this harness calls its model over the ${providers.join(' or ')} API: set ${WHERE}.provider to ${providers.map((p) => `"${p}"`).join(' or ')} (with a model of it), or use a connection of it`);
   }
   const env = config.env;
-  const key = (name: string, baseURL: string | undefined) => connection?.api_key ?? providerKey(name, secrets, env, baseURL);
+  const key = (name: string, baseURL: string | undefined) => (connection ? connectionKey(connection) : providerKey(name, secrets, env, baseURL));
   const model = llm.model;
   switch (provider) {
     case 'anthropic': {
@@ -126,11 +126,11 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
     case 'openai':
       return { provider, baseUrl: (connection ? connection.base_url : env.OPENAI_BASE_URL) || OPENAI_PUBLIC, apiKey: key('OPENAI_API_KEY', env.OPENAI_BASE_URL), model };
     case 'ollama':
-      return { provider, baseUrl: withV1((connection ? connection.base_url : undefined) ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey: connection?.api_key ?? own(secrets, 'OLLAMA_API_KEY') ?? env.OLLAMA_API_KEY ?? '', model };
+      return { provider, baseUrl: withV1((connection ? connection.base_url : undefined) ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey: (connection ? connectionKey(connection) : undefined) ?? own(secrets, 'OLLAMA_API_KEY') ?? env.OLLAMA_API_KEY ?? '', model };
     case 'openai-compatible': {
       if (connection) {
         if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
-        return { provider, baseUrl: connection.base_url, apiKey: connection.api_key, model };
+        return { provider, baseUrl: connection.base_url, apiKey: connectionKey(connection), model };
       }
       const endpoint = compatibleEndpoint(llm, config);
       const apiKey = endpoint.api_key_env ? (own(secrets, endpoint.api_key_env) ?? env[endpoint.api_key_env] ?? '') : '';
@@ -145,7 +145,7 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
  * the project's key wherever the operator pointed the server's own traffic.
  */
 function connectionModel(connection: ProjectConnection, model: string, env: NodeJS.ProcessEnv): LanguageModelV4 {
-  const apiKey = connection.api_key;
+  const apiKey = connectionKey(connection);
   switch (connection.provider) {
     case 'openai':
       return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
@@ -328,11 +328,20 @@ function providerKey(name: string, secrets: Record<string, string>, env: Config[
   }
   // The HTTP client cannot put such a value in a header and fails the call as if the provider's
   // answer were unusable (a 502 blaming the provider); a copied placeholder ("sk-…") is the usual one.
-  if (!/^[\x21-\x7e]+$/.test(value)) {
+  if (!HEADER_VALUE.test(value)) {
     if (sent !== undefined) throw new AppError('invalid-request', `secrets.${name} is not an API key: it holds a space or a character outside printable ASCII (a placeholder copied from an example?)`);
     throw new AppError('upstream-auth', `${name} in the server's environment is not an API key: it holds a space or a character outside printable ASCII`);
   }
   return value;
+}
+
+/** A connection's key, which one stored before keys were held to what a header can carry may not be. */
+function connectionKey(connection: ProjectConnection): string {
+  if (HEADER_VALUE.test(connection.api_key)) return connection.api_key;
+  throw new AppError(
+    'upstream-auth',
+    `connection "${connection.slug}" holds an api_key no HTTP header can carry (a space or a character outside printable ASCII): delete it and create it again with the key itself`,
+  );
 }
 
 /**

@@ -16,6 +16,9 @@ export interface ProjectConnection {
   api_key: string;
 }
 
+/** What an HTTP header can carry, and so what an API key can be: printable ASCII without spaces. */
+export const HEADER_VALUE = /^[\x21-\x7E]+$/;
+
 export const ConnectionSlug = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'a slug is 1-63 lowercase letters, digits, "_" or "-", starting with a letter or digit' });
@@ -35,7 +38,7 @@ export const ConnectionCreate = z
       .min(1)
       .max(4096)
       // An HTTP header cannot carry anything else: such a key would fail every call as the provider's fault.
-      .regex(/^[\x21-\x7E]+$/, { message: 'api_key must be the key itself, printable ASCII without spaces (a placeholder such as "sk-…" is not one)' })
+      .regex(HEADER_VALUE, { message: 'api_key must be the key itself, printable ASCII without spaces (a placeholder such as "sk-…" is not one)' })
       .describe("The provider's API key: stored encrypted, never returned"),
     model: z.string().min(1).max(256).optional(),
   })

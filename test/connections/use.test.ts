@@ -153,6 +153,18 @@ describe('refusals', () => {
     await expectError(await run(agent({}, { llm: { connection: { mode: 'project', slug: 'local' } } })), 400, 'invalid-request', /no default model.*llm\.model/);
   });
 
+  it('a key stored before keys were held to what a header can carry is a 424 naming the connection, not a 502 blaming the provider', async () => {
+    // Written to the store as the API took it before: it refuses such a key now.
+    await h.store.connections.create(h.projectId, { slug: 'copied', provider: 'openai', base_url: upstream.url, api_key: 'sk-…', model: 'm' });
+    await expectError(
+      await run(agent({}, { llm: { connection: { mode: 'project', slug: 'copied' } } })),
+      424,
+      'upstream-auth',
+      'connection "copied" holds an api_key no HTTP header can carry (a space or a character outside printable ASCII): delete it and create it again with the key itself',
+    );
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('a deleted connection stops working', async () => {
     await okJson(await connectionsApi(h, 'POST', '', { as: admin, body: { slug: 'temp', provider: 'openai', base_url: upstream.url, api_key: 'sk-temp-key-123456', model: 'm' } }), 201);
     upstream.script({ text: 'ok' });
