@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { confine } from '../agent/tools/confine.ts';
+import { removeWritten } from '../agent/tools/files.ts';
 import type { Message } from '../contract/messages.ts';
 import { AppError, isAppError } from '../errors.ts';
 import type { Attachment } from '../stream/inbound-files.ts';
@@ -70,7 +70,7 @@ export async function deliverAttachments(folder: string, messages: readonly Mess
   checkAttachments(attachments, limits);
   const written: string[] = [];
   const hadFolder = await fs.lstat(path.join(folder, ATTACHMENTS_FOLDER)).then(() => true, () => false);
-  const undo = () => removeWritten(folder, written, !hadFolder);
+  const undo = () => removeWritten(folder, written, hadFolder ? [] : [ATTACHMENTS_FOLDER]);
   const lines = new Map<number, string[]>();
   try {
     for (const attachment of attachments) {
@@ -87,19 +87,6 @@ export async function deliverAttachments(folder: string, messages: readonly Mess
     return more ? { ...message, content: [message.content, ...more].filter((text) => text !== '').join('\n') } : message;
   });
   return { history, undo };
-}
-
-/** Best effort, under the same path checks: what is gone or no longer a file is left alone. */
-async function removeWritten(folder: string, written: readonly string[], folderToo: boolean): Promise<void> {
-  for (const userPath of written) {
-    try {
-      const target = confine(folder, userPath);
-      if ((await fs.lstat(target.path)).isFile()) await fs.unlink(target.path);
-    } catch {
-      // Nothing to undo there.
-    }
-  }
-  if (folderToo) await fs.rmdir(path.join(folder, ATTACHMENTS_FOLDER)).catch(() => undefined);
 }
 
 /** How many names with the hash a file tries before its request is refused (each taken by another file). */

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fileName } from '../../src/sessions/attachments.ts';
+import { deliverAttachments, fileName } from '../../src/sessions/attachments.ts';
 import { builtin, expectError, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -260,6 +260,20 @@ describe('attachments', () => {
     const res = await h.invoke({ session_id: other, data: { inputs: { messages: [userWith('u1', 'see', filePart('a.txt', 'text/plain', Buffer.from('a')))] }, parameters: { agent: withMcp } } }, { headers: VERCEL_JSON });
     await expectError(res, 424, 'mcp-unavailable');
     expect(await readdir(h.sessionDir(other))).toEqual([]);
+  });
+
+  it("a refused turn's undo removes the files it wrote, never one a link in their place points to", async () => {
+    const folder = await mkdtemp(path.join(os.tmpdir(), 'agentd-undo-'));
+    await writeFile(path.join(folder, 'kept.txt'), 'kept');
+    const file = { message: 0, at: 'data.inputs.messages[0].content[1]', mediaType: 'text/plain', filename: 'a.txt', bytes: Buffer.from('a') };
+    const delivered = await deliverAttachments(folder, [{ role: 'user', content: 'see' }], [file, { ...file, filename: 'b.txt' }], { maxUploadBytes: MAX_UPLOAD, maxAttachments: MAX_ATTACHMENTS });
+    // Between the write and the undo, a.txt became a link to a file that was there before.
+    await rm(path.join(folder, 'attachments', 'a.txt'));
+    await symlink(path.join(folder, 'kept.txt'), path.join(folder, 'attachments', 'a.txt'));
+    await delivered.undo();
+    expect(await readFile(path.join(folder, 'kept.txt'), 'utf8')).toBe('kept');
+    expect(await readdir(path.join(folder, 'attachments'))).toEqual(['a.txt']);
+    await rm(folder, { recursive: true });
   });
 
   it('a long name is cut to 200 bytes, its extension kept', () => {

@@ -158,6 +158,32 @@ export async function writeInside(root: string, userPath: string, content: strin
   return { real: target.path, realRoot: target.realRoot, bytes: await writeRegularFile(target.realRoot, target.path, userPath, content) };
 }
 
+/**
+ * Takes back what was written into `root` for a turn that did not start: each of `files`, then
+ * each of `folders` (made for them) once empty, deepest first. Under the same path checks as the
+ * writes, and best effort: what is gone, is no longer a file, or is reached through a link is left
+ * alone, and so is a folder that something else was put into meanwhile.
+ */
+export async function removeWritten(root: string, files: readonly string[], folders: readonly string[] = []): Promise<void> {
+  for (const userPath of files) await takeBack(root, userPath, removeFile);
+  const deepestFirst = [...folders].sort((a, b) => b.split('/').length - a.split('/').length);
+  for (const userPath of deepestFirst) await takeBack(root, userPath, (at) => fs.rmdir(at));
+}
+
+async function removeFile(at: string): Promise<void> {
+  if ((await fs.lstat(at)).isFile()) await fs.unlink(at);
+}
+
+async function takeBack(root: string, userPath: string, remove: (at: string) => Promise<void>): Promise<void> {
+  try {
+    const target = confine(root, userPath);
+    // Only the entry that was written, not what a link put in its place points to.
+    if (target.exists && target.path === path.join(target.realRoot, userPath)) await remove(target.path);
+  } catch {
+    // Nothing to take back there.
+  }
+}
+
 export function fileError(error: unknown, userPath: string): unknown {
   const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
   switch (code) {
