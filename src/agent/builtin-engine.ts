@@ -51,8 +51,10 @@ export class BuiltinEngine {
    */
   for(template: RunnableTemplate, connection: ProjectConnection | undefined, secrets: Record<string, string>): TurnEngine {
     const model = resolveModel(template.llm, this.config, secrets, connection);
-    const prepare = async ({ workdir, credentials }: EngineSetup): Promise<PreparedTurn> => {
-      const mcp = await this.connect(template, secrets, credentials, workdir);
+    // Stdio MCP servers run in the session folder; nothing else of this loop needs it before its first tool.
+    const stdio = template.mcps.some((server) => server.connection.type === 'stdio');
+    const prepare = async ({ workdir, makeFolder, credentials }: EngineSetup): Promise<PreparedTurn> => {
+      const mcp = await this.connect(template, secrets, credentials, stdio ? await makeFolder() : workdir);
       return {
         start: (input, signal) => {
           // MCP tools hold their connections here, so a turn that has them runs on this thread.
@@ -67,8 +69,7 @@ export class BuiltinEngine {
         },
       };
     };
-    // Stdio MCP servers run in the session folder.
-    return { kind: 'agentd', template, needsFolder: template.mcps.length > 0, skillsDir: undefined, prepare };
+    return { kind: 'agentd', template, needsFolder: false, skillsDir: undefined, prepare };
   }
 
   /**

@@ -15,7 +15,7 @@ export interface TurnEngine {
   readonly kind: string;
   /** The template with its project connection settled in: what the turn runs. */
   readonly template: RunnableTemplate;
-  /** Whether the session folder must exist before the turn is prepared: something runs in it from the start. */
+  /** Whether the session folder must be there when the turn starts: something runs in it from the start (a harness). */
   readonly needsFolder: boolean;
   /** Where the template's skills go in the session folder; undefined for agentd's own place. */
   readonly skillsDir: string | undefined;
@@ -28,8 +28,10 @@ export interface TurnEngine {
 
 /** What preparing a turn needs from the session it runs in. */
 export interface EngineSetup {
-  /** The session folder. */
+  /** The session folder, which may not be there yet. */
   workdir: string;
+  /** Makes the session folder, for what runs in it while the turn is prepared (a stdio MCP server). */
+  makeFolder(): Promise<string>;
   /** Where an engine keeps its own state for the session (a harness's sessions and settings), outside the session folder. */
   stateDir: string;
   /** The request's `credentials`, for MCP servers that forward them. */

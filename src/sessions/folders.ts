@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -25,6 +25,41 @@ export async function ensureSessionFolder(dataDir: string, projectId: string, se
   const folder = sessionFolder(dataDir, projectId, sessionId);
   await mkdir(folder, { recursive: true });
   return folder;
+}
+
+/**
+ * A session folder as a turn's setup uses it: made only when something needs it, and given back
+ * as it was found when the turn is refused before it starts. Each writer registers how to take
+ * back what it wrote; a folder this request made is then removed, with `rmdir`, which spares it
+ * if another request (an upload) put something there meanwhile.
+ */
+export class FolderSetup {
+  readonly path: string;
+  /** Whether this request made the folder; undefined until something asked for it. */
+  private made: boolean | undefined;
+  private readonly undos: Array<() => Promise<void>> = [];
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /** The folder, made now if it is not there. */
+  async make(): Promise<string> {
+    // mkdir answers the first folder it made: none when the session's was there already.
+    this.made ??= (await mkdir(this.path, { recursive: true })) !== undefined;
+    return this.path;
+  }
+
+  /** How to take back something the setup wrote into the folder. */
+  wrote(undo: () => Promise<void>): void {
+    this.undos.push(undo);
+  }
+
+  /** Takes back what the setup wrote, last first, then the folder if this request made it. */
+  async undo(): Promise<void> {
+    for (const undo of this.undos.reverse()) await undo();
+    if (this.made) await rmdir(this.path).catch(() => undefined);
+  }
 }
 
 /** How the folders of deleted sessions waiting to be removed are named in each tree; no project id (a UUID) begins so. */

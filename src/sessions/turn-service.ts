@@ -20,7 +20,7 @@ import type { Tracing } from '../telemetry/tracing.ts';
 import { startSpan } from '../telemetry/trace-context.ts';
 import { requestAttributes, TurnSpan } from '../telemetry/turn-span.ts';
 import { deliverAttachments } from './attachments.ts';
-import { ensureSessionFolder, harnessStateFolder, sessionFolder } from './folders.ts';
+import { FolderSetup, harnessStateFolder, sessionFolder } from './folders.ts';
 import { TurnEngines } from './turn-engines.ts';
 import { installSkills } from '../agent/skills.ts';
 import type { EffectiveTemplate } from '../agent/template.ts';
@@ -316,17 +316,10 @@ export class TurnService {
     const engine = this.engines.for(plan.template, connection, secrets);
     const { template } = engine;
 
-    // Made here only for what needs it before the turn; tools make it when they first run.
     const attachments = plan.attachments ?? [];
-    const workdir =
-      engine.needsFolder || template.skills.length || attachments.length
-        ? await ensureSessionFolder(config.dataDir, projectId, sessionId)
-        : sessionFolder(config.dataDir, projectId, sessionId);
-    const skills = await installSkills(workdir, template.skills, engine.skillsDir);
-    // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
-    // Undone if the turn is refused before it starts (an unreachable MCP server, a late answer, a busy harness pool).
-    const delivered = attachments.length ? await deliverAttachments(workdir, answers.history, attachments, config) : undefined;
-    const history = delivered?.history ?? answers.history;
+    // Made only for what needs it before the turn (tools make it when they first run), and given
+    // back as it was found if the turn is refused before it starts.
+    const folder = new FolderSetup(sessionFolder(config.dataDir, projectId, sessionId));
     const trace = startSpan(plan.traceparent);
     const secretValues = [...this.serverSecrets, ...Object.values(secrets), plan.credentials, connection?.api_key];
     const redact = makeRedactor(secretValues);
@@ -343,17 +336,31 @@ export class TurnService {
       started_at: new Date().toISOString(),
     };
     let prepared: PreparedTurn | undefined;
+    let skills: string | undefined;
+    let history: Message[];
     try {
-      // Before any answer is claimed: what refuses the turn here (an unreachable MCP server, a busy
-      // harness pool) consumes none of the caller's decisions. What it takes is held to the turn's
-      // end, and given back below if the turn is refused before it starts.
+      // Before any answer is claimed, and before anything is written into the folder: what refuses
+      // the turn here (an unreachable MCP server, a busy harness pool) consumes none of the caller's
+      // decisions and leaves no files. What it takes is held to the turn's end, and given back
+      // below if the turn is refused before it starts.
       prepared = await engine.prepare({
-        workdir,
+        workdir: folder.path,
+        makeFolder: () => folder.make(),
         stateDir: harnessStateFolder(config.dataDir, projectId, sessionId),
         credentials: plan.credentials,
         privateSession: plan.privateSession === true,
         lastWords: () => this.lastWords(projectId, sessionId),
       });
+      if (engine.needsFolder || template.skills.length || attachments.length) await folder.make();
+      // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
+      const delivered = attachments.length ? await deliverAttachments(folder.path, answers.history, attachments, config) : undefined;
+      if (delivered) folder.wrote(delivered.undo);
+      history = delivered?.history ?? answers.history;
+      // Last of what is written: an earlier turn's skills are replaced, not kept aside, and only an
+      // answer given meanwhile through the API (the claim below) refuses the turn after them.
+      const installed = await installSkills(folder.path, template.skills, engine.skillsDir);
+      folder.wrote(installed.undo);
+      skills = installed.notes;
       // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
       const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
       if (!plan.privateSession) {
@@ -367,7 +374,7 @@ export class TurnService {
       }
     } catch (error) {
       await prepared?.release();
-      await delivered?.undo();
+      await folder.undo();
       throw error;
     }
 
