@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4GenerateResult, type LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4GenerateResult, type LanguageModelV4StreamPart, type SharedV4ProviderMetadata } from '@ai-sdk/provider';
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
 import { AppError } from '../errors.ts';
 import { isJsonType } from '../media-types.ts';
@@ -144,28 +144,55 @@ function retryAfterMs(error: unknown): number | undefined {
   return wait >= 0 && wait < 60_000 ? wait : undefined;
 }
 
-/** A non-streaming call's content as the parts a stream of it would have had. */
+/** The provider's id of the output item a part belongs to, when it names one (the Responses API's `itemId`). */
+function itemIdOf(metadata: SharedV4ProviderMetadata | undefined): string | undefined {
+  for (const entry of Object.values(metadata ?? {})) {
+    const itemId = entry?.itemId;
+    if (typeof itemId === 'string') return itemId;
+  }
+  return undefined;
+}
+
+/**
+ * A non-streaming call's content as the parts a stream of it would have had. A stream tells the
+ * text parts of one output item (a Responses API message of several parts, a refusal among them)
+ * as one text, so they are one text here too: the same answer reads the same in a JSON reply.
+ */
 function* contentParts(result: LanguageModelV4GenerateResult): Generator<LanguageModelV4StreamPart> {
+  let text: { id: string; itemId: string | undefined; providerMetadata: SharedV4ProviderMetadata | undefined } | undefined;
+  function* endText(): Generator<LanguageModelV4StreamPart> {
+    if (text) yield { type: 'text-end', id: text.id, ...(text.providerMetadata ? { providerMetadata: text.providerMetadata } : {}) };
+    text = undefined;
+  }
   for (const [at, part] of result.content.entries()) {
     const id = `g${at}`;
     const providerMetadata = 'providerMetadata' in part ? part.providerMetadata : undefined;
     switch (part.type) {
-      case 'text':
-        yield { type: 'text-start', id };
-        yield { type: 'text-delta', id, delta: part.text };
-        yield { type: 'text-end', id, ...(providerMetadata ? { providerMetadata } : {}) };
+      case 'text': {
+        const itemId = itemIdOf(providerMetadata);
+        if (!text || itemId === undefined || text.itemId !== itemId) {
+          yield* endText();
+          text = { id, itemId, providerMetadata };
+          yield { type: 'text-start', id };
+        }
+        text.providerMetadata = providerMetadata;
+        yield { type: 'text-delta', id: text.id, delta: part.text };
         break;
+      }
       case 'reasoning':
+        yield* endText();
         yield { type: 'reasoning-start', id };
         yield { type: 'reasoning-delta', id, delta: part.text };
         yield { type: 'reasoning-end', id, ...(providerMetadata ? { providerMetadata } : {}) };
         break;
       case 'tool-call':
+        yield* endText();
         yield part;
         break;
       default:
         break;
     }
   }
+  yield* endText();
   yield { type: 'finish', usage: result.usage, finishReason: result.finishReason, ...(result.providerMetadata ? { providerMetadata: result.providerMetadata } : {}) };
 }

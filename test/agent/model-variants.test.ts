@@ -661,6 +661,25 @@ const byUnit = (t: string) => t.split('');
 const pieces = (t: string, size: number) => t.match(new RegExp(`[^]{1,${size}}`, 'gu')) ?? [];
 
 describe('the Responses API', () => {
+  it('several output items in one answer: reasoning with and without a summary, two messages (one of two parts), a refusal', async () => {
+    await expectTurn(
+      'responses',
+      {
+        responses: {
+          items: [
+            { type: 'reasoning', id: 'rs_1', summary: ['Plan: ', 'write the file.'] },
+            { type: 'reasoning', id: 'rs_2', summary: [], encrypted: 'enc-xyz' },
+            { type: 'message', id: 'msg_1', parts: [{ text: 'First.' }] },
+            { type: 'message', id: 'msg_2', parts: [{ text: 'Part one. ' }, { text: 'Part two.' }] },
+            { type: 'message', id: 'msg_3', parts: [{ refusal: "I can't help with that." }] },
+          ],
+        },
+      },
+      // A message's parts are one text, as the stream tells them; a refusal is the model's answer.
+      { texts: ['First.', 'Part one. Part two.', "I can't help with that."], thoughts: ['Plan: ', 'write the file.', ''], stop: 'end_turn' },
+    );
+  });
+
   it('a call with empty arguments ("") and one with "{}", in parallel: each runs on {}, and goes back to the model as "{}"', async () => {
     const model = await expectTurn(
       'responses',
