@@ -53,6 +53,7 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
   const retried = retrying(settings.maxRetries, options.abortSignal);
   // Each attempt has the whole AGENTD_MODEL_TIMEOUT_MS; the waits between attempts do not count.
   const attempt = <T>(call: (abortSignal: AbortSignal) => PromiseLike<T>) => retried(() => watched(settings.timeoutMs, options.abortSignal, call));
+  const host = hostOf(endpoint.split(' ')[0]!);
   const generate = async function* (answered?: () => void) {
     const { value, watch } = await attempt((abortSignal) => model.doGenerate({ ...options, abortSignal }));
     watch.stop();
@@ -87,13 +88,15 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     watch.stop();
     // The SDK would read an HTML page as an event stream with no events: an empty answer.
     await result.stream.cancel().catch(() => {});
-    throw new AppError('upstream-error', `the model provider at ${hostOf(endpoint.split(' ')[0]!)} answered with an HTML page (${type!.split(';')[0]!.trim()}) instead of an event stream; check the provider's base URL`);
+    throw new AppError('upstream-error', `the model provider at ${host} answered with an HTML page (${type!.split(';')[0]!.trim()}) instead of an event stream; check the provider's base URL`);
   }
   // Read here rather than through a transform stream of the watchdog's: a stream that goes quiet
   // is cancelled, and said to have timed out.
   const reader = result.stream.getReader();
   watch.onExpire(() => void reader.cancel().catch(() => {}));
+  const brokeOff = () => new AppError('upstream-error', `the model provider's answer broke off: its stream ended before the event that completes it (at ${host})`);
   let done = false;
+  let finished = false;
   try {
     watch.restart();
     while (!done) {
@@ -104,13 +107,16 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
       done = read.done;
       if (read.done) break;
       watch.restart();
+      const part = read.value;
       // The providers' word for a stream that closed before the event that completes an answer
       // (a dropped connection, a proxy's cut): what came is kept, and the turn fails as broken off.
-      if (read.value.type === 'finish' && read.value.finishReason.unified === 'interrupted') {
-        throw new AppError('upstream-error', `the model provider's answer broke off: its stream ended before the event that completes it (at ${hostOf(endpoint.split(' ')[0]!)})`);
-      }
-      yield read.value;
+      if (part.type === 'finish' && part.finishReason.unified === 'interrupted') throw brokeOff();
+      yield part;
+      if (part.type === 'finish') finished = true;
     }
+    // Anthropic's provider says nothing of a stream that closed before anything was said (after
+    // `message_start`, or with no event at all): without a finish it is no answer, not an empty one.
+    if (!finished) throw brokeOff();
   } finally {
     watch.stop();
     // The turn stopped reading (it failed, or was aborted): the rest of the answer is not wanted.

@@ -653,6 +653,19 @@ async function expectTurn(route: Route, s: Scenario, want: Outcome, formats: For
   return model;
 }
 
+/** Runs the scenario in every format (or those given): each fails alike, and the turn is stored failed. */
+async function expectFailure(route: Route, s: Scenario, want: { status: number; type: string; message: RegExp }, formats: Format[] = ALL): Promise<void> {
+  const all = await runEverywhere(route, scenario(s), formats);
+  for (const [format, got] of Object.entries(all)) {
+    const message = expect.stringMatching(want.message);
+    // Once the Vercel stream has begun, its error chunk carries the message alone.
+    const error = format === 'vercel-sse' && got.error?.status === undefined ? { message } : { status: want.status, type: want.type, message };
+    expect({ format, error: got.error }).toEqual({ format, error });
+    const [record] = await h.store.turns.listForSession(h.projectId, got.session, { limit: 1 });
+    expect({ format, status: record?.status, type: (record?.error as { type?: string } | null)?.type }).toEqual({ format, status: 'failed', type: want.type });
+  }
+}
+
 const TRICKY = 'Hé "quoted" \\ back\\slash\n😀 你好 — tab\t end';
 const wrote = (content: string, file: string) => `wrote ${Buffer.byteLength(content)} bytes to ${file}`;
 const writeArgs = (file: string, content: string) => JSON.stringify({ path: file, content });
@@ -969,6 +982,13 @@ describe('Anthropic Messages', () => {
   it('usage with cache reads and writes: all of it is input', async () => {
     const usage = { input_tokens: 10, cache_read_input_tokens: 70, cache_creation_input_tokens: 20, output_tokens: 4 };
     await expectTurn('anthropic', { anthropic: { stop: 'end_turn', usage, blocks: [{ type: 'text', text: 'Cached.' }] } }, { texts: ['Cached.'], stop: 'end_turn', usage: { input: 100, output: 4, total: 104 } });
+  });
+
+  it.each([
+    ['after message_start', 1],
+    ['before any event', 0],
+  ])('a stream that ends %s, before anything was said: an answer broken off, not an empty one', async (_, cutAfter) => {
+    await expectFailure('anthropic', { anthropic: { stop: 'end_turn', blocks: [{ type: 'text', text: 'never sent' }], sse: { cutAfter } } }, { status: 502, type: 'upstream-error', message: /broke off/ }, STREAMS);
   });
 
 });
