@@ -82,6 +82,20 @@ function instructionsFor(input: TurnInput, system: string[]): string {
 type AssistantPart = Extract<LanguageModelV4Message, { role: 'assistant' }>['content'][number];
 type ToolPart = Extract<LanguageModelV4Message, { role: 'tool' }>['content'][number];
 
+/** A text or reasoning part of a step's answer, as it streams. */
+interface OpenPart {
+  /** The turn's id for it, as its events carry it. */
+  id: string;
+  kind: 'text' | 'reasoning';
+  part: Extract<AssistantPart, { type: 'text' | 'reasoning' }>;
+  ended: boolean;
+}
+
+function ended(entry: OpenPart): AgentEvent {
+  entry.ended = true;
+  return { type: entry.kind === 'text' ? 'message_end' : 'thought_end', data: { id: entry.id } };
+}
+
 /** A call of a step and what becomes of it. */
 interface StepCall {
   call: ParsedCall;
@@ -219,23 +233,24 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
       untold = stepCalls;
       // Text and reasoning as they stream, keyed by kind and the provider's id; the message ids are
       // the turn's own, fresh for every part, since providers reuse theirs from step to step.
-      const open = new Map<string, { id: string; part: Extract<AssistantPart, { type: 'text' | 'reasoning' }> }>();
-      const opened = (kind: 'text' | 'reasoning', key: string) => {
-        let entry = open.get(key);
-        const fresh = !entry;
-        if (!entry) {
-          entry = { id: `${input.turnId}-m${++textCount}`, part: { type: kind, text: '' } };
-          open.set(key, entry);
-          assistant.push(entry.part);
-        }
-        return { entry, fresh };
+      const open = new Map<string, OpenPart>();
+      const opened = (kind: OpenPart['kind'], key: string) => {
+        const known = open.get(key);
+        if (known && !known.ended) return { entry: known, fresh: false };
+        // A delta after its part ended (or with no start) begins another part.
+        const entry: OpenPart = { id: `${input.turnId}-m${++textCount}`, kind, part: { type: kind, text: '' }, ended: false };
+        open.set(key, entry);
+        assistant.push(entry.part);
+        return { entry, fresh: true };
       };
       for await (const part of modelCall(input.model, options, settings)) {
         switch (part.type) {
           case 'text-start':
           case 'reasoning-start': {
             const kind = part.type === 'text-start' ? 'text' : 'reasoning';
-            open.delete(`${kind}:${part.id}`);
+            const before = open.get(`${kind}:${part.id}`);
+            // A part started again while still open is another part: the first one ends here.
+            if (before && !before.ended) yield ended(before);
             const { entry } = opened(kind, `${kind}:${part.id}`);
             if (part.providerMetadata) entry.part.providerOptions = part.providerMetadata;
             yield { type: kind === 'text' ? 'message_start' : 'thought_start', data: { id: entry.id } };
@@ -255,9 +270,9 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
           case 'reasoning-end': {
             const kind = part.type === 'text-end' ? 'text' : 'reasoning';
             const entry = open.get(`${kind}:${part.id}`);
-            if (!entry) break;
+            if (!entry || entry.ended) break;
             if (part.providerMetadata) entry.part.providerOptions = part.providerMetadata;
-            yield { type: kind === 'text' ? 'message_end' : 'thought_end', data: { id: entry.id } };
+            yield ended(entry);
             break;
           }
           case 'tool-call': {
@@ -294,6 +309,10 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<AgentEvent, voi
             break;
         }
       }
+
+      // A server that never ends a part (a Responses server that sends its text deltas and no
+      // item events) leaves it open: it ends with the answer, so every start has its end.
+      for (const entry of open.values()) if (!entry.ended) yield ended(entry);
 
       untold = [];
       const content = yield* told(stepCalls);

@@ -766,6 +766,25 @@ describe('the Responses API', () => {
     );
   });
 
+  it('text deltas with no item events around them: one message, whole and ended on every stream', async () => {
+    // A text's tail that could begin a secret is held back until its end: an end that never came
+    // lost the final "." here.
+    const secrets = { HELD_TOKEN: '.-a-secret-the-answer-never-holds' };
+    const model = await expectTurn(
+      'responses',
+      { responses: { bare: true, deltas: (t) => pieces(t, 5), items: [{ type: 'message', id: 'msg_1', parts: [{ text: 'Bare deltas, nothing else.' }] }] } },
+      { texts: ['Bare deltas, nothing else.'], stop: 'end_turn' },
+      ALL,
+      { secrets },
+    );
+    const res = await h.invoke(invokeBody([{ role: 'user', content: 'go' }], { llm: ROUTES.responses.llm(model), tools: TOOLS }, { secrets }), { headers: FORMATS.sse });
+    const { frames } = await readFrames(res);
+    const ids = (type: string) => frames.filter((f) => f.type === type).map((f) => f.data.id as string);
+    expect(ids('message_start')).toHaveLength(1);
+    expect(ids('message_end')).toEqual(ids('message_start'));
+    expect(frames.findIndex((f) => f.type === 'message_end')).toBeLessThan(frames.findIndex((f) => f.type === 'done'));
+  });
+
   it('usage missing: zeros, alike in every format', async () => {
     await expectTurn('responses', { responses: { items: [{ type: 'message', id: 'msg_1', parts: [{ text: 'No usage.' }] }], end: {} } }, { texts: ['No usage.'], stop: 'end_turn', usage: { input: 0, output: 0, total: 0 } });
   });
