@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4GenerateResult, type LanguageModelV4StreamPart, type SharedV4ProviderMetadata } from '@ai-sdk/provider';
+import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4FinishReason, type LanguageModelV4GenerateResult, type LanguageModelV4StreamPart, type SharedV4ProviderMetadata } from '@ai-sdk/provider';
 import { retryWithExponentialBackoff, type RetryFunction } from '@ai-sdk/provider-utils';
 import { AppError } from '../errors.ts';
 import { isJsonType } from '../media-types.ts';
@@ -59,6 +59,8 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     watch.stop();
     answered?.();
     yield* contentParts(value);
+    const stopped = filteredAnswer(value.finishReason, host);
+    if (stopped) throw stopped;
   };
   if (neverStreams.has(endpoint)) return yield* generate();
   if (!settings.streaming && !streamOnly.has(endpoint)) {
@@ -112,7 +114,10 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
       // (a dropped connection, a proxy's cut): what came is kept, and the turn fails as broken off.
       if (part.type === 'finish' && part.finishReason.unified === 'interrupted') throw brokeOff();
       yield part;
-      if (part.type === 'finish') finished = true;
+      if (part.type !== 'finish') continue;
+      finished = true;
+      const stopped = filteredAnswer(part.finishReason, host);
+      if (stopped) throw stopped;
     }
     // Anthropic's provider says nothing of a stream that closed before anything was said (after
     // `message_start`, or with no event at all): without a finish it is no answer, not an empty one.
@@ -122,6 +127,17 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     // The turn stopped reading (it failed, or was aborted): the rest of the answer is not wanted.
     if (!done) await reader.cancel().catch(() => {});
   }
+}
+
+/**
+ * An answer the provider's content filter stopped (`finish_reason: "content_filter"` in Chat
+ * Completions, `incomplete_details.reason` in the Responses API): what came before it is no whole
+ * answer, and asked again it is likely stopped again. A model's refusal (a `refusal` part or field,
+ * Anthropic's `refusal` stop) is its answer, and ends the turn as any answer does.
+ */
+function filteredAnswer(finishReason: LanguageModelV4FinishReason, host: string): AppError | undefined {
+  if (finishReason.raw !== 'content_filter') return undefined;
+  return new AppError('upstream-rejected', `the model provider at ${host} stopped the answer with its content filter (finish reason "content_filter")`);
 }
 
 /**

@@ -766,6 +766,14 @@ describe('the Responses API', () => {
     );
   });
 
+  it('incomplete by the content filter: a clear error, not a reply cut short that reads as whole', async () => {
+    await expectFailure(
+      'responses',
+      { responses: { items: [{ type: 'message', id: 'msg_1', parts: [{ text: 'Here is how to' }] }], end: { incomplete: 'content_filter', usage: USAGE } } },
+      { status: 502, type: 'upstream-rejected', message: /content filter/ },
+    );
+  });
+
   it('text deltas with no item events around them: one message, whole and ended on every stream', async () => {
     // A text's tail that could begin a secret is held back until its end: an end that never came
     // lost the final "." here.
@@ -916,6 +924,13 @@ describe.each(['compatible', 'openai-chat'] as const)('Chat Completions (%s)', (
 
   it('finish_reason "length": what came, and the turn says max_tokens', async () => {
     await expectTurn(route, { chat: { content: 'Cut short', finish: 'length', usage: CHAT_USAGE } }, { texts: ['Cut short'], stop: 'max_tokens' });
+  });
+
+  it.each([
+    ['after some text', 'Here is how to'],
+    ['with no text at all', null],
+  ])('finish_reason "content_filter" %s: a clear error, not a reply that reads as whole', async (_, content) => {
+    await expectFailure(route, { chat: { content, finish: 'content_filter', usage: CHAT_USAGE } }, { status: 502, type: 'upstream-rejected', message: /content filter/ });
   });
 
   it("a refusal (OpenAI's `refusal` beside a null content) is the model's answer", async () => {
