@@ -1,4 +1,4 @@
-import { APICallError } from '@ai-sdk/provider';
+import { APICallError, JSONParseError, TypeValidationError } from '@ai-sdk/provider';
 import { AppError, isAppError } from '../errors.ts';
 
 export function hostOf(url: string): string {
@@ -37,6 +37,34 @@ function reasonOf(error: APICallError): string {
   return type ? `no reason given, only a ${type} page` : 'no reason given';
 }
 
+/** A long message from a provider's SDK, cut to what a line of an error can hold. */
+function clip(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function pathText(path: ReadonlyArray<PropertyKey>): string {
+  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i > 0 ? '.' : ''}${String(key)}`)).join('');
+}
+
+/**
+ * What a provider's SDK could not read in an answer, in a line: where its first problem is, the
+ * value there and what was wrong, or the JSON parser's complaint. The SDK's own message says
+ * "Invalid JSON response" of valid JSON whose shape it does not know, or dumps the whole answer.
+ */
+function unreadable(error: unknown): string | undefined {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (JSONParseError.isInstance(e)) return `not JSON (${e.cause instanceof Error ? e.cause.message : e.message})`;
+    if (!TypeValidationError.isInstance(e)) continue;
+    const issue = (e.cause as { issues?: Array<{ path: PropertyKey[]; message: string }> } | undefined)?.issues?.[0];
+    if (!issue) return clip(e.message);
+    let value: unknown = e.value;
+    for (const key of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[key];
+    const shown = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? ` (${clip(JSON.stringify(value), 80)})` : '';
+    return `${issue.path.length ? `at ${pathText(issue.path)}` : 'the value'}${shown}: ${clip(issue.message)}`;
+  }
+  return undefined;
+}
+
 /**
  * Maps what a provider call can throw to a status the caller can act on: bad upstream credentials
  * are the operator's to fix (424), rate limits pass through with their retry-after (429), a dead or
@@ -64,6 +92,10 @@ export function toModelError(error: unknown): AppError {
     if (status === 408 || status === 504) {
       return new AppError('upstream-timeout', `the model provider at ${where} timed out (HTTP ${status})`, { cause: error });
     }
+    // An answer came (HTTP 200) that the provider's SDK could not read.
+    if (status !== undefined && status < 300) {
+      return new AppError('upstream-error', `the model provider at ${where} answered (HTTP ${status}) with a response that could not be read: ${unreadable(error) ?? error.message}`, { cause: error });
+    }
     // Any other 4xx refuses the request itself (too long a context, a malformed call): sent again
     // it fails the same way, so retries (an evaluation's, run-many's) skip it.
     if (status !== undefined && status >= 400 && status < 500 && status !== 409) {
@@ -84,6 +116,8 @@ export function toModelError(error: unknown): AppError {
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ECONNRESET') {
     return new AppError('upstream-error', `could not reach the model provider (${code})`, { cause: error });
   }
+  const what = unreadable(error);
+  if (what) return new AppError('upstream-error', `the model provider sent an event that could not be read: ${what}`, { cause: error });
   const message = error instanceof Error ? error.message : String(error);
   return new AppError('upstream-error', `the model provider's response could not be used: ${message}`, { cause: error });
 }

@@ -615,6 +615,7 @@ function scenario(s: Scenario): string {
 
 const ALL = Object.keys(FORMATS) as Format[];
 const STREAMS: Format[] = ['sse', 'ndjson', 'vercel-sse'];
+const JSON_REPLIES: Format[] = ['json', 'vercel-json'];
 
 /** One model call's usage, and two (a step with calls, then the closing answer). */
 const ONE_CALL = { input: 10, output: 4, total: 14 };
@@ -831,6 +832,14 @@ describe('the Responses API', () => {
     );
   });
 
+  // The provider reads an output item of a type it does not know when it streams, and refuses the
+  // whole answer when it does not (report.md): the JSON replies fail, saying what it could not read.
+  it('an output item of a type no provider models: the streams pass over it; a JSON reply fails naming it', async () => {
+    const s: Scenario = { responses: { items: [{ type: 'other', item: { id: 'fut_1', type: 'future_item', status: 'completed' } }, { type: 'message', id: 'msg_1', parts: [{ text: 'After a future item.' }] }] } };
+    await expectTurn('responses', s, { texts: ['After a future item.'], stop: 'end_turn' }, STREAMS);
+    await expectFailure('responses', s, { status: 502, type: 'upstream-error', message: /answered \(HTTP 200\) with a response that could not be read: at output\[0\]\.type \("future_item"\)/ }, JSON_REPLIES);
+  });
+
 });
 
 // The OpenAI-compatible provider, and OpenAI's own Chat Completions model (taken for a server with
@@ -1025,4 +1034,11 @@ describe('Anthropic Messages', () => {
     await expectFailure('anthropic', { anthropic: { stop: 'end_turn', blocks: [{ type: 'text', text: 'never sent' }], sse: { cutAfter } } }, { status: 502, type: 'upstream-error', message: /broke off/ }, STREAMS);
   });
 
+  // Anthropic says new event types may come and should be passed over; the provider refuses them
+  // (report.md). The streamed turn fails saying what it could not read.
+  it('an event type no provider models: the JSON replies are whole; a streamed turn fails naming it', async () => {
+    const s: Scenario = { anthropic: { unknownEvents: true, stop: 'end_turn', blocks: [{ type: 'text', text: 'Hello' }] } };
+    await expectTurn('anthropic', s, { texts: ['Hello'], stop: 'end_turn' }, JSON_REPLIES);
+    await expectFailure('anthropic', s, { status: 502, type: 'upstream-error', message: /could not be read: at type \("future_event"\)/ }, STREAMS);
+  });
 });
