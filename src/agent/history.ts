@@ -1,5 +1,5 @@
 import type { LanguageModelV4Message, LanguageModelV4ToolResultOutput } from '@ai-sdk/provider';
-import type { Message } from '../contract/messages.ts';
+import { isToolInput, TOOL_INPUT_ERROR, type Message } from '../contract/messages.ts';
 import { messagePath } from '../contract/message-sources.ts';
 import { isToolCallMessage } from '../contract/tool-messages.ts';
 import { AppError } from '../errors.ts';
@@ -47,6 +47,12 @@ export function collectCalls(messages: Message[]): { calls: HistoryCall[]; trail
       call.result = { index, content: m.content, isError: m.is_error ?? false };
     }
   });
+  // Arguments that are not an object are the model's own mistake, kept on a call that failed for
+  // it (a call cut off by the token limit, arguments that are not JSON), as the turn's output has
+  // it; on any other call they would fail at the model.
+  for (const call of calls) {
+    if (!isToolInput(call.input) && !call.result?.isError) throw new AppError('invalid-messages', `${TOOL_INPUT_ERROR} at ${messagePath(messages, call.index, '.input')}`);
+  }
   return { calls, trailing: calls.filter((c) => c.index > lastUser) };
 }
 
@@ -98,7 +104,8 @@ export function toPrompt(messages: Message[], calls: HistoryCall[]): { system: s
       if (!call.result && (!isDecided || index < lastUser)) return;
       if (sawResult) flush();
       assistant ??= [];
-      assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+      // The model read a failed call's arguments that were no object as `{}` in the turn that made it.
+      assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: isToolInput(call.input) ? call.input : {} });
       if (!call.result) decided.push(call);
       return;
     }

@@ -17,12 +17,16 @@ export const Approval = z.object({
 export type Approval = z.infer<typeof Approval>;
 
 /**
- * A tool call's arguments. Every model API takes them as an object: anything else would fail at the
- * model, later and less clearly.
+ * Whether a value can be a tool call's arguments. Every model API takes them as an object: anything
+ * else would fail at the model, later and less clearly.
  */
-export const ToolInput = z
-  .unknown()
-  .refine((v) => v === null || (typeof v === 'object' && !Array.isArray(v)), { error: "a tool call's input must be an object of its arguments" });
+export function isToolInput(value: unknown): boolean {
+  return value === null || (typeof value === 'object' && !Array.isArray(value));
+}
+
+export const TOOL_INPUT_ERROR = "a tool call's input must be an object of its arguments";
+
+export const ToolInput = z.unknown().refine(isToolInput, { error: TOOL_INPUT_ERROR });
 
 export const TextPart = z.looseObject({ type: z.literal('text'), text: z.string() });
 
@@ -41,7 +45,9 @@ export const Message = z.looseObject({
     .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
   tool_call_id: z.string().min(1).optional(),
   tool_name: z.string().min(1).optional(),
-  input: ToolInput.optional(),
+  // An object, checked where the call is paired with its result (collectCalls): a call that failed
+  // because the model's arguments were not an object keeps them, as the turn's output showed them.
+  input: z.unknown().optional(),
   is_error: z.boolean().optional(),
   approval: Approval.optional(),
 });

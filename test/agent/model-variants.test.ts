@@ -840,6 +840,32 @@ describe('the Responses API', () => {
     await expectFailure('responses', s, { status: 502, type: 'upstream-error', message: /answered \(HTTP 200\) with a response that could not be read: at output\[0\]\.type \("future_item"\)/ }, JSON_REPLIES);
   });
 
+  it('a call cut off by max_output_tokens: the model is told, and the output posted back goes on', async () => {
+    const s: Scenario = {
+      responses: { items: [{ type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'write', arguments: '{"path":"x.txt","content":"ab' }], end: { incomplete: 'max_output_tokens', usage: USAGE } },
+    };
+    const model = await expectTurn('responses', s, {
+      texts: ['All done.'],
+      calls: [{ name: 'write', input: '{"path":"x.txt","content":"ab' }],
+      results: [{ error: true, content: expect.stringMatching(/^Invalid input for tool write: .*JSON/) }],
+      stop: 'end_turn',
+    });
+    for (const format of JSON_REPLIES) {
+      const vercel = format === 'vercel-json';
+      const first = vercel ? { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] } : { role: 'user', content: 'go' };
+      const next = vercel ? { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'again' }] } : { role: 'user', content: 'again' };
+      const agent = { llm: ROUTES.responses.llm(model), tools: TOOLS, runner: { permissions: { default: 'allow' } } };
+      const session = sid('posted-back');
+      const out = await (await h.invoke(invokeBody([first], agent, { session_id: session }), { headers: FORMATS[format] })).json();
+      requests[model] = [];
+      const again = await h.invoke(invokeBody([first, ...out.data.outputs.messages, next], agent, { session_id: session }), { headers: FORMATS[format] });
+      expect({ format, status: again.status }).toEqual({ format, status: 200 });
+      // The model reads the call as it did in the turn that made it: arguments {} and its error.
+      const input = requests[model]![0]!.input as Array<Record<string, unknown>>;
+      expect(input.find((i) => i.type === 'function_call')).toMatchObject({ call_id: 'call_1', arguments: '{}' });
+      expect(input.find((i) => i.type === 'function_call_output')).toMatchObject({ call_id: 'call_1', output: expect.stringContaining('Invalid input for tool write') });
+    }
+  });
 });
 
 // The OpenAI-compatible provider, and OpenAI's own Chat Completions model (taken for a server with
