@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { CallToolResult, ListToolsResult, MCPClient, MCPClientConfig } from '@ai-sdk/mcp';
+import type { CallToolResult, JSONRPCMessage, ListToolsResult, MCPClient, MCPClientConfig, MCPTransport } from '@ai-sdk/mcp';
 import { dynamicTool } from '@ai-sdk/provider-utils';
 import type { ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
-import { AppError } from '../errors.ts';
+import { AppError, isAppError } from '../errors.ts';
+import { bodyText, connectFailure, noteUnreadable, reasonOf, type Answers, type HttpAnswer } from './mcp-failure.ts';
+import { ToolListing, type ToolFault } from './mcp-listing.ts';
 import { ToolError } from './tools/tool-error.ts';
 import { own } from '../objects.ts';
 import { secretForms } from '../telemetry/redact.ts';
@@ -46,7 +48,6 @@ export interface ConnectOptions {
 
 const WHERE = 'data.parameters.agent.mcps';
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const MAX_REASON = 400;
 /** A tool result is capped as `read`'s is: a server's 20 MB answer would otherwise go whole to the model, the stream and the store. */
 export const MCP_MAX_OUTPUT_BYTES = 256 * 1024;
 
@@ -67,8 +68,10 @@ export function mcpToolName(server: string, tool: string): string {
 
 /**
  * Connects to every server, lists its tools and wraps them. A server that cannot be reached in
- * `timeoutMs` is a 424 `mcp-unavailable`; a template that asks for something a server cannot give
- * is a 400. Either way nothing stays open.
+ * `timeoutMs`, answers as no MCP server does, fails the handshake or lists a tool the template
+ * keeps that no provider takes is a 424 `mcp-unavailable` (mcp-failure.ts says which); a template
+ * that asks for something a server cannot give is a 400. The caller's signal ends the attempt at
+ * once. Either way nothing stays open.
  */
 export async function connectMcpServers(templateServers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
   checkTemplate(templateServers, opts);
@@ -79,8 +82,8 @@ export async function connectMcpServers(templateServers: readonly McpServer[], o
   // One failure makes the others pointless: stop them instead of waiting out their deadlines.
   const siblings = new AbortController();
   const settled = await Promise.allSettled(
-    servers.map((server) =>
-      connectOne(server, opts, siblings.signal).catch((error: unknown) => {
+    servers.map((server, i) =>
+      connectOne(server, templateServers[i]!, i, opts, siblings.signal).catch((error: unknown) => {
         siblings.abort();
         throw error;
       }),
@@ -90,8 +93,12 @@ export async function connectMcpServers(templateServers: readonly McpServer[], o
   const closeAll = once(() => Promise.all(connected.map((c) => closeClient(c.client, opts.timeoutMs))).then(() => {}));
   const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
   if (failures.length > 0) {
+    // A stopped turn ends now: a server may take up to the deadline to acknowledge its close.
+    if (opts.signal?.aborted) {
+      void closeAll();
+      throw opts.signal.reason;
+    }
     await closeAll();
-    if (opts.signal?.aborted) throw opts.signal.reason;
     throw failures.find((f) => f !== SIBLING_FAILED) ?? failures[0];
   }
 
@@ -158,29 +165,40 @@ export function withMcpSecrets(servers: readonly McpServer[], secrets: Readonly<
 interface Connected {
   client: MCPClient;
   listing: ListToolsResult['tools'];
+  /** Tools of its listing that cannot be offered: refused when the template keeps one. */
+  faults: ToolFault[];
 }
 
 const SIBLING_FAILED = Symbol('another MCP server failed');
 
-async function connectOne(server: McpServer, opts: ConnectOptions, siblings: AbortSignal): Promise<Connected> {
+async function connectOne(server: McpServer, template: McpServer, index: number, opts: ConnectOptions, siblings: AbortSignal): Promise<Connected> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), opts.timeoutMs);
   const signal = AbortSignal.any([deadline.signal, siblings, ...(opts.signal ? [opts.signal] : [])]);
+  const answers: Answers = { odd: undefined, unreadable: false };
   let client: MCPClient | undefined;
+  let stage: 'connect' | 'list' = 'connect';
   const work = (async () => {
     // Loaded with the first MCP server a turn uses, as the stdio transport is (below): 1–2 MB of heap a server without any keeps.
     const { createMCPClient } = await import('@ai-sdk/mcp');
     client = await createMCPClient({
-      transport: await transportFor(server, opts),
+      transport: await transportFor(server, opts, answers),
       clientName: 'agentd',
       initializationOptions: { signal },
+      // Where the SDK reports what it could not read (a stdio server's log lines), not to the request
+      // left waiting: noted, for the message of the failure that follows.
+      onUncaughtError: (error) => noteUnreadable(answers, error),
     });
-    return listAllTools(client, signal);
+    stage = 'list';
+    if (!client.initializeResult.capabilities.tools) {
+      throw new AppError('mcp-unavailable', `${serverAt(server, opts)} offers no tools (its answer to the MCP handshake declares no "tools" capability): take it out of ${WHERE}[${index}]`);
+    }
+    return listAllTools(client, server, opts, signal);
   })();
   try {
     // The client honours the signal on its own, but a transport that ignores it must not hang us.
-    const listing = await raceAbort(work, signal);
-    return { client: client!, listing };
+    const { listing, faults } = await raceAbort(work, signal);
+    return { client: client!, listing, faults };
   } catch (error) {
     // A client that connects after we gave up would otherwise stay open for good.
     void work.then(
@@ -189,19 +207,63 @@ async function connectOne(server: McpServer, opts: ConnectOptions, siblings: Abo
     );
     if (opts.signal?.aborted) throw opts.signal.reason;
     if (siblings.aborted && !deadline.signal.aborted) throw SIBLING_FAILED;
-    const reason = deadline.signal.aborted ? `no answer within ${opts.timeoutMs} ms` : scrub(reasonOf(error), secretsOf(server, opts));
+    if (isAppError(error)) throw error;
     // No `cause`: the raw error quotes the URL, and causes end up in debug stack traces.
-    // The whole URL is on the list for errors that quote it; the address, cut before its query
-    // string, is that URL too whenever it has none, and scrubbing it whole would name no server.
-    const whole = urlForms(server);
-    const endpoint = scrub(endpointOf(server), secretsOf(server, opts).filter((s) => !whole.includes(s)));
-    throw new AppError('mcp-unavailable', `MCP server "${server.name}" at ${endpoint} could not be reached: ${reason}`, { status: 424 });
+    throw connectFailure({
+      name: server.name,
+      endpoint: endpointFor(server, opts),
+      stdio: server.connection.type === 'stdio',
+      stage,
+      error,
+      timedOutAfter: deadline.signal.aborted ? opts.timeoutMs : undefined,
+      answers,
+      credentials: credentialsSent(template, opts),
+      mask: (text) => scrub(text, secretsOf(server, opts)),
+    });
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MCPClientConfig['transport']> {
+function serverAt(server: McpServer, opts: ConnectOptions): string {
+  return `MCP server "${server.name}" at ${endpointFor(server, opts)}`;
+}
+
+/** The server's address for a message, masked. */
+function endpointFor(server: McpServer, opts: ConnectOptions): string {
+  // The whole URL is on the list for errors that quote it; the address, cut before its query
+  // string, is that URL too whenever it has none, and scrubbing it whole would name no server.
+  const whole = urlForms(server);
+  return scrub(endpointOf(server), secretsOf(server, opts).filter((s) => !whole.includes(s)));
+}
+
+/**
+ * The credentials agentd sends a server, by name and never by value, for a server that refuses
+ * them: the template's headers (and the request secrets they are filled from), the request's
+ * forwarded credentials.
+ */
+function credentialsSent(server: McpServer, opts: ConnectOptions): string {
+  const connection = server.connection;
+  if (connection.type === 'stdio') return '';
+  const forwarded = connection.forward_credentials === true && opts.credentials !== undefined;
+  const from = (text: string) => {
+    const names = [...text.matchAll(SECRET_REFERENCE)].map((m) => `secrets.${m[1]}`);
+    return names.length > 0 ? ` (from ${names.join(', ')})` : '';
+  };
+  const sent = Object.entries(connection.headers ?? {})
+    // A forwarded token replaces the template's own Authorization header (transportFor).
+    .filter(([name]) => !(forwarded && name.toLowerCase() === 'authorization'))
+    .map(([name, value]) => `the header "${name}"${from(value)}`);
+  if (forwarded) sent.push("the request's credentials, as Authorization (forward_credentials)");
+  if (from(connection.url)) sent.push(`its URL${from(connection.url)}`);
+  const unforwarded = connection.forward_credentials && !forwarded ? '; forward_credentials is set, but the request carried no credentials to forward' : '';
+  if (sent.length === 0) {
+    return `agentd sent none${unforwarded || ": set connection.headers (a value may name a request secret as {{secrets.NAME}}), or forward_credentials to send the request's credentials"}`;
+  }
+  return `agentd sent ${sent.join(', ')}; check ${sent.length > 1 ? 'their values' : 'its value'}${unforwarded}`;
+}
+
+async function transportFor(server: McpServer, opts: ConnectOptions, answers: Answers): Promise<MCPClientConfig['transport']> {
   const connection = server.connection;
   if (connection.type === 'stdio') {
     const { StdioMCPTransport } = await import('@ai-sdk/mcp/mcp-stdio');
@@ -222,11 +284,11 @@ async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MC
   }
   // 'error' is the SDK's default too; spelled out because following a redirect would carry the
   // bearer token to wherever the server points.
-  return { type: connection.type, url: connection.url, headers, redirect: 'error', fetch: answeringFetch() };
+  return { type: connection.type, url: connection.url, headers, redirect: 'error', fetch: answeringFetch(connection.type, answers) };
 }
 
 /**
- * fetch for one server's transport, for two things the SDK leaves open:
+ * fetch for one server's transport, for what the SDK leaves open:
  *
  * - It waits for a request's answer until the call's deadline (AGENTD_MCP_CALL_TIMEOUT_MS, two
  *   minutes by default) even once the event stream that was to carry it has ended, closed or cut
@@ -238,12 +300,27 @@ async function transportFor(server: McpServer, opts: ConnectOptions): Promise<MC
  *   sending gigabytes would fill the heap of a server every project shares. A message (a JSON
  *   body, an event of a stream) past MCP_MAX_MESSAGE_BYTES ends its stream the same way, its
  *   answer an error that says so.
+ * - Its errors say what went wrong in its own words, an HTTP error's whole body included: so the
+ *   answer to the request sent last is noted in `answers` when no MCP client can read it (an
+ *   HTTP error, a redirect, a web page), for a failure to say what the server answered instead.
  */
-function answeringFetch(): typeof fetch {
+function answeringFetch(type: 'http' | 'sse', answers: Answers): typeof fetch {
   const sent = new Set<string | number>();
   return async (input, init) => {
-    const response = await fetch(input, init);
     const id = requestId(init);
+    // A request that asks for an answer (http's optional GET stream and a closing DELETE do not);
+    // for an `sse` server, its stream's GET too. A failure is the last one's.
+    const asks = id !== undefined || (type === 'sse' && (init?.method ?? 'GET') === 'GET');
+    if (asks) answers.odd = undefined;
+    // Refused as the SDK asks, but seen first, so the refusal can name it.
+    const refuse = init?.redirect === 'error';
+    let response = await fetch(input, refuse ? { ...init, redirect: 'manual' } : init);
+    if (refuse && response.status >= 300 && response.status < 400) {
+      void response.body?.cancel().catch(() => undefined);
+      if (asks) answers.odd = { status: response.status, contentType: '' };
+      throw new TypeError(`the server answered HTTP ${response.status}, a redirect, which is not followed`);
+    }
+    if (asks) response = await noted(response, type === 'sse' ? (init?.method === 'POST' ? undefined : 'text/event-stream') : 'application/json or text/event-stream', answers);
     if (id !== undefined) sent.add(id);
     const body = response.body;
     if (!body) return response;
@@ -295,6 +372,47 @@ function answeringFetch(): typeof fetch {
   };
 }
 
+/** Enough of an HTTP error's body for its reason; the rest is not read. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/**
+ * The response, noted in `answers` when no MCP client can read it: an HTTP error (whose body is
+ * read here, its start kept as the reason), or content of a type other than `expected`.
+ */
+async function noted(response: Response, expected: string | undefined, answers: Answers): Promise<Response> {
+  const contentType = response.headers.get('content-type') ?? '';
+  if (response.ok) {
+    // 202 answers a notification; a request's answer then comes on a stream.
+    if (expected && response.status !== 202 && !expected.split(' or ').some((t) => contentType.includes(t))) answers.odd = { status: response.status, contentType, expected };
+    return response;
+  }
+  const body = await headOf(response, MAX_ERROR_BODY);
+  const text = bodyText(body, contentType);
+  answers.odd = { status: response.status, contentType, ...(text ? { text } : {}) } satisfies HttpAnswer;
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** The first `max` bytes of a body, as text; the rest is not waited for. */
+async function headOf(response: Response, max: number): Promise<string> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch {
+    // Cut off: what came says enough.
+  } finally {
+    void reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
+}
+
 /** Far above any tool listing or answer a model could use (its output is cut to MCP_MAX_OUTPUT_BYTES anyway). */
 export const MCP_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 const TOO_LARGE = `the server sent a message of more than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`;
@@ -328,36 +446,52 @@ function requestId(init: RequestInit | undefined): string | number | undefined {
 export const MCP_MAX_TOOL_PAGES = 100;
 export const MCP_MAX_TOOLS = 10_000;
 
-async function listAllTools(client: MCPClient, signal: AbortSignal): Promise<ListToolsResult['tools']> {
+async function listAllTools(client: MCPClient, server: McpServer, opts: ConnectOptions, signal: AbortSignal): Promise<{ listing: ListToolsResult['tools']; faults: ToolFault[] }> {
+  const check = new ToolListing();
+  let malformed: string | undefined;
+  const transport = transportOf(client);
+  const deliver = transport.onmessage!;
+  // Every answer that comes while the listing is read answers tools/list: nothing else is asked meanwhile.
+  transport.onmessage = (message) => {
+    if (!('result' in message)) return deliver(message);
+    const page = check.page(message.result);
+    if (typeof page === 'string') malformed = page;
+    deliver(typeof page === 'string' ? message : ({ ...message, result: page } as JSONRPCMessage));
+  };
   const tools: ListToolsResult['tools'] = [];
   let cursor: string | undefined;
   let pages = 0;
-  do {
-    const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } });
-    tools.push(...page.tools);
-    cursor = page.nextCursor ?? undefined;
-    if (cursor && (++pages >= MCP_MAX_TOOL_PAGES || tools.length >= MCP_MAX_TOOLS)) {
-      throw new Error(`its tool listing did not end within ${MCP_MAX_TOOL_PAGES} pages or ${MCP_MAX_TOOLS} tools`);
-    }
-  } while (cursor);
-  return tools;
+  try {
+    do {
+      const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } }).catch((error: unknown) => {
+        if (malformed === undefined) throw error;
+        throw new AppError('mcp-unavailable', `${serverAt(server, opts)} answered tools/list ${malformed}, which is no tool listing: see the server's logs`);
+      });
+      tools.push(...page.tools);
+      cursor = page.nextCursor ?? undefined;
+      if (cursor && (++pages >= MCP_MAX_TOOL_PAGES || tools.length >= MCP_MAX_TOOLS)) {
+        throw new AppError(
+          'mcp-unavailable',
+          `${serverAt(server, opts)} lists tools without end: its tools/list did not end within ${MCP_MAX_TOOL_PAGES} pages or ${MCP_MAX_TOOLS} tools (a "nextCursor" on every page); see the server's logs`,
+        );
+      }
+    } while (cursor);
+  } finally {
+    transport.onmessage = deliver;
+  }
+  return { listing: tools, faults: check.faults };
 }
 
-/** Deeper than any real tool's input, and far from where serializing a schema overflows the stack. */
-const MAX_SCHEMA_DEPTH = 64;
-
-/** Why a tool's input schema cannot go to a provider, if it cannot: each refuses all but an object. */
-function schemaProblem(schema: unknown): string | undefined {
-  const type = (schema as { type?: unknown }).type;
-  if (type !== undefined && type !== 'object') return `of type ${JSON.stringify(type)}, not "object"`;
-  // Iterative: the check must not overflow on the very schema it is there to refuse.
-  const stack: [unknown, number][] = [[schema, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (depth > MAX_SCHEMA_DEPTH) return `nested more than ${MAX_SCHEMA_DEPTH} levels deep`;
-    if (value && typeof value === 'object') for (const child of Object.values(value)) stack.push([child, depth + 1]);
-  }
-  return undefined;
+/**
+ * The transport the SDK made for `client` from its config. The SDK offers no hook between a
+ * message's arrival and its validation, which refuses a whole tool listing over one tool it
+ * cannot read; the transport's `onmessage`, which it sets to its own handler, is that place.
+ * test/mcp/connect.test.ts ("listings the SDK would refuse whole") holds an SDK update to it.
+ */
+function transportOf(client: MCPClient): MCPTransport {
+  const transport = (client as unknown as { transport?: MCPTransport }).transport;
+  if (typeof transport?.onmessage !== 'function') throw new Error('@ai-sdk/mcp no longer keeps its transport where transportOf (src/agent/mcp.ts) reads it');
+  return transport;
 }
 
 function assemble(servers: readonly McpServer[], connected: Connected[], opts: ConnectOptions): Omit<McpTools, 'close'> {
@@ -366,7 +500,7 @@ function assemble(servers: readonly McpServer[], connected: Connected[], opts: C
   const permissions = new Map<string, ToolPermission>();
   const origin = new Map<string, string>();
   for (const [i, server] of servers.entries()) {
-    const { client, listing } = connected[i]!;
+    const { client, listing, faults } = connected[i]!;
     const secrets = secretsOf(server, opts);
     // The SDK turns each listed tool's JSON Schema into an input schema; a tool it drops (bad
     // header bindings on the newest protocol) does not exist for us either.
@@ -374,9 +508,12 @@ function assemble(servers: readonly McpServer[], connected: Connected[], opts: C
     const available = listing.filter((t) => Object.hasOwn(built, t.name));
     const filter = server.policy?.tools;
     let chosen = available;
+    // A tool the template leaves out may be as broken as it likes.
+    let refused = faults;
     if (filter?.mode === 'include') {
       const wanted = new Set(filter.names);
-      const missing = [...wanted].filter((name) => !available.some((t) => t.name === name));
+      refused = faults.filter((f) => f.name !== undefined && wanted.has(f.name));
+      const missing = [...wanted].filter((name) => !available.some((t) => t.name === name) && !refused.some((f) => f.name === name));
       if (missing.length > 0) {
         throw new AppError(
           'invalid-request',
@@ -385,15 +522,9 @@ function assemble(servers: readonly McpServer[], connected: Connected[], opts: C
       }
       chosen = available.filter((t) => wanted.has(t.name));
     }
+    const fault = refused[0];
+    if (fault) throw faultyTool(server, i, fault);
     for (const definition of chosen) {
-      const problem = schemaProblem(definition.inputSchema);
-      if (problem) {
-        throw new AppError(
-          'mcp-unavailable',
-          `MCP server "${server.name}" lists the tool "${definition.name}" with an input schema ${problem}, which no model provider takes; leave the tool out with ${WHERE}[${i}].policy.tools`,
-          { status: 424 },
-        );
-      }
       const name = mcpToolName(server.name, definition.name);
       const clash = origin.get(name);
       if (clash !== undefined) {
@@ -415,6 +546,16 @@ function assemble(servers: readonly McpServer[], connected: Connected[], opts: C
   return { tools, readOnly, permissions };
 }
 
+/** A 424 for a tool the template keeps that cannot be offered, in the words of the input schema refusals. */
+function faultyTool(server: McpServer, i: number, fault: ToolFault): AppError {
+  const leave =
+    fault.name === undefined
+      ? `leave it out with ${WHERE}[${i}].policy.tools, mode "include" naming the tools to keep`
+      : `leave the tool out with ${WHERE}[${i}].policy.tools`;
+  const tool = fault.name === undefined ? `a tool (entry ${fault.index} of its tools/list)` : `the tool "${fault.name}"`;
+  return new AppError('mcp-unavailable', `MCP server "${server.name}" lists ${tool} ${fault.why}; ${leave}`);
+}
+
 async function callTool(client: MCPClient, server: McpServer, secrets: string[], tool: string, input: unknown, signal: AbortSignal | undefined, timeout: number | undefined): Promise<string> {
   let result: CallToolResult;
   try {
@@ -425,7 +566,7 @@ async function callTool(client: MCPClient, server: McpServer, secrets: string[],
     });
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${scrub(reasonOf(error), secrets)}`);
+    throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${reasonOf(error, (text) => scrub(text, secrets))}`);
   }
   const text = capped(resultText(result));
   // Thrown so the AI SDK reports a tool error: the model must see the call failed.
@@ -505,19 +646,6 @@ function scrub(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) out = out.split(secret).join('[redacted]');
   return out;
-}
-
-/** The error and its causes, outermost first: `fetch failed: connect ECONNREFUSED 127.0.0.1:9`. */
-function reasonOf(error: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
-    const message = current instanceof Error ? current.message : typeof current === 'string' ? current : '';
-    if (message && !parts.some((p) => p.includes(message))) parts.push(message);
-    current = (current as { cause?: unknown }).cause;
-  }
-  const reason = parts.join(': ') || 'unknown error';
-  return reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}…` : reason;
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

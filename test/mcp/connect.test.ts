@@ -322,6 +322,120 @@ describe('hostile listings', () => {
   });
 });
 
+describe('listings the SDK would refuse whole', () => {
+  /** A server whose tools/list answers `tools`, and whose tools answer "ran <name>". */
+  const listing = (tools: unknown, extra: Record<string, unknown> = {}) =>
+    startRawMcpServer((request) =>
+      request.method === 'tools/list' ? { result: { tools, ...extra } } : { result: { content: [{ type: 'text', text: `ran ${String(request.params?.name)}` }] } },
+    );
+  const OBJECT = { type: 'object' };
+  // What the SDK says of a listing it refuses: none of it may reach a message.
+  const SDK_WORDS = /Failed to parse|invalid_type|"path"|Invalid input/;
+
+  it('a tool without an input schema is a 424 naming it in agentd\'s words, and can be left out', async () => {
+    const odd = await listing([{ name: 'fine', inputSchema: OBJECT }, { name: 'bare', description: 'no schema' }]);
+    try {
+      const error = await failure(connectMcpServers([server('odd', odd.url)], OPTS));
+      expect({ type: error.type, status: error.status }).toEqual({ type: 'mcp-unavailable', status: 424 });
+      expect(error.message).toBe('MCP server "odd" lists the tool "bare" without an input schema, which no model provider takes; leave the tool out with data.parameters.agent.mcps[0].policy.tools');
+      const mcp = await connect([server('odd', odd.url, { policy: { tools: { mode: 'include', names: ['fine'] } } })]);
+      expect(Object.keys(mcp.tools)).toEqual(['odd__fine']);
+      expect(await run(mcp.tools, 'odd__fine', {})).toBe('ran fine');
+    } finally {
+      await odd.close();
+    }
+  });
+
+  it('a tool without a usable name is named by its place in the listing, and left out by naming the others', async () => {
+    const cases: [unknown, string][] = [
+      [{ inputSchema: OBJECT }, 'without a name'],
+      [{ name: 7, inputSchema: OBJECT }, 'whose name is a number, not a string'],
+      [{ name: '', inputSchema: OBJECT }, 'with an empty name'],
+      ['tool', 'that is a string, not an object'],
+    ];
+    for (const [entry, why] of cases) {
+      const odd = await listing([{ name: 'fine', inputSchema: OBJECT }, entry]);
+      try {
+        const error = await failure(connectMcpServers([server('odd', odd.url)], OPTS));
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toBe(
+          `MCP server "odd" lists a tool (entry 1 of its tools/list) ${why}; leave it out with data.parameters.agent.mcps[0].policy.tools, mode "include" naming the tools to keep`,
+        );
+        const mcp = await connect([server('odd', odd.url, { policy: { tools: { mode: 'include', names: ['fine'] } } })]);
+        expect(Object.keys(mcp.tools)).toEqual(['odd__fine']);
+      } finally {
+        await odd.close();
+      }
+    }
+  });
+
+  it('a name listed twice is a 424 when the template keeps it: a call of it could run either', async () => {
+    const twins = await listing([{ name: 'twin', inputSchema: OBJECT }, { name: 'other', inputSchema: OBJECT }, { name: 'twin', inputSchema: { type: 'object', properties: { a: { type: 'string' } } } }]);
+    try {
+      const message = 'MCP server "twins" lists the tool "twin" twice (entries 0 and 2), so a call of it could run either; leave the tool out with data.parameters.agent.mcps[0].policy.tools';
+      expect((await failure(connectMcpServers([server('twins', twins.url)], OPTS))).message).toBe(message);
+      expect((await failure(connectMcpServers([server('twins', twins.url, { policy: { tools: { mode: 'include', names: ['twin'] } } })], OPTS))).message).toBe(message);
+      const mcp = await connect([server('twins', twins.url, { policy: { tools: { mode: 'include', names: ['other'] } } })]);
+      expect(Object.keys(mcp.tools)).toEqual(['twins__other']);
+    } finally {
+      await twins.close();
+    }
+  });
+
+  it('an input schema whose properties are not an object is refused like any schema no provider takes', async () => {
+    const odd = await listing([{ name: 'props', inputSchema: { type: 'object', properties: ['a'] } }]);
+    try {
+      const error = await failure(connectMcpServers([server('odd', odd.url)], OPTS));
+      expect(error.message).toBe(
+        'MCP server "odd" lists the tool "props" with an input schema whose "properties" is an array, not an object, which no model provider takes; leave the tool out with data.parameters.agent.mcps[0].policy.tools',
+      );
+    } finally {
+      await odd.close();
+    }
+  });
+
+  it('what only describes a tool is dropped where it is malformed, and the tool offered without it', async () => {
+    const odd = await listing(
+      [
+        { name: 'loose', title: 7, description: 42, annotations: { readOnlyHint: 'yes', title: false }, outputSchema: 'text', _meta: [1], inputSchema: OBJECT },
+        { name: 'reads', description: 'Reads', annotations: 'read-only', inputSchema: OBJECT },
+        { name: 'hinted', annotations: { readOnlyHint: true, destructiveHint: 'no' }, inputSchema: OBJECT },
+      ],
+      // "No more", as some servers say it.
+      { nextCursor: null },
+    );
+    try {
+      const mcp = await connect([server('odd', odd.url)]);
+      expect(Object.keys(mcp.tools)).toEqual(['odd__loose', 'odd__reads', 'odd__hinted']);
+      expect(mcp.tools.odd__loose!.description).toBeUndefined();
+      expect(mcp.tools.odd__reads!.description).toBe('Reads');
+      // A hint that is not `true` leaves a tool gated as a write.
+      expect([...mcp.readOnly]).toEqual(['odd__hinted']);
+      expect(await run(mcp.tools, 'odd__loose', {})).toBe('ran loose');
+    } finally {
+      await odd.close();
+    }
+  });
+
+  it('an answer to tools/list that is no listing is a 424 saying so', async () => {
+    for (const [result, why] of [
+      [{ tools: 'all of them' }, 'with a result whose "tools" is a string, not an array'],
+      [{ items: [] }, 'with a result that has no "tools" array'],
+      [{ tools: [], nextCursor: 2 }, 'with a result whose "nextCursor" is a number, not a string'],
+    ] as const) {
+      const odd = await startRawMcpServer(() => ({ result }));
+      try {
+        const error = await failure(connectMcpServers([server('odd', odd.url)], OPTS));
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toBe(`MCP server "odd" at ${odd.url} answered tools/list ${why}, which is no tool listing: see the server's logs`);
+        expect(error.message).not.toMatch(SDK_WORDS);
+      } finally {
+        await odd.close();
+      }
+    }
+  });
+});
+
 describe('tool names', () => {
   it('are <server>__<tool> when that is a valid provider tool name', () => {
     expect(mcpToolName('calc', 'add')).toBe('calc__add');
@@ -450,6 +564,9 @@ describe('unreachable servers', () => {
     try {
       const error = await failure(connectMcpServers([server('moved', `${redirector.url}/mcp`, { forward: true })], { ...OPTS, credentials: 'tok' }));
       expect(error.type).toBe('mcp-unavailable');
+      expect(error.message).toBe(
+        `MCP server "moved" at ${redirector.url}/mcp answered HTTP 307, a redirect, which agentd does not follow (it would take the credentials along): set connection.url to the address it redirects to`,
+      );
       expect(target.requests).toHaveLength(0);
     } finally {
       await Promise.all([target.close(), redirector.close()]);
@@ -475,6 +592,47 @@ describe('unreachable servers', () => {
     }
   });
 
+  it('the caller\'s abort does not wait for a connected server to acknowledge its close', async () => {
+    // A Streamable HTTP server that keeps sessions (protocol 2025-06-18) and never answers the
+    // DELETE that ends one.
+    const deleted = Promise.withResolvers<void>();
+    const listed = Promise.withResolvers<void>();
+    const sticky = await plainHttp((req, res) => {
+      if (req.method === 'DELETE') return deleted.resolve();
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += String(chunk)));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method: string };
+        if (message.id === undefined) return void res.writeHead(202).end();
+        const reply =
+          message.method === 'initialize'
+            ? { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'sticky', version: '1' } } }
+            : message.method === 'tools/list'
+              ? { result: { tools: [{ name: 't', inputSchema: { type: 'object' } }] } }
+              : { error: { code: -32601, message: 'method not found' } };
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...reply }));
+        if (message.method === 'tools/list') listed.resolve();
+      });
+    });
+    const silent = await silentServer();
+    try {
+      const controller = new AbortController();
+      const pending = connectMcpServers([server('sticky', `${sticky.url}/mcp`), server('mute', silent.url)], { ...OPTS, timeoutMs: 5_000, signal: controller.signal });
+      await listed.promise;
+      // Its answer read: connected, with a session to end.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const stopped = Date.now();
+      controller.abort(new Error('turn stopped'));
+      await expect(pending).rejects.toThrow('turn stopped');
+      expect(Date.now() - stopped).toBeLessThan(2_500);
+      // Closed all the same.
+      await deleted.promise;
+    } finally {
+      await Promise.all([sticky.close(), silent.close()]);
+    }
+  });
+
   it('the caller\'s abort ends the connection attempt with its reason', async () => {
     const silent = await silentServer();
     try {
@@ -485,6 +643,175 @@ describe('unreachable servers', () => {
     } finally {
       await silent.close();
     }
+  });
+});
+
+/** Each says what the server did, in agentd's words (none of the SDK's), and what to do. */
+describe('why a connection failed', () => {
+  const FIX_ADDRESS = 'check that connection.url is its MCP endpoint, and connection.type its transport ("http" for Streamable HTTP, "sse" for the older HTTP+SSE)';
+
+  it('a name that does not resolve could not be reached, and says what to check', async () => {
+    const error = await failure(connectMcpServers([server('nowhere', 'http://agentd-mcp-test.invalid/mcp')], OPTS));
+    expect(error.type).toBe('mcp-unavailable');
+    expect(error.message).toMatch(/^MCP server "nowhere" at http:\/\/agentd-mcp-test\.invalid\/mcp could not be reached: getaddrinfo (ENOTFOUND|EAI_AGAIN) agentd-mcp-test\.invalid; check that it is running and that agentd can reach that address$/);
+  });
+
+  for (const transport of ['http', 'sse'] as const) {
+    it(`${transport}: an HTTP error answered it, not MCP: the status is named, a web page's body is not`, async () => {
+      const web = await plainHttp((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<html><body>Not here. Session token: abc</body></html>'));
+      try {
+        const error = await failure(connectMcpServers([server('web', `${web.url}/mcp`, { type: transport })], OPTS));
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toBe(`MCP server "web" at ${web.url}/mcp answered HTTP 404, not as an MCP server: ${FIX_ADDRESS}`);
+      } finally {
+        await web.close();
+      }
+    });
+
+    it(`${transport}: a refusal says which credentials were refused, by name, never by value`, async () => {
+      const strict = await plainHttp((_req, res) => res.writeHead(401, { 'content-type': 'text/plain' }).end('invalid key'));
+      try {
+        const headers = { 'x-api-key': '{{secrets.MCP_KEY}}', 'x-team': 'team-seven-plain' };
+        const error = await failure(
+          connectMcpServers([server('strict', `${strict.url}/mcp`, { type: transport, headers, forward: true })], { ...OPTS, secrets: { MCP_KEY: 'key-value-123456' }, credentials: 'user-token-7890' }),
+        );
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toBe(
+          `MCP server "strict" at ${strict.url}/mcp refused the credentials agentd sent (HTTP 401: invalid key): agentd sent the header "x-api-key" (from secrets.MCP_KEY), the header "x-team", the request's credentials, as Authorization (forward_credentials); check their values`,
+        );
+        expect(error.message).not.toMatch(/key-value-123456|team-seven-plain|user-token-7890/);
+      } finally {
+        await strict.close();
+      }
+    });
+
+    it(`${transport}: a page that is no MCP answer names its content type`, async () => {
+      const web = await plainHttp((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>'));
+      try {
+        const error = await failure(connectMcpServers([server('web', `${web.url}/mcp`, { type: transport })], OPTS));
+        const expected = transport === 'http' ? 'application/json or text/event-stream' : 'text/event-stream';
+        expect(error.message).toBe(`MCP server "web" at ${web.url}/mcp answered with content type text/html, not as an MCP server (${expected}): ${FIX_ADDRESS}`);
+      } finally {
+        await web.close();
+      }
+    });
+  }
+
+  it('a refusal of no credentials says how to send some', async () => {
+    const strict = await plainHttp((_req, res) => res.writeHead(403).end());
+    try {
+      const error = await failure(connectMcpServers([server('strict', `${strict.url}/mcp`, { forward: true })], OPTS));
+      expect(error.message).toBe(
+        `MCP server "strict" at ${strict.url}/mcp refused the credentials agentd sent (HTTP 403): agentd sent none; forward_credentials is set, but the request carried no credentials to forward`,
+      );
+      const bare = await failure(connectMcpServers([server('strict', `${strict.url}/mcp`)], OPTS));
+      expect(bare.message).toContain('agentd sent none: set connection.headers (a value may name a request secret as {{secrets.NAME}}), or forward_credentials');
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("a server error quotes the start of its text, masked, and points at the server's logs", async () => {
+    const broken = await plainHttp((req, res) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`database down; caller key ${String(req.headers['x-api-key'])}\n${'trace '.repeat(200)}`));
+    try {
+      const error = await failure(connectMcpServers([server('broken', `${broken.url}/mcp`, { headers: { 'x-api-key': 'key-value-123456' } })], OPTS));
+      expect(error.message).toMatch(/^MCP server "broken" at \S+ answered HTTP 500: database down; caller key \[redacted\] (trace )+[a-z]*…, not as an MCP server: it failed on its side; see its logs/);
+      expect(error.message).not.toContain('key-value-123456');
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('a body that is not JSON, or JSON that is not JSON-RPC, is no MCP answer', async () => {
+    for (const [body, what] of [
+      ['not json', 'with a body that is not JSON'],
+      ['{"hello":1}', 'with JSON that is not a JSON-RPC message'],
+    ]) {
+      const odd = await plainHttp((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+      try {
+        const error = await failure(connectMcpServers([server('odd', `${odd.url}/mcp`)], OPTS));
+        expect(error.message).toBe(`MCP server "odd" at ${odd.url}/mcp answered ${what}, not as an MCP server: ${FIX_ADDRESS}`);
+      } finally {
+        await odd.close();
+      }
+    }
+  });
+
+  it('sse: a stream that ends before it names where to send messages is no MCP server', async () => {
+    const odd = await plainHttp((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: hello\ndata: hi\n\n'));
+    try {
+      const error = await failure(connectMcpServers([server('odd', `${odd.url}/sse`, { type: 'sse' })], OPTS));
+      expect(error.message).toBe(`MCP server "odd" at ${odd.url}/sse ended its event stream before naming where to send messages, as an "sse" MCP server does first: ${FIX_ADDRESS}`);
+    } finally {
+      await odd.close();
+    }
+  });
+
+  /** An MCP server that answers `initialize` with `reply`, and lists one tool. */
+  const handshake = (reply: { result: unknown } | { error: { code: number; message: string } }) =>
+    startRawMcpServer((request) => (request.method === 'initialize' ? reply : { result: { tools: [{ name: 't', inputSchema: { type: 'object' } }] } }), { handshake: false });
+
+  it("a handshake the server refuses quotes the server's message, masked", async () => {
+    const refusing = await handshake({ error: { code: -32001, message: 'licence expired for key key-value-123456' } });
+    try {
+      const error = await failure(connectMcpServers([server('lic', refusing.url, { headers: { 'x-api-key': 'key-value-123456' } })], OPTS));
+      expect({ type: error.type, status: error.status }).toEqual({ type: 'mcp-unavailable', status: 424 });
+      expect(error.message).toBe(`MCP server "lic" at ${refusing.url} refused the MCP handshake (initialize): licence expired for key [redacted]; see the server's logs`);
+    } finally {
+      await refusing.close();
+    }
+  });
+
+  it('a protocol version the client does not speak is named', async () => {
+    const old = await handshake({ result: { protocolVersion: '2023-01-01', capabilities: { tools: {} }, serverInfo: { name: 'old', version: '0.1' } } });
+    try {
+      const error = await failure(connectMcpServers([server('old', old.url)], OPTS));
+      expect(error.message).toBe(`MCP server "old" at ${old.url} speaks MCP protocol version "2023-01-01", which agentd's MCP client does not: run a version of the server that speaks a current one`);
+    } finally {
+      await old.close();
+    }
+  });
+
+  it('an answer to the handshake that is no initialize result names what it lacks', async () => {
+    const odd = await handshake({ result: { capabilities: { tools: {} } } });
+    try {
+      const error = await failure(connectMcpServers([server('odd', odd.url)], OPTS));
+      expect(error.message).toBe(`MCP server "odd" at ${odd.url} answered the MCP handshake (initialize) with something that is not an initialize result (protocolVersion, serverInfo): ${FIX_ADDRESS}`);
+    } finally {
+      await odd.close();
+    }
+  });
+
+  it('a server that offers no tools says so, and which entry of the template it is', async () => {
+    const none = await handshake({ result: { protocolVersion: '2025-06-18', capabilities: { prompts: {} }, serverInfo: { name: 'prompts', version: '1' } } });
+    try {
+      const error = await failure(connectMcpServers([server('calc', http.url), server('prompts', none.url)], OPTS));
+      expect(error.message).toBe(`MCP server "prompts" at ${none.url} offers no tools (its answer to the MCP handshake declares no "tools" capability): take it out of data.parameters.agent.mcps[1]`);
+    } finally {
+      await none.close();
+    }
+  });
+
+  it("a tool listing the server fails quotes the server's message", async () => {
+    const failing = await startRawMcpServer(() => ({ error: { code: -32603, message: 'tool registry unavailable' } }));
+    try {
+      const error = await failure(connectMcpServers([server('reg', failing.url)], OPTS));
+      expect(error.message).toBe(`MCP server "reg" at ${failing.url} could not list its tools (tools/list): tool registry unavailable; see the server's logs`);
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('stdio: a command that ends at once, or writes its logs where messages go, is told so', async () => {
+    const node = (script: string): McpServer => ({ name: 'local', connection: { type: 'stdio', command: process.execPath, args: ['-e', script] } });
+    const ended = await failure(connectMcpServers([node('process.exit(3)')], { ...OPTS, allowStdio: true }));
+    expect(ended.message).toBe(
+      `MCP server "local" at command "${process.execPath}" ended before it answered the MCP handshake: check that connection.command and connection.args start an MCP server on its standard input and output`,
+    );
+    const chatty = await failure(connectMcpServers([node('console.log("server starting")')], { ...OPTS, allowStdio: true }));
+    expect(chatty.message).toBe(
+      `MCP server "local" at command "${process.execPath}" sent something that is not a JSON-RPC message, and no answer: an MCP server on stdio writes nothing but MCP messages to its standard output (its logs go to standard error)`,
+    );
   });
 });
 
@@ -516,7 +843,7 @@ describe('stdio', () => {
   it('a command that does not exist is a 424', async () => {
     const error = await failure(connectMcpServers([{ name: 'nothing', connection: { type: 'stdio', command: '/nonexistent/agentd-mcp' } }], { ...OPTS, allowStdio: true }));
     expect(error.type).toBe('mcp-unavailable');
-    expect(error.message).toContain('command "/nonexistent/agentd-mcp"');
+    expect(error.message).toBe('MCP server "nothing" at command "/nonexistent/agentd-mcp" could not be started: spawn /nonexistent/agentd-mcp ENOENT; check connection.command, and that it is installed where agentd runs');
   });
 });
 

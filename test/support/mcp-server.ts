@@ -165,10 +165,11 @@ export interface RawRequest {
  * A Streamable HTTP MCP server written by hand, for what the SDK's server will not do: answers
  * `initialize` (protocol 2025-06-18, tools only) and refuses newer discovery itself; every other
  * request goes to `handle`, which returns the JSON-RPC reply's `result`/`error`, or answers on
- * `res` itself and returns `undefined`.
+ * `res` itself and returns `undefined`. With `handshake: false`, `initialize` goes to `handle` too.
  */
 export async function startRawMcpServer(
   handle: (request: RawRequest, res: ServerResponse) => { result: unknown } | { error: { code: number; message: string } } | undefined | Promise<unknown>,
+  options: { handshake?: boolean } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
   const http = createServer((req, res) => {
     // No standalone stream: the client reads every answer from its POST.
@@ -180,7 +181,7 @@ export async function startRawMcpServer(
       if (message.id === undefined) return void res.writeHead(202).end();
       const request = message as RawRequest;
       const reply =
-        request.method === 'initialize'
+        request.method === 'initialize' && options.handshake !== false
           ? { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } } }
           : request.method === 'server/discover'
             ? { error: { code: -32601, message: 'method not found' } }
@@ -197,4 +198,23 @@ export async function startRawMcpServer(
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/**
+ * An MCP server that takes the connection and `initialize` and never answers: `asked` resolves
+ * when `initialize` comes, `closed` when its connection goes (a client that gave up closed it).
+ */
+export async function startSilentMcpServer(): Promise<{ url: string; asked: Promise<void>; closed: Promise<void>; close(): Promise<void> }> {
+  const asked = Promise.withResolvers<void>();
+  const closed = Promise.withResolvers<void>();
+  const server = await startRawMcpServer(
+    (request, res) => {
+      if (request.method !== 'initialize') return { error: { code: -32601, message: 'method not found' } };
+      res.on('close', () => closed.resolve());
+      asked.resolve();
+      return new Promise(() => {});
+    },
+    { handshake: false },
+  );
+  return { ...server, asked: asked.promise, closed: closed.promise };
 }

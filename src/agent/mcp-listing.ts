@@ -1,0 +1,114 @@
+/**
+ * A server's tools/list answers, checked before the MCP SDK reads them. The SDK refuses a whole
+ * page over one tool it cannot read (a tool without `inputSchema`, a description that is a number)
+ * and says so in its validator's words; here each tool is judged on its own:
+ *
+ * - what makes a tool unusable (no usable name, an input schema no model provider takes, a name
+ *   listed twice) takes it out of the page and becomes a fault, which fails the connection only
+ *   when the template keeps that tool, so `policy.tools` can leave it out;
+ * - what only describes a tool (`title`, `description`, `annotations`, `outputSchema`, `_meta`)
+ *   is dropped where it is malformed: the tool works without it, and a read-only hint that is not
+ *   `true` leaves the tool gated as a write.
+ */
+
+/** Why one tool of the listing cannot be offered, said as the rest of "MCP server "s" lists …". */
+export interface ToolFault {
+  /** Its place in the server's whole listing, counted from 0 across pages. */
+  index: number;
+  /** Its name, when it has one a template could name in `policy.tools`. */
+  name: string | undefined;
+  why: string;
+}
+
+/** Deeper than any real tool's input, and far from where serializing a schema overflows the stack. */
+const MAX_SCHEMA_DEPTH = 64;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export class ToolListing {
+  readonly faults: ToolFault[] = [];
+  /** Tools read so far, faulty ones included: the next page's first index. */
+  private count = 0;
+  private readonly firstAt = new Map<string, number>();
+
+  /**
+   * The page with its faulty tools taken out and its malformed descriptions dropped, or why it is
+   * no tool listing at all.
+   */
+  page(result: Record<string, unknown>): Record<string, unknown> | string {
+    const { tools, nextCursor } = result;
+    if (!Array.isArray(tools)) return tools === undefined ? 'with a result that has no "tools" array' : `with a result whose "tools" is ${kind(tools)}, not an array`;
+    if (nextCursor !== undefined && nextCursor !== null && typeof nextCursor !== 'string') return `with a result whose "nextCursor" is ${kind(nextCursor)}, not a string`;
+    const kept: Record<string, unknown>[] = [];
+    for (const entry of tools) {
+      const index = this.count++;
+      const tool = this.tool(entry, index);
+      if (tool) kept.push(tool);
+    }
+    const page: Record<string, unknown> = { ...result, tools: kept };
+    // A null cursor is a server saying "no more", as an absent one is.
+    if (nextCursor === null) delete page.nextCursor;
+    return page;
+  }
+
+  private tool(entry: unknown, index: number): Record<string, unknown> | undefined {
+    const fault = (why: string, name?: string) => void this.faults.push({ index, name, why });
+    if (!isObject(entry)) return fault(`that is ${kind(entry)}, not an object`);
+    const { name } = entry;
+    if (typeof name !== 'string' || name === '') {
+      return fault(name === undefined ? 'without a name' : name === '' ? 'with an empty name' : `whose name is ${kind(name)}, not a string`);
+    }
+    const first = this.firstAt.get(name);
+    if (first !== undefined) return fault(`twice (entries ${first} and ${index}), so a call of it could run either`, name);
+    this.firstAt.set(name, index);
+    const schema = schemaProblem(entry.inputSchema);
+    if (schema) return fault(`${schema}, which no model provider takes`, name);
+    return described(entry);
+  }
+}
+
+/** Why a tool's input schema cannot go to a provider, if it cannot: each refuses all but an object. */
+function schemaProblem(schema: unknown): string | undefined {
+  if (schema === undefined) return 'without an input schema';
+  if (!isObject(schema)) return `with an input schema that is ${kind(schema)}, not an object`;
+  if (schema.type !== undefined && schema.type !== 'object') return `with an input schema of type ${JSON.stringify(schema.type)}, not "object"`;
+  if (schema.properties !== undefined && !isObject(schema.properties)) return `with an input schema whose "properties" is ${kind(schema.properties)}, not an object`;
+  // Iterative: the check must not overflow on the very schema it is there to refuse.
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (depth > MAX_SCHEMA_DEPTH) return `with an input schema nested more than ${MAX_SCHEMA_DEPTH} levels deep`;
+    if (value && typeof value === 'object') for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return undefined;
+}
+
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
+
+/** The tool without the descriptive fields the SDK would refuse it for; itself when it has none. */
+function described(tool: Record<string, unknown>): Record<string, unknown> {
+  const text = (value: unknown) => value === undefined || typeof value === 'string';
+  const object = (value: unknown) => value === undefined || isObject(value);
+  const annotations = tool.annotations;
+  const hintsRead = isObject(annotations) && text(annotations.title) && HINTS.every((hint) => annotations[hint] === undefined || typeof annotations[hint] === 'boolean');
+  if (text(tool.title) && text(tool.description) && object(tool.outputSchema) && object(tool._meta) && (annotations === undefined || hintsRead)) return tool;
+  const out = { ...tool };
+  for (const key of ['title', 'description'] as const) if (!text(out[key])) delete out[key];
+  for (const key of ['outputSchema', '_meta'] as const) if (!object(out[key])) delete out[key];
+  if (isObject(annotations) && !hintsRead) {
+    out.annotations = Object.fromEntries(
+      Object.entries(annotations).filter(([key, value]) => (key === 'title' ? typeof value === 'string' : !HINTS.includes(key) || typeof value === 'boolean')),
+    );
+  } else if (annotations !== undefined && !isObject(annotations)) {
+    delete out.annotations;
+  }
+  return out;
+}
+
+/** A value's kind, for a message: never the value, which is the server's and may be anything. */
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'missing';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
