@@ -53,8 +53,8 @@ export class BuiltinEngine {
     const model = resolveModel(template.llm, this.config, secrets, connection);
     // Stdio MCP servers run in the session folder; nothing else of this loop needs it before its first tool.
     const stdio = template.mcps.some((server) => server.connection.type === 'stdio');
-    const prepare = async ({ workdir, makeFolder, credentials }: EngineSetup): Promise<PreparedTurn> => {
-      const mcp = await this.connect(template, secrets, credentials, stdio ? await makeFolder() : workdir);
+    const prepare = async ({ workdir, makeFolder, credentials, signal }: EngineSetup): Promise<PreparedTurn> => {
+      const mcp = await this.connect(template, secrets, credentials, stdio ? await makeFolder() : workdir, signal);
       return {
         start: (input, signal) => {
           // MCP tools hold their connections here, so a turn that has them runs on this thread.
@@ -76,7 +76,7 @@ export class BuiltinEngine {
    * The template's MCP servers, connected before any answer is claimed: an unreachable server
    * fails the request (424) without consuming the caller's decisions.
    */
-  private async connect(template: RunnableTemplate, secrets: Record<string, string>, credentials: string | undefined, workdir: string): Promise<McpTools | undefined> {
+  private async connect(template: RunnableTemplate, secrets: Record<string, string>, credentials: string | undefined, workdir: string, signal: AbortSignal): Promise<McpTools | undefined> {
     if (!template.mcps.length) return undefined;
     const mcp = await connectMcpServers(template.mcps, {
       credentials,
@@ -85,6 +85,7 @@ export class BuiltinEngine {
       timeoutMs: this.config.mcp.connectTimeoutMs,
       callTimeoutMs: this.config.mcp.callTimeoutMs,
       cwd: workdir,
+      signal,
     });
     try {
       checkToolNames(template, Object.keys(mcp.tools));

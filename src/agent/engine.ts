@@ -40,6 +40,8 @@ export interface EngineSetup {
   privateSession: boolean;
   /** The text the session's last finished turn ended with, read only by an engine that needs it. */
   lastWords: () => Promise<string | undefined>;
+  /** The turn's: a stop while the engine prepares ends what it waits on (MCP servers still connecting). */
+  signal: AbortSignal;
 }
 
 export interface PreparedTurn {

@@ -223,8 +223,8 @@ class RunDriver {
 
   abort(reason: Error): void {
     if (this.controller.signal.aborted) return;
+    // Each case's turn stops with it, one still being set up too (its plan's signal).
     this.controller.abort(reason);
-    for (const turn of this.turns) turn.controller.abort(reason);
   }
 
   async drive(): Promise<void> {
@@ -359,9 +359,9 @@ class RunDriver {
         force: false,
         streaming: false,
         privateSession: true,
+        signal: this.controller.signal,
       });
       this.turns.add(turn);
-      if (this.controller.signal.aborted) turn.controller.abort(this.controller.signal.reason);
       folded = await turn.done;
       if (turn.failure) error = turn.failure;
       else if (folded.stop_reason === 'paused') {

@@ -63,6 +63,8 @@ export interface TurnPlan {
   newSession?: boolean;
   /** The Vercel-format message this turn continues, as its client sent it (see LiveTurn). */
   continues?: UIMessage;
+  /** Stops the turn, from its setup on, as its own controller does (an evaluation run's stop). */
+  signal?: AbortSignal;
 }
 
 export interface PlanDeps {

@@ -25,7 +25,8 @@ export class LiveTurn {
   readonly revision: RanRevision | undefined;
   /** Runs in another process and is relayed from there: its readers' streams start before its first event. */
   readonly relayed: boolean;
-  readonly controller = new AbortController();
+  /** Stops the turn: made before the turn is set up (turn-service.ts), so a stop reaches its setup too. */
+  readonly controller: AbortController;
   readonly done: Promise<FoldedTurn>;
   /** Set when the turn failed: the HTTP status, type and headers a reply that has not begun should carry. */
   failure: AppError | undefined;
@@ -35,7 +36,7 @@ export class LiveTurn {
   private finished = false;
   private resolveDone!: (turn: FoldedTurn) => void;
 
-  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string>; revision?: RanRevision | undefined; relayed?: boolean }) {
+  constructor(ids: { id: string; projectId: string; sessionId: string; traceId: string; spanId: string; continues?: UIMessage | undefined; takesUp?: ReadonlySet<string>; revision?: RanRevision | undefined; relayed?: boolean; controller?: AbortController }) {
     this.id = ids.id;
     this.projectId = ids.projectId;
     this.sessionId = ids.sessionId;
@@ -45,6 +46,7 @@ export class LiveTurn {
     this.takesUp = ids.takesUp ?? new Set();
     this.revision = ids.revision;
     this.relayed = ids.relayed ?? false;
+    this.controller = ids.controller ?? new AbortController();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.wakeSignal = new Promise((resolve) => (this.wake = resolve));
   }

@@ -50,10 +50,11 @@ export class TurnService {
   private readonly bySession = new Map<string, LiveTurn>();
   /**
    * Turns taking their session and being set up, by turn id: a reader that finds one's lease waits
-   * for it. By turn and not by session, because two may be starting on one session at once (an
-   * answer's continuation and a re-post), and the one that gets the lease may be either.
+   * for it, and a stop or a takeover stops it where it is, through its controller (its MCP servers
+   * may be connecting). By turn and not by session, because two may be starting on one session at
+   * once (an answer's continuation and a re-post), and the one that gets the lease may be either.
    */
-  private readonly starting = new Map<string, Promise<LiveTurn>>();
+  private readonly starting = new Map<string, { turn: Promise<LiveTurn>; controller: AbortController }>();
   private readonly deps: TurnServiceDeps;
   /** Names this process on the leases it holds. */
   private readonly holder = randomUUID();
@@ -195,12 +196,7 @@ export class TurnService {
     const { store } = this.deps;
     const lease = await store.leases.get(projectId, sessionId);
     if (!lease?.live || lease.turn_id.startsWith('delete-')) return undefined;
-    if (lease.holder === this.holder) {
-      const own = await this.ownTurn(lease);
-      own?.controller.abort(STOPPED);
-      await own?.done;
-      return own?.id;
-    }
+    if (lease.holder === this.holder) return (await this.stopOwn(lease, STOPPED))?.id;
     return (await store.leases.requestCancel(projectId, sessionId, lease.turn_id)) ? lease.turn_id : undefined;
   }
 
@@ -209,7 +205,18 @@ export class TurnService {
    * for (a turn's session is taken before it is set up). Undefined once it has ended.
    */
   private async ownTurn(lease: Lease): Promise<LiveTurn | undefined> {
-    return this.live.get(lease.turn_id) ?? (await this.starting.get(lease.turn_id)?.catch(() => undefined));
+    return this.live.get(lease.turn_id) ?? (await this.starting.get(lease.turn_id)?.turn.catch(() => undefined));
+  }
+
+  /**
+   * Stops this process's turn that holds `lease`, one still being set up at once too, and resolves
+   * once it has ended. Undefined when it had ended, or was refused before it started.
+   */
+  private async stopOwn(lease: Lease, reason: Error): Promise<LiveTurn | undefined> {
+    (this.live.get(lease.turn_id)?.controller ?? this.starting.get(lease.turn_id)?.controller)?.abort(reason);
+    const turn = await this.ownTurn(lease);
+    await turn?.done;
+    return turn;
   }
 
   /**
@@ -225,18 +232,21 @@ export class TurnService {
   /** Runs a planned turn once the session is ours: the one-live-turn rule is the store's lease. */
   async run(plan: TurnPlan): Promise<LiveTurn> {
     const turnId = newId();
-    if (plan.privateSession) return this.begin(plan, turnId);
-    const starting = this.takeAndBegin(plan, turnId);
+    // The turn's, from its setup on: a stop while it is set up ends what the setup waits on.
+    const controller = new AbortController();
+    const turn = plan.privateSession ? this.begin(plan, turnId, controller) : this.takeAndBegin(plan, turnId, controller);
+    if (plan.signal) follow(plan.signal, controller, turn);
+    if (plan.privateSession) return turn;
     // Known here from before the lease is asked for: a reader that finds the lease meanwhile waits.
-    this.starting.set(turnId, starting);
-    void starting.catch(() => undefined).finally(() => this.starting.delete(turnId));
-    return starting;
+    this.starting.set(turnId, { turn, controller });
+    void turn.catch(() => undefined).finally(() => this.starting.delete(turnId));
+    return turn;
   }
 
-  private async takeAndBegin(plan: TurnPlan, turnId: string): Promise<LiveTurn> {
+  private async takeAndBegin(plan: TurnPlan, turnId: string, controller: AbortController): Promise<LiveTurn> {
     await this.takeSession(plan, turnId);
     try {
-      return await this.begin(plan, turnId);
+      return await this.begin(plan, turnId, controller);
     } catch (error) {
       await this.deps.store.leases.release(plan.projectId, plan.sessionId, turnId);
       throw error;
@@ -264,11 +274,8 @@ export class TurnService {
         );
       }
       // This process's own turn, even one still being set up, is stopped here and now.
-      const local = got.current.holder === this.holder ? await this.ownTurn(got.current) : undefined;
-      if (local) {
-        local.controller.abort(CANCELLED);
-        await local.done;
-      } else {
+      const local = got.current.holder === this.holder ? await this.stopOwn(got.current, CANCELLED) : undefined;
+      if (!local) {
         // Its holder sees the request at its next renewal and stops the turn.
         await store.leases.requestCancel(projectId, sessionId, current);
         await new Promise((resolve) => setTimeout(resolve, Math.min(200, config.leaseTtlMs / 6)));
@@ -303,7 +310,7 @@ export class TurnService {
     return paused && paused.span_id !== parentSpanId ? { traceId: paused.trace_id, spanId: paused.span_id } : undefined;
   }
 
-  private async begin(given: TurnPlan, turnId: string): Promise<LiveTurn> {
+  private async begin(given: TurnPlan, turnId: string, controller: AbortController): Promise<LiveTurn> {
     const { store, config } = this.deps;
     const { projectId, sessionId, messages, secrets } = given;
     const outOfBand = given.outOfBand ?? new Set<string>();
@@ -337,41 +344,53 @@ export class TurnService {
     };
     let prepared: PreparedTurn | undefined;
     let skills: string | undefined;
-    let history: Message[];
+    let history: Message[] = answers.history;
     try {
       // Before any answer is claimed, and before anything is written into the folder: what refuses
       // the turn here (an unreachable MCP server, a busy harness pool) consumes none of the caller's
       // decisions and leaves no files. What it takes is held to the turn's end, and given back
       // below if the turn is refused before it starts.
-      prepared = await engine.prepare({
-        workdir: folder.path,
-        makeFolder: () => folder.make(),
-        stateDir: harnessStateFolder(config.dataDir, projectId, sessionId),
-        credentials: plan.credentials,
-        privateSession: plan.privateSession === true,
-        lastWords: () => this.lastWords(projectId, sessionId),
-      });
-      if (engine.needsFolder || template.skills.length || attachments.length) await folder.make();
-      // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
-      const delivered = attachments.length ? await deliverAttachments(folder.path, answers.history, attachments, config) : undefined;
-      if (delivered) folder.wrote(delivered.undo);
-      history = delivered?.history ?? answers.history;
-      // Last of what is written: an earlier turn's skills are replaced, not kept aside, and only an
-      // answer given meanwhile through the API (the claim below) refuses the turn after them.
-      const installed = await installSkills(folder.path, template.skills, engine.skillsDir);
-      folder.wrote(installed.undo);
-      skills = installed.notes;
-      // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
-      const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
-      if (!plan.privateSession) {
-        // Answers given through the API to a pause this turn leaves behind are abandoned with it;
-        // left `responded`, they would be continued at the next start, behind the user's back.
-        const abandoned = plan.newSession ? 0 : await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
-        // Every pause before this turn is settled now, answered or abandoned: no turn goes on from
-        // its state again, so a session keeps one conversation at most, not one per pause.
-        if (claimed + abandoned > 0) await store.pausedStates.removeSession(projectId, sessionId);
-        await store.turns.create(record);
+      prepared = await engine
+        .prepare({
+          workdir: folder.path,
+          makeFolder: () => folder.make(),
+          stateDir: harnessStateFolder(config.dataDir, projectId, sessionId),
+          credentials: plan.credentials,
+          privateSession: plan.privateSession === true,
+          lastWords: () => this.lastWords(projectId, sessionId),
+          signal: controller.signal,
+        })
+        .catch((error: unknown) => {
+          // Stopped while being prepared (its MCP servers connecting, say): it ends below as any
+          // stopped turn does, having written, claimed and started nothing.
+          if (controller.signal.aborted) return undefined;
+          throw error;
+        });
+      if (prepared) {
+        if (engine.needsFolder || template.skills.length || attachments.length) await folder.make();
+        // In the folder before any engine starts (a harness, a turn thread), and named in their messages.
+        const delivered = attachments.length ? await deliverAttachments(folder.path, answers.history, attachments, config) : undefined;
+        if (delivered) folder.wrote(delivered.undo);
+        history = delivered?.history ?? answers.history;
+        // Last of what is written: an earlier turn's skills are replaced, not kept aside, and only an
+        // answer given meanwhile through the API (the claim below) refuses the turn after them.
+        const installed = await installSkills(folder.path, template.skills, engine.skillsDir);
+        folder.wrote(installed.undo);
+        skills = installed.notes;
+        // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
+        const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
+        if (!plan.privateSession) {
+          // Answers given through the API to a pause this turn leaves behind are abandoned with it;
+          // left `responded`, they would be continued at the next start, behind the user's back.
+          const abandoned = plan.newSession ? 0 : await store.interactions.cancelPending(projectId, sessionId, [], OPEN_INTERACTION_STATUSES);
+          // Every pause before this turn is settled now, answered or abandoned: no turn goes on from
+          // its state again, so a session keeps one conversation at most, not one per pause.
+          if (claimed + abandoned > 0) await store.pausedStates.removeSession(projectId, sessionId);
+        }
       }
+      if (!plan.privateSession) await store.turns.create(record);
+      // A stdio server's folder, made for the setup that was stopped.
+      if (!prepared) await folder.undo();
     } catch (error) {
       await prepared?.release();
       await folder.undo();
@@ -380,14 +399,13 @@ export class TurnService {
 
     // Replayed to readers other than its sender, the continued message is masked as the events are.
     const continues = plan.continues && redact(plan.continues);
-    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues, takesUp: outOfBand, revision: plan.record.revision as RanRevision | undefined });
+    const turn = new LiveTurn({ id: turnId, projectId, sessionId, traceId: trace.traceId, spanId: trace.spanId, continues, takesUp: outOfBand, revision: plan.record.revision as RanRevision | undefined, controller });
     const key = `${projectId}\u0000${sessionId}`;
     this.live.set(turnId, turn);
     this.bySession.set(key, turn);
-    const started = prepared.start(
-      { turnId, sessionId, traceId: trace.traceId, history, ...(skills ? { notes: [skills] } : {}), streaming: plan.streaming, secretValues },
-      turn.controller.signal,
-    );
+    const started = prepared
+      ? prepared.start({ turnId, sessionId, traceId: trace.traceId, history, ...(skills ? { notes: [skills] } : {}), streaming: plan.streaming, secretValues }, controller.signal)
+      : stoppedBefore(controller.signal);
     const events = plan.told?.length ? tellingFirst(started, plan.told) : started;
     const state: PausedState = {
       template: plan.template,
@@ -430,7 +448,7 @@ export class TurnService {
     void this.drive(turn, events, how).finally(async () => {
       clearTimeout(deadline);
       if (this.bySession.get(key) === turn) this.bySession.delete(key);
-      await prepared.release();
+      await prepared?.release();
     });
     return turn;
   }
@@ -612,7 +630,7 @@ export class TurnService {
 
   /**
    * Graceful stop: live turns get `graceMs` to end by themselves, then are aborted and recorded as
-   * interrupted.
+   * interrupted, as are turns still being set up then.
    */
   async shutdown(graceMs: number): Promise<void> {
     const all = () => Promise.all([...this.live.values()].map((t) => t.done));
@@ -620,6 +638,11 @@ export class TurnService {
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([all(), grace]);
     clearTimeout(timer);
+    // One still being set up (its MCP servers connecting) is interrupted there, or it would go on
+    // after the store is closed.
+    const starting = [...this.starting.values()];
+    for (const { controller } of starting) controller.abort(INTERRUPTED);
+    await Promise.all(starting.map(({ turn }) => turn.catch(() => undefined)));
     for (const turn of this.live.values()) turn.controller.abort(INTERRUPTED);
     await all();
   }
@@ -646,6 +669,19 @@ const CANCELLED = new Error('a newer turn took over the session; this turn was c
 /** The abort reason of a turn stopped on request (`POST /api/sessions/{id}/stop`). */
 const STOPPED = new Error('the turn was stopped on request');
 const isCancel = (reason: unknown) => reason === CANCELLED || reason === STOPPED;
+
+/** Aborts `controller` when `signal` aborts, until `turn` has ended: one signal outlives many turns. */
+function follow(signal: AbortSignal, controller: AbortController, turn: Promise<LiveTurn>): void {
+  const abort = () => controller.abort(signal.reason);
+  if (signal.aborted) return abort();
+  signal.addEventListener('abort', abort, { once: true });
+  void turn.then((live) => live.done, () => undefined).finally(() => signal.removeEventListener('abort', abort));
+}
+
+/** The events of a turn stopped before it started: none, then why it was stopped. */
+async function* stoppedBefore(signal: AbortSignal): AsyncGenerator<AgentEvent> {
+  throw signal.reason;
+}
 
 /** The engine's events with `told` results right after its `turn_start`, as results of this turn. */
 async function* tellingFirst(events: AsyncGenerator<AgentEvent>, told: readonly EventOf<'tool_result'>['data'][]): AsyncGenerator<AgentEvent> {

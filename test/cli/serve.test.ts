@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
 import { firstStartCredentials, runAgentd, startServe } from '../support/child-server.ts';
+import { startSilentMcpServer } from '../support/mcp-server.ts';
 import { agentdInTerminal, hasTmux } from '../support/terminal.ts';
 
 let model: FakeModelServer;
@@ -132,6 +133,33 @@ describe('agentd serve', () => {
       expect(turn?.status).toBe('interrupted');
     } finally {
       await store.close();
+    }
+  });
+
+  it('on SIGTERM interrupts a turn whose MCP servers are still connecting, after the grace period', async () => {
+    await freshEnv({ AGENTD_SHUTDOWN_GRACE_MS: '200', AGENTD_MCP_TIMEOUT_MS: '20000' });
+    const silent = await startSilentMcpServer();
+    const server = await startServe(env);
+    try {
+      const { projectId, key } = firstStartCredentials(server.output());
+      const mcps = [{ name: 'mute', connection: { type: 'http', url: silent.url } }];
+      const pending = invoke(server.url, projectId, key, { session_id: 'connecting', data: { inputs: { messages: [{ role: 'user', content: 'hi' }] }, parameters: { agent: { ...agent, mcps } } } });
+      await silent.asked;
+      server.child.kill('SIGTERM');
+      const res = await pending;
+      expect(res.status).toBe(503);
+      expect((await res.json()).status.type).toBe('unavailable');
+      expect(await server.exited).toBe(0);
+      await silent.closed;
+      const store = await openStore({ dataDir });
+      try {
+        const [turn] = await store.turns.listForSession(projectId, 'connecting', { limit: 5 });
+        expect(turn?.status).toBe('interrupted');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await silent.close();
     }
   });
 

@@ -3,6 +3,7 @@ import type { RecordedRequest } from '../../src/testing/fake-model.ts';
 import { expectError, okJsonText, startHarness, template, type Harness } from '../support/harness.ts';
 import { configsApi, createWorkflow } from '../configs/client.ts';
 import { createTestset, runEnded, runResults, startRun } from './client.ts';
+import { startSilentMcpServer } from '../support/mcp-server.ts';
 
 /**
  * Evaluation runs end to end (issue 5): the fake model fails some cases once, one always, and
@@ -229,6 +230,24 @@ describe('evaluation runs', () => {
     quick = false;
     expect(resumed.data).toMatchObject({ status: 'success', progress: { total: 4, success: 4, cancelled: 0 } });
     expect((await results(created.id)).map((r) => r.attempts.map((a: any) => a.status))).toEqual([['cancelled', 'success'], ['cancelled', 'success'], ['success'], ['success']]);
+  });
+
+  it('stop ends a case whose MCP server is still connecting at once, not at the connect deadline', async () => {
+    const silent = await startSilentMcpServer();
+    try {
+      const agent = { ...template(), mcps: [{ name: 'mute', connection: { type: 'http', url: silent.url } }] };
+      const app = (await createWorkflow(h, 'eval-mute-mcp', { agent })).revision.id;
+      const created = await startRun(h, await testset([row('ok-mute')]), app);
+      await silent.asked;
+      const asked = Date.now();
+      const { body } = await okJsonText(await api('POST', `/simple/evaluations/${created.id}/stop`));
+      // AGENTD_MCP_TIMEOUT_MS is 10 s here: the stop did not wait for it.
+      expect(Date.now() - asked).toBeLessThan(5_000);
+      expect(body.evaluation.data).toMatchObject({ status: 'cancelled', progress: { total: 1, cancelled: 1 } });
+      await silent.closed;
+    } finally {
+      await silent.close();
+    }
   });
 
   it("answers a query for another project's run as a 404, as every route that names a run does", async () => {

@@ -1,7 +1,11 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MCP_MAX_OUTPUT_BYTES } from '../../src/agent/mcp.ts';
-import { startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+import { startMcpServer, startSilentMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 import { expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
 /** A template's MCP servers become the agent's tools, end to end through invoke. */
@@ -175,5 +179,80 @@ describe('MCP servers', () => {
   it('refuse an MCP tool that shadows a tool of the template', async () => {
     const shadow = { ...template({ tools: [{ type: 'client', name: 'calc__add' }] }), mcps: [calc()] };
     await expectError(await h.invoke(invokeBody([{ role: 'user', content: 'x' }], shadow)), 400, 'invalid-request', /calc__add/);
+  });
+});
+
+describe('a turn stopped while its MCP servers connect', () => {
+  // Far longer than any stop may take: a stop that waited for the connect deadline would show.
+  const DEADLINE_MS = 20_000;
+  let r: Harness;
+  beforeAll(async () => {
+    r = await startHarness({ env: { AGENTD_MCP_TIMEOUT_MS: String(DEADLINE_MS), AGENTD_ALLOW_STDIO_MCP: '1' } });
+  });
+  afterAll(async () => r.close());
+
+  const stop = (session: string) => fetch(`${r.url}/api/sessions/${session}/stop?project_id=${r.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${r.apiKey}` } });
+  const mute = (url: string) => ({ ...template(), mcps: [{ name: 'mute', connection: { type: 'http', url } }] });
+
+  it('ends at once on POST .../stop, cancelled, with the half-open connection closed', async () => {
+    const server = await startSilentMcpServer();
+    try {
+      const session = sid('mcp-stop');
+      const caller = r.invoke(invokeBody([{ role: 'user', content: 'hi' }], mute(server.url), { session_id: session }));
+      await server.asked;
+      const asked = Date.now();
+      const res = await stop(session);
+      expect(res.status).toBe(200);
+      expect(Date.now() - asked).toBeLessThan(DEADLINE_MS / 4);
+      const { turn_id } = await res.json();
+      expect((await r.store.turns.get(r.projectId, turn_id))?.status).toBe('cancelled');
+      await expectError(await caller, 409, 'turn-cancelled', 'the turn was stopped on request');
+      await server.closed;
+      expect(r.model.requests).toHaveLength(0);
+      // The session is free at once.
+      r.model.script({ text: 'next' });
+      expect((await readJson(await r.invoke(invokeBody([{ role: 'user', content: 'hi' }], template(), { session_id: session })))).data.outputs.messages.at(-1).content).toBe('next');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("takes back the folder it made for a stdio server, as a refused turn does", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-mcp-stop-'));
+    const started = path.join(dir, 'started');
+    try {
+      const session = sid('mcp-stop-stdio');
+      // Runs in the session folder, made for it, and says so outside it; never answers.
+      const script = "require('fs').writeFileSync(process.argv[1], 'yes'); setInterval(() => {}, 1000)";
+      const mcps = [{ name: 'quiet', connection: { type: 'stdio', command: process.execPath, args: ['-e', script, started] } }];
+      const caller = r.invoke(invokeBody([{ role: 'user', content: 'hi' }], { ...template(), mcps }, { session_id: session }));
+      await expect.poll(() => existsSync(started), { timeout: 10_000 }).toBe(true);
+      expect(existsSync(r.sessionDir(session))).toBe(true);
+      expect((await stop(session)).status).toBe(200);
+      await expectError(await caller, 409, 'turn-cancelled');
+      expect(existsSync(r.sessionDir(session))).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ends at once when a new turn takes the session over; a streamed caller is told as a JSON one is', async () => {
+    const server = await startSilentMcpServer();
+    try {
+      const session = sid('mcp-takeover');
+      const caller = r.invoke(invokeBody([{ role: 'user', content: 'hi' }], mute(server.url), { session_id: session }), { headers: { accept: 'text/event-stream' } });
+      await server.asked;
+      const asked = Date.now();
+      r.model.script({ text: 'the new turn' });
+      const res = await r.invoke(invokeBody([{ role: 'user', content: 'again' }], template(), { session_id: session }), { headers: { 'x-ag-session-control': 'force' } });
+      expect((await readJson(res)).data.outputs.messages.at(-1).content).toBe('the new turn');
+      expect(Date.now() - asked).toBeLessThan(DEADLINE_MS / 4);
+      await expectError(await caller, 409, 'turn-cancelled', 'a newer turn took over the session');
+      await server.closed;
+      const turns = await r.store.turns.listForSession(r.projectId, session, { limit: 5 });
+      expect(turns.map((t) => t.status).sort()).toEqual(['cancelled', 'completed']);
+    } finally {
+      await server.close();
+    }
   });
 });
