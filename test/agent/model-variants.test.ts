@@ -669,6 +669,18 @@ async function expectFailure(route: Route, s: Scenario, want: { status: number; 
 
 const TRICKY = 'Hé "quoted" \\ back\\slash\n😀 你好 — tab\t end';
 const wrote = (content: string, file: string) => `wrote ${Buffer.byteLength(content)} bytes to ${file}`;
+/** What a turn whose two `write` calls wrote `a` into a.txt and `b` into b.txt shows. */
+const wroteBoth = (a: string, b: string) => ({
+  calls: [
+    { name: 'write', input: { path: 'a.txt', content: a } },
+    { name: 'write', input: { path: 'b.txt', content: b } },
+  ],
+  results: [
+    { error: false, content: wrote(a, 'a.txt') },
+    { error: false, content: wrote(b, 'b.txt') },
+  ],
+  files: { 'a.txt': a, 'b.txt': b },
+});
 const writeArgs = (file: string, content: string) => JSON.stringify({ path: file, content });
 /** Deltas of one UTF-16 unit each: an emoji's halves come in two events. */
 const byUnit = (t: string) => t.split('');
@@ -745,16 +757,8 @@ describe('the Responses API', () => {
       },
       {
         texts: ['Writing two files.', 'All done.'],
-        calls: [
-          { name: 'write', input: { path: 'a.txt', content: 'A é' } },
-          { name: 'write', input: { path: 'b.txt', content: 'B 😀' } },
-        ],
-        results: [
-          { error: false, content: wrote('A é', 'a.txt') },
-          { error: false, content: wrote('B 😀', 'b.txt') },
-        ],
+        ...wroteBoth('A é', 'B 😀'),
         stop: 'end_turn',
-        files: { 'a.txt': 'A é', 'b.txt': 'B 😀' },
       },
     );
   });
@@ -914,16 +918,8 @@ describe.each(['compatible', 'openai-chat'] as const)('Chat Completions (%s)', (
       },
       {
         texts: ['All done.'],
-        calls: [
-          { name: 'write', input: { path: 'a.txt', content: 'A' } },
-          { name: 'write', input: { path: 'b.txt', content: 'B' } },
-        ],
-        results: [
-          { error: false, content: wrote('A', 'a.txt') },
-          { error: false, content: wrote('B', 'b.txt') },
-        ],
+        ...wroteBoth('A', 'B'),
         stop: 'end_turn',
-        files: { 'a.txt': 'A', 'b.txt': 'B' },
       },
     );
   });
