@@ -669,6 +669,19 @@ async function expectFailure(route: Route, s: Scenario, want: { status: number; 
 
 const TRICKY = 'Hé "quoted" \\ back\\slash\n😀 你好 — tab\t end';
 const wrote = (content: string, file: string) => `wrote ${Buffer.byteLength(content)} bytes to ${file}`;
+/** What a turn shows whose two `ls` calls (arguments "" and "{}") each ran on `{}` in an empty folder. */
+const TWO_EMPTY_LS = {
+  texts: ['All done.'],
+  calls: [
+    { name: 'ls', input: {} },
+    { name: 'ls', input: {} },
+  ],
+  results: [
+    { error: false, content: '(empty folder)' },
+    { error: false, content: '(empty folder)' },
+  ],
+  stop: 'end_turn',
+};
 /** What a turn whose two `write` calls wrote `a` into a.txt and `b` into b.txt shows. */
 const wroteBoth = (a: string, b: string) => ({
   calls: [
@@ -717,18 +730,7 @@ describe('the Responses API', () => {
           ],
         },
       },
-      {
-        texts: ['All done.'],
-        calls: [
-          { name: 'ls', input: {} },
-          { name: 'ls', input: {} },
-        ],
-        results: [
-          { error: false, content: '(empty folder)' },
-          { error: false, content: '(empty folder)' },
-        ],
-        stop: 'end_turn',
-      },
+      TWO_EMPTY_LS,
     );
     const followUps = requests[model]!.filter((b) => isFollowUp('responses', b));
     expect(followUps).toHaveLength(ALL.length);
@@ -938,18 +940,7 @@ describe.each(['compatible', 'openai-chat'] as const)('Chat Completions (%s)', (
           ],
         },
       },
-      {
-        texts: ['All done.'],
-        calls: [
-          { name: 'ls', input: {} },
-          { name: 'ls', input: {} },
-        ],
-        results: [
-          { error: false, content: '(empty folder)' },
-          { error: false, content: '(empty folder)' },
-        ],
-        stop: 'end_turn',
-      },
+      TWO_EMPTY_LS,
     );
   });
 
