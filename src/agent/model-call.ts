@@ -53,7 +53,8 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
   const retried = retrying(settings.maxRetries, options.abortSignal);
   // Each attempt has the whole AGENTD_MODEL_TIMEOUT_MS; the waits between attempts do not count.
   const attempt = <T>(call: (abortSignal: AbortSignal) => PromiseLike<T>) => retried(() => watched(settings.timeoutMs, options.abortSignal, call));
-  const host = hostOf(endpoint.split(' ')[0]!);
+  // A URL parsed only for a failure's message, not on every call.
+  const host = () => hostOf(endpoint.split(' ')[0]!);
   const generate = async function* (answered?: () => void) {
     const { value, watch } = await attempt((abortSignal) => model.doGenerate({ ...options, abortSignal }));
     watch.stop();
@@ -90,13 +91,13 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
     watch.stop();
     // The SDK would read an HTML page as an event stream with no events: an empty answer.
     await result.stream.cancel().catch(() => {});
-    throw new AppError('upstream-error', `the model provider at ${host} answered with an HTML page (${type!.split(';')[0]!.trim()}) instead of an event stream; check the provider's base URL`);
+    throw new AppError('upstream-error', `the model provider at ${host()} answered with an HTML page (${type!.split(';')[0]!.trim()}) instead of an event stream; check the provider's base URL`);
   }
   // Read here rather than through a transform stream of the watchdog's: a stream that goes quiet
   // is cancelled, and said to have timed out.
   const reader = result.stream.getReader();
   watch.onExpire(() => void reader.cancel().catch(() => {}));
-  const brokeOff = () => new AppError('upstream-error', `the model provider's answer broke off: its stream ended before the event that completes it (at ${host})`);
+  const brokeOff = () => new AppError('upstream-error', `the model provider's answer broke off: its stream ended before the event that completes it (at ${host()})`);
   let done = false;
   let finished = false;
   try {
@@ -135,9 +136,9 @@ export async function* modelCall(model: LanguageModelV4, options: LanguageModelV
  * answer, and asked again it is likely stopped again. A model's refusal (a `refusal` part or field,
  * Anthropic's `refusal` stop) is its answer, and ends the turn as any answer does.
  */
-function filteredAnswer(finishReason: LanguageModelV4FinishReason, host: string): AppError | undefined {
+function filteredAnswer(finishReason: LanguageModelV4FinishReason, host: () => string): AppError | undefined {
   if (finishReason.raw !== 'content_filter') return undefined;
-  return new AppError('upstream-rejected', `the model provider at ${host} stopped the answer with its content filter (finish reason "content_filter")`);
+  return new AppError('upstream-rejected', `the model provider at ${host()} stopped the answer with its content filter (finish reason "content_filter")`);
 }
 
 /**
@@ -180,12 +181,15 @@ function itemIdOf(metadata: SharedV4ProviderMetadata | undefined): string | unde
  * text parts of one output item (a Responses API message of several parts, a refusal among them)
  * as one text, so they are one text here too: the same answer reads the same in a JSON reply.
  */
-function* contentParts(result: LanguageModelV4GenerateResult): Generator<LanguageModelV4StreamPart> {
+function contentParts(result: LanguageModelV4GenerateResult): LanguageModelV4StreamPart[] {
+  // An array, not a generator: every JSON turn's answer passes here, and generators delegating to
+  // generators cost it 1% of the server thread (a CPU profile of the JSON tool turn).
+  const parts: LanguageModelV4StreamPart[] = [];
   let text: { id: string; itemId: string | undefined; providerMetadata: SharedV4ProviderMetadata | undefined } | undefined;
-  function* endText(): Generator<LanguageModelV4StreamPart> {
-    if (text) yield { type: 'text-end', id: text.id, ...(text.providerMetadata ? { providerMetadata: text.providerMetadata } : {}) };
+  const endText = () => {
+    if (text) parts.push({ type: 'text-end', id: text.id, ...(text.providerMetadata ? { providerMetadata: text.providerMetadata } : {}) });
     text = undefined;
-  }
+  };
   for (const [at, part] of result.content.entries()) {
     const id = `g${at}`;
     const providerMetadata = 'providerMetadata' in part ? part.providerMetadata : undefined;
@@ -193,28 +197,31 @@ function* contentParts(result: LanguageModelV4GenerateResult): Generator<Languag
       case 'text': {
         const itemId = itemIdOf(providerMetadata);
         if (!text || itemId === undefined || text.itemId !== itemId) {
-          yield* endText();
+          endText();
           text = { id, itemId, providerMetadata };
-          yield { type: 'text-start', id };
+          parts.push({ type: 'text-start', id });
         }
         text.providerMetadata = providerMetadata;
-        yield { type: 'text-delta', id: text.id, delta: part.text };
+        parts.push({ type: 'text-delta', id: text.id, delta: part.text });
         break;
       }
       case 'reasoning':
-        yield* endText();
-        yield { type: 'reasoning-start', id };
-        yield { type: 'reasoning-delta', id, delta: part.text };
-        yield { type: 'reasoning-end', id, ...(providerMetadata ? { providerMetadata } : {}) };
+        endText();
+        parts.push(
+          { type: 'reasoning-start', id },
+          { type: 'reasoning-delta', id, delta: part.text },
+          { type: 'reasoning-end', id, ...(providerMetadata ? { providerMetadata } : {}) },
+        );
         break;
       case 'tool-call':
-        yield* endText();
-        yield part;
+        endText();
+        parts.push(part);
         break;
       default:
         break;
     }
   }
-  yield* endText();
-  yield { type: 'finish', usage: result.usage, finishReason: result.finishReason, ...(result.providerMetadata ? { providerMetadata: result.providerMetadata } : {}) };
+  endText();
+  parts.push({ type: 'finish', usage: result.usage, finishReason: result.finishReason, ...(result.providerMetadata ? { providerMetadata: result.providerMetadata } : {}) });
+  return parts;
 }
