@@ -24,6 +24,18 @@ export interface RequestOptions {
 
 /** Sends one request and returns the reply whatever its status; a transport failure throws. */
 export async function send(options: ClientOptions, method: string, path: string, request: RequestOptions = {}): Promise<Response> {
+  // An id in the path may be "." or ".." (a session's may, by the spec's pattern), and every URL,
+  // fetch's and a browser's, %2E or not, reads those as steps through the path: `sessions/../files`
+  // is `/api/files`, `sessions/.` the list of sessions. That would reach another resource than the
+  // one named, so it is not sent.
+  const step = path.split('/').find((part) => part === '.' || part === '..');
+  if (step !== undefined) {
+    throw new AgentdError({
+      code: 400,
+      type: 'invalid-request',
+      message: `the id "${step}" cannot be named in a URL path (${method} /${path}): a URL reads it as a step through the path, to another resource; the request was not sent`,
+    });
+  }
   const url = new URL(path, options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
   if (options.projectId) url.searchParams.set('project_id', options.projectId);
   for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));

@@ -270,6 +270,26 @@ describe('namespaces', () => {
     expect(gone.status).toMatchObject({ code: 404, type: 'not-found' });
   });
 
+  it('an id of "." or ".." (a session may have one) is refused before it is sent: a URL would take it as a step to another resource', async () => {
+    const sent: string[] = [];
+    const counted = createClient({ ...client.options, fetch: (input, init) => (sent.push(String(input)), fetch(input, init)) });
+    for (const session of ['.', '..']) {
+      expect((await counted.invoke(turn(`in ${session}`, { session_id: session }))).session_id).toBe(session);
+      sent.length = 0;
+      for (const refused of [counted.sessions.get(session), counted.sessions.listFiles(session), counted.sessions.writeFile(session, 'x.txt', 'x'), counted.sessions.stop(session)]) {
+        const error = await rejection(refused);
+        expect(error.status).toMatchObject({ code: 400, type: 'invalid-request' });
+        expect(error.status.message).toContain(`the id "${session}" cannot be named in a URL path (`);
+        expect(error.retryable).toBe(false);
+      }
+      await expect(counted.resume(session).next()).rejects.toThrow(/cannot be named in a URL path/);
+      expect(sent).toEqual([]);
+    }
+    // Dots within an id are only characters of it.
+    await counted.invoke(turn('in ...', { session_id: '...' }));
+    expect((await counted.sessions.get('...')).session.id).toBe('...');
+  });
+
   it('interactions: a paused turn is queried, responded to, and resolved by its continuation', async () => {
     const session = sid('approve');
     const agent = template({ tools: [builtin('write')], mode: 'ask' });
