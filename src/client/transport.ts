@@ -36,6 +36,16 @@ export async function send(options: ClientOptions, method: string, path: string,
       message: `the id "${step}" cannot be named in a URL path (${method} /${path}): a URL reads it as a step through the path, to another resource; the request was not sent`,
     });
   }
+  // A key pasted with a stray character (a zero-width space, "…", a space) would make fetch throw
+  // before anything is sent, a TypeError that reads as the server being out of reach.
+  const stray = /[^\x21-\x7E]/u.exec(options.apiKey);
+  if (stray) {
+    throw new AgentdError({
+      code: 401,
+      type: 'unauthenticated',
+      message: `the API key holds U+${stray[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} at character ${stray.index + 1}, which no key has (a key is printable ASCII without spaces): copy it again; the request was not sent`,
+    });
+  }
   const url = new URL(path, options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
   if (options.projectId) url.searchParams.set('project_id', options.projectId);
   for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));

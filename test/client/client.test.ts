@@ -124,6 +124,19 @@ describe('invoke', () => {
     expect(error.retryable).toBe(false);
   });
 
+  it('a key holding a character no key has is a 401 naming it and where, not a network error, and is not sent', async () => {
+    const sent: string[] = [];
+    for (const [key, char, at] of [[`${h.apiKey}\u200B`, 'U+200B', h.apiKey.length + 1], ['agd_…', 'U+2026', 5], ['agd_two words', 'U+0020', 8]] as const) {
+      const pasted = createClient({ baseUrl: h.url, apiKey: key, fetch: (input, init) => (sent.push(String(input)), fetch(input, init)) });
+      const error = await rejection(pasted.keys.self());
+      expect(error.status).toMatchObject({ code: 401, type: 'unauthenticated' });
+      expect(error.status.message).toContain(`holds ${char} at character ${at}, which no key has`);
+      expect(error.status.message).not.toContain(h.apiKey);
+      expect(error.retryable).toBe(false);
+    }
+    expect(sent).toEqual([]);
+  });
+
   it('a server that is not running is a network AgentdError (code 0) saying what to check', async () => {
     const port = await closedPort();
     const down = createClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: h.apiKey, projectId: h.projectId });
