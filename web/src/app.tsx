@@ -1,4 +1,5 @@
-import { Link, Redirect, Route, Router, Switch, useRoute } from 'wouter';
+import { Component, type ReactNode } from 'react';
+import { Link, Redirect, Route, Router, Switch, useLocation, useRoute } from 'wouter';
 import { useHashLocation } from 'wouter/use-hash-location';
 import { AuthProvider, useAuth } from './auth.tsx';
 import { ChatPage } from './pages/chat.tsx';
@@ -12,6 +13,7 @@ import { TestsetPage } from './pages/testset.tsx';
 import { TestsetsPage } from './pages/testsets.tsx';
 import { WorkflowPage } from './pages/workflow.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
+import { ErrorNote, Page } from './ui.tsx';
 
 /**
  * The console: a single page on the hash (`#/sessions/abc`), so every view has a link of its own
@@ -27,8 +29,30 @@ function NavLink({ href, children }: { href: string; children: string }) {
   );
 }
 
+/**
+ * A page that fails while it renders (a reply of a shape it does not expect, from a proxy or an
+ * older server) says so in its place; without this React would take the whole console down with
+ * it, the navigation too. Keyed by the location, so another page starts afresh.
+ */
+class PageBoundary extends Component<{ children: ReactNode }, { error: unknown }> {
+  override state = { error: undefined };
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+  override render() {
+    if (this.state.error === undefined) return this.props.children;
+    return (
+      <Page title="This page could not be shown">
+        <ErrorNote error={this.state.error} />
+        <p className="hint">The other pages still work; reload this one to try again.</p>
+      </Page>
+    );
+  }
+}
+
 function Shell() {
   const { signed, signOut } = useAuth();
+  const [location] = useLocation();
   return (
     <div className="shell">
       {/* The address's hash is the route: following #main would leave the page for a new chat. It moves the focus instead. */}
@@ -75,21 +99,23 @@ function Shell() {
         </button>
       </nav>
       <main id="main" tabIndex={-1}>
-        <Switch>
-          <Route path="/chat/:session?">{(params) => <ChatPage key={params.session ?? ''} sessionId={params.session === undefined ? undefined : param(params.session)} />}</Route>
-          <Route path="/sessions">{() => <SessionsPage />}</Route>
-          <Route path="/sessions/:id">{(params) => <SessionPage key={params.id} sessionId={param(params.id)} />}</Route>
-          <Route path="/evaluations">{() => <EvaluationsPage />}</Route>
-          <Route path="/evaluations/compare/:a/:b">{(params) => <ComparePage a={param(params.a)} b={param(params.b)} />}</Route>
-          <Route path="/evaluations/:id">{(params) => <EvaluationPage id={param(params.id)} />}</Route>
-          <Route path="/testsets">{() => <TestsetsPage />}</Route>
-          <Route path="/testsets/:id">{(params) => <TestsetPage id={param(params.id)} />}</Route>
-          <Route path="/workflows">{() => <WorkflowsPage />}</Route>
-          <Route path="/workflows/:id">{(params) => <WorkflowPage id={param(params.id)} />}</Route>
-          <Route>
-            <Redirect to="/chat" />
-          </Route>
-        </Switch>
+        <PageBoundary key={location}>
+          <Switch>
+            <Route path="/chat/:session?">{(params) => <ChatPage key={params.session ?? ''} sessionId={params.session === undefined ? undefined : param(params.session)} />}</Route>
+            <Route path="/sessions">{() => <SessionsPage />}</Route>
+            <Route path="/sessions/:id">{(params) => <SessionPage key={params.id} sessionId={param(params.id)} />}</Route>
+            <Route path="/evaluations">{() => <EvaluationsPage />}</Route>
+            <Route path="/evaluations/compare/:a/:b">{(params) => <ComparePage a={param(params.a)} b={param(params.b)} />}</Route>
+            <Route path="/evaluations/:id">{(params) => <EvaluationPage id={param(params.id)} />}</Route>
+            <Route path="/testsets">{() => <TestsetsPage />}</Route>
+            <Route path="/testsets/:id">{(params) => <TestsetPage id={param(params.id)} />}</Route>
+            <Route path="/workflows">{() => <WorkflowsPage />}</Route>
+            <Route path="/workflows/:id">{(params) => <WorkflowPage id={param(params.id)} />}</Route>
+            <Route>
+              <Redirect to="/chat" />
+            </Route>
+          </Switch>
+        </PageBoundary>
       </main>
     </div>
   );

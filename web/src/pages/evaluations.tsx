@@ -21,12 +21,12 @@ export function EvaluationsPage() {
     <Page
       title="Evaluations"
       actions={
-        <button type="button" disabled={picked.length !== 2} onClick={() => navigate(`/evaluations/compare/${picked[0]}/${picked[1]}`)}>
+        <button type="button" disabled={picked.length !== 2} onClick={() => navigate(`/evaluations/compare/${encodeURIComponent(picked[0]!)}/${encodeURIComponent(picked[1]!)}`)}>
           Compare the two picked
         </button>
       }
     >
-      {canAct ? <NewRun onCreated={(id) => navigate(`/evaluations/${id}`)} /> : <p className="hint">{VIEWER_NOTE}</p>}
+      {canAct ? <NewRun onCreated={(id) => navigate(`/evaluations/${encodeURIComponent(id)}`)} /> : <p className="hint">{VIEWER_NOTE}</p>}
       <ErrorNote error={runs.error} />
       {!runs.data && !runs.error ? <Loading /> : null}
       {runs.data?.evaluations.length === 0 ? <p className="muted">No evaluation runs yet.</p> : null}

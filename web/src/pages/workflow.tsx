@@ -60,7 +60,8 @@ export function WorkflowPage({ id }: { id: string }) {
         </table>
       </div>
       {a && b ? <RevisionDiff a={a.data} b={b.data} title={`${label(a)} → ${label(b)}`} /> : <p className="hint">Pick A and B to see what changed between two revisions.</p>}
-      {canAct && workflow.data ? <Deploy workflowSlug={workflow.data.slug} revisions={list.map((r) => ({ id: r.id, label: label(r) }))} /> : <p className="hint">{VIEWER_NOTE}</p>}
+      {/* A workflow that could not be read has nothing to deploy, whoever reads it. */}
+      {workflow.data ? (canAct ? <Deploy workflowSlug={workflow.data.slug} revisions={list.map((r) => ({ id: r.id, label: label(r) }))} /> : <p className="hint">{VIEWER_NOTE}</p>) : null}
       {list[0] ? (
         <details>
           <summary>The newest revision's configuration</summary>

@@ -49,7 +49,7 @@ export function WorkflowsPage() {
       <h2>Environments</h2>
       <ErrorNote error={environments.error} />
       {environments.data?.environments.length === 0 ? <p className="muted">No environments yet.</p> : null}
-      <ul>
+      <ul className="wrap">
         {environments.data?.environments.map((env) => {
           const deployed = ((env.revision?.data as { references?: Record<string, { workflow_revision?: { version?: number }; workflow_variant?: { slug?: string } }> } | undefined)?.references ?? {}) as Record<
             string,
