@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { accessibilityProblems, browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { accessibilityProblems, browserTestsRun, launchBrowser, openPage, signIn } from '../support/browser.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
 /**
@@ -22,8 +22,7 @@ const line = (name: string, type: string, bytes: number) => `[attached file: att
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 const NOTES = Buffer.from('the notes, in full');
 
-const run = !!chromiumPath && consoleBuilt;
-if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+const run = browserTestsRun();
 
 describe.runIf(run)('the console: attaching files in the chat', () => {
   let h: Harness;

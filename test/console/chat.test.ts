@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { accessibilityProblems, browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
+import { accessibilityProblems, browserTestsRun, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
 import { builtin, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -36,8 +36,7 @@ async function listNumbers(page: Page): Promise<string[]> {
   return nodes.filter((n) => n.role?.value === 'ListMarker').map((n) => String(n.name?.value ?? '').trim());
 }
 
-const run = !!chromiumPath && consoleBuilt;
-if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+const run = browserTestsRun();
 
 describe.runIf(run)('the console: chat and sessions', () => {
   let h: Harness;

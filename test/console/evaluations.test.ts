@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type AgentdClient } from '../../src/client/index.ts';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
+import { browserTestsRun, launchBrowser, openPage, screenshot, signIn } from '../support/browser.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
 /**
@@ -25,8 +25,7 @@ function script(req: RecordedRequest): FakeReply {
 
 const CSV = 'input,expected\nwhat is 2+2,4\ncapital of France,Paris\nwhat is 3*3,9\ncolor of the sky,blue\n';
 
-const run = !!chromiumPath && consoleBuilt;
-if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+const run = browserTestsRun();
 
 describe.runIf(run)('the console: evaluations and workflows', () => {
   let h: Harness;

@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type AgentdClient } from '../../src/client/index.ts';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { browserTestsRun, launchBrowser, openPage, signIn } from '../support/browser.ts';
 import { builtin, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -55,8 +55,7 @@ function script(req: RecordedRequest): FakeReply {
   return { text: `You said: ${text}` };
 }
 
-const run = !!chromiumPath && consoleBuilt;
-if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+const run = browserTestsRun();
 
 describe.runIf(run)('the console: hostile text', () => {
   let h: Harness;

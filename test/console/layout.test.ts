@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { browserRequired, chromiumPath, consoleBuilt, launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { browserTestsRun, launchBrowser, openPage, signIn } from '../support/browser.ts';
 import { invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
 
 /**
@@ -22,8 +22,7 @@ const RUN = (which: string) => `Run-${which}-${'x'.repeat(250)}`;
 const WORKFLOW = `w-${'w'.repeat(126)}`;
 const VARIANT = `v-${'v'.repeat(126)}`;
 
-const run = !!chromiumPath && consoleBuilt;
-if (!run && browserRequired) throw new Error('the console tests need Chromium and a built console (npm run build); .ci/run installs Chromium');
+const run = browserTestsRun();
 
 describe.runIf(run)('the console: long names on narrow and wide screens', () => {
   let h: Harness;

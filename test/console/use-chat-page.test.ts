@@ -7,7 +7,7 @@ import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { browserRequired, chromiumPath, launchBrowser } from '../support/browser.ts';
+import { browserTestsRun, launchBrowser } from '../support/browser.ts';
 import { createWorkflow } from '../configs/client.ts';
 import { builtin, startHarness, template, type Harness } from '../support/harness.ts';
 
@@ -80,8 +80,7 @@ async function servePage(): Promise<{ server: Server; origin: string; configure(
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, configure: (c) => (config = c) };
 }
 
-const run = !!chromiumPath;
-if (!run && browserRequired) throw new Error('the useChat page test needs Chromium; .ci/run installs it');
+const run = browserTestsRun({ console: false });
 
 describe.runIf(run)('a useChat page on another origin', () => {
   let h: Harness;

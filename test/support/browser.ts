@@ -17,6 +17,17 @@ export const chromiumPath = CANDIDATES.find((p) => existsSync(p));
 export const browserRequired = !!process.env.CI;
 export const consoleBuilt = existsSync(path.join(CONSOLE_DIR, 'index.html'));
 
+/**
+ * Whether a file's browser tests run here: with Chromium (and, unless `console: false`, a built
+ * console). In CI their absence fails the file instead of skipping it.
+ */
+export function browserTestsRun(options: { console?: boolean } = {}): boolean {
+  const needsConsole = options.console !== false;
+  const run = !!chromiumPath && (!needsConsole || consoleBuilt);
+  if (!run && browserRequired) throw new Error(`these tests need Chromium${needsConsole ? ' and a built console (npm run build)' : ''}; .ci/run installs Chromium`);
+  return run;
+}
+
 /** `console: false` for a page of a test's own, which needs no built console. */
 export async function launchBrowser(options: { console?: boolean } = {}): Promise<Browser> {
   if (!chromiumPath) throw new Error(`no Chromium at ${CANDIDATES.join(', ')}: install Debian's "chromium" package, or set AGENTD_CHROMIUM`);
