@@ -1,13 +1,14 @@
 import { parseCommand, portFlag } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
-import { openStore } from '../store/db.ts';
+import { openStore, resolveDatabaseLocation } from '../store/db.ts';
 import { resumeAnswered } from '../interactions/continuation.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import type { Config } from '../config.ts';
 import { DEMO_PROVIDER } from '../contract/providers.ts';
 import { limitsAvailable } from '../agent/tools/cgroups.ts';
 import { removeDeletedFolders } from '../sessions/folders.ts';
+import { startSteps } from './start-steps.ts';
 
 const USAGE = `Usage: agentd serve [--port N] [--host ADDR]
 
@@ -29,6 +30,8 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   const port = portFlag(values.port, config.port);
   if (port === undefined) return 2;
 
+  const steps = startSteps();
+  steps.step(`opening the database at ${resolveDatabaseLocation(config)} (connecting, then migrating)`);
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
   // off when the previous process died. On PostgreSQL they may be another replica's.
@@ -41,6 +44,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   // whose turn threads take the environment as it is when they start).
   const demo = config.defaultLlm.provider === DEMO_PROVIDER && !config.env.AGENTD_DEMO_MODEL_URL ? await startFakeModel({ script: echoScript, record: false }) : undefined;
   if (demo) config.env.AGENTD_DEMO_MODEL_URL = demo.url;
+  steps.step('starting the server and its turn threads');
   const app = await buildApp({ config, store });
   const host = values.host ?? config.host;
   try {
@@ -56,10 +60,12 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     process.stderr.write(`agentd: port ${port} on ${host} is in use (another agentd?); start on another with --port N or PORT=N\n`);
     return 1;
   }
+  steps.step('finishing the start on the database (the first project, answering other replicas)');
   // Only now that the port is ours: a first key printed by a start that then failed would be lost.
   const first = await bootstrapFirstRun(store);
   const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
   const stopAnsweringFollowers = await app.turns.answerFollowers();
+  steps.done();
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
 

@@ -35,16 +35,22 @@ export function agentdCommand(args: string[], env: Record<string, string | undef
   });
 }
 
-/** Starts `agentd serve` on a free port and resolves once it listens, with its URL. */
+/**
+ * Starts `agentd serve` on a free port and resolves once it listens, with its URL. A start the
+ * machine slows down says which step it is in (src/cli/start-steps.ts); one that never ends is
+ * given up on well after that.
+ */
 export async function startServe(env: Record<string, string | undefined>, nodeArgs: string[] = []): Promise<ReturnType<typeof runAgentd> & { url: string }> {
   const run = runAgentd(['serve', '--port', '0'], env, nodeArgs);
-  const deadline = Date.now() + 20_000;
+  const started = Date.now();
   for (;;) {
     const match = /"url":"(http:\/\/[^"]+)"/.exec(run.output());
     if (match) return { ...run, url: match[1]! };
-    if (run.child.exitCode !== null || Date.now() > deadline) {
+    const { exitCode, signalCode } = run.child;
+    if (exitCode !== null || signalCode !== null || Date.now() - started > 45_000) {
       run.child.kill('SIGKILL');
-      throw new Error(`agentd serve did not start:\n${run.output()}`);
+      const how = exitCode !== null ? `exited with ${exitCode}` : signalCode !== null ? `was killed by ${signalCode}` : 'was still starting';
+      throw new Error(`agentd serve did not start: after ${Date.now() - started} ms it ${how}; its output:\n${run.output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
