@@ -1,10 +1,11 @@
 import { AppError } from '../errors.ts';
+import { tlsFailure } from '../tls-failure.ts';
 
 /**
  * Why connecting to an MCP server failed, in agentd's words: the 424 `mcp-unavailable` that
  * names the server and says what to do. Three kinds, told apart because each asks for a different
  * fix: it could not be reached (nothing answered: the address, the network, a server that is
- * down), it answered but not as an MCP server (an HTTP status, a web page: the URL, the transport,
+ * down; or its TLS failed, src/tls-failure.ts), it answered but not as an MCP server (an HTTP status, a web page: the URL, the transport,
  * the credentials), or it answered as one and the MCP handshake or its tool listing failed (the
  * server's own message).
  */
@@ -68,6 +69,8 @@ export function connectFailure(f: FailedConnect): AppError {
   if (f.stdio && chain.some((e) => String((e as { syscall?: unknown }).syscall).startsWith('spawn'))) {
     return fail(`${at} could not be started: ${reason}; check connection.command, and that it is installed where agentd runs`);
   }
+  const tls = f.stdio ? undefined : tlsFailure(f.error);
+  if (tls) return fail(`${at} ${tls}`);
   if (!f.stdio && chain.some((e) => systemCode(e) !== undefined || (e instanceof TypeError && e.message === 'fetch failed'))) {
     return fail(`${at} could not be reached: ${innermost(chain, f.mask)}; check that it is running and that agentd can reach that address`);
   }

@@ -1,5 +1,6 @@
 import { APICallError, JSONParseError, TypeValidationError } from '@ai-sdk/provider';
 import { AppError, isAppError } from '../errors.ts';
+import { tlsFailure } from '../tls-failure.ts';
 
 export function hostOf(url: string): string {
   try {
@@ -104,6 +105,8 @@ export function toModelError(error: unknown): AppError {
     if (status !== undefined) {
       return new AppError('upstream-error', `the model provider at ${where} failed (HTTP ${status}): ${reasonOf(error)}`, { cause: error });
     }
+    const tls = tlsFailure(error);
+    if (tls) return new AppError('upstream-error', `the model provider at ${where} ${tls}`, { cause: error });
     const code = causeCode(error);
     return new AppError('upstream-error', `could not reach the model provider at ${where}${code ? ` (${code})` : ''}: ${error.message}`, { cause: error });
   }
@@ -112,6 +115,8 @@ export function toModelError(error: unknown): AppError {
   if (error instanceof Error && (error.name === 'TimeoutError' || causeCode(error) === 'UND_ERR_HEADERS_TIMEOUT')) {
     return new AppError('upstream-timeout', `the model provider did not answer in time: ${error.message}`, { cause: error });
   }
+  const tls = tlsFailure(error);
+  if (tls) return new AppError('upstream-error', `the model provider ${tls}`, { cause: error });
   const code = causeCode(error);
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ECONNRESET') {
     return new AppError('upstream-error', `could not reach the model provider (${code})`, { cause: error });
