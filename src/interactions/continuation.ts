@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { UIMessage } from 'ai';
 import type { Message } from '../contract/messages.ts';
+import { isAppError } from '../errors.ts';
 import { toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { nativeToUi } from '../stream/native-to-ui.ts';
 import { streamMessageId } from '../stream/vercel.ts';
@@ -75,6 +77,30 @@ function answeredMessage(pausedTurnId: string, state: PausedState, output: Messa
  * conversation is not read and parsed again.
  */
 export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<void> {
+  for (;;) {
+    const busy = await continueOnce(deps, projectId, pausedTurnId, known);
+    if (!busy) return;
+    // Another turn took the session first. One that goes on takes these answers up or abandons
+    // them as it starts; one refused as it starts (a different answer given in band at the same
+    // instant) leaves them `responded`, and nothing but this continuation would ever run them.
+    try {
+      await sessionFreed(deps.store, projectId, busy);
+    } catch (error) {
+      deps.log.warn({ err: error, turn_id: pausedTurnId }, 'could not continue a paused turn');
+      return;
+    }
+  }
+}
+
+const FREED_POLL_MS = 50;
+
+/** Resolves once no live lease holds the session (its holder ended, or died and its lease ran out). */
+async function sessionFreed(store: Store, projectId: string, sessionId: string): Promise<void> {
+  while ((await store.leases.get(projectId, sessionId))?.live) await sleep(FREED_POLL_MS);
+}
+
+/** One try at the continuation; the session it is for when another turn held that session. */
+async function continueOnce(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<string | undefined> {
   const { store, turns, log } = deps;
   const { items } = await store.interactions.query(projectId, { turn_id: pausedTurnId }, { limit: 200 });
   if (items.some((r) => r.status === 'pending')) return;
@@ -115,9 +141,11 @@ export async function continuePausedTurn(deps: ContinuationDeps, projectId: stri
       ...(continues ? { continues } : {}),
     });
   } catch (error) {
+    if (isAppError(error) && error.type === 'session-busy') return first.session_id;
     // Left `responded`: the next start (or the next answer) tries again.
     log.warn({ err: error, turn_id: pausedTurnId }, 'could not continue a paused turn');
   }
+  return undefined;
 }
 
 /** At start: answers given while no process could continue them (a crash, a restart) are picked up. */

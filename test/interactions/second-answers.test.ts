@@ -218,3 +218,36 @@ describe('a forced re-post of an answer already given in band', () => {
     expect((await turnsOf(session))[0]).toMatchObject({ status: 'completed' });
   });
 });
+
+describe('an answer through the API racing a different one in band', () => {
+  it('the in-band one took the session and then lost the interaction: the continuation runs once the session is free', async () => {
+    const { session, id, messages } = await pausedOnWrite();
+    const { interactions, leases } = h.store;
+    const { listPending } = interactions;
+    const { acquire } = leases;
+    const refused = Promise.withResolvers<void>();
+    leases.acquire = async (input) => {
+      const got = await acquire(input);
+      if (!got.acquired) refused.resolve();
+      return got;
+    };
+    // The in-band re-post holds the session and is about to read the records when the API's answer
+    // lands, and that answer's continuation is refused the session.
+    interactions.listPending = async (...args) => {
+      interactions.listPending = listPending;
+      expect((await h.respond(id, { approved: true })).status).toBe(200);
+      await refused.promise;
+      return listPending(...args);
+    };
+    try {
+      const denied = [{ role: 'user', content: 'write it' }, ...messages.map((m: any) => (m.approval?.id === id ? { ...m, approval: { id, approved: false } } : m))];
+      await expectError(await h.invoke(invokeBody(denied, writeAgent, { session_id: session })), 409, 'interaction-not-pending', id);
+    } finally {
+      interactions.listPending = listPending;
+      leases.acquire = acquire;
+    }
+    const [continuation] = await until(() => turnsOf(session), (turns) => turns.length === 2 && turns[0]!.status === 'completed');
+    expect(await record(id)).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { via: 'out_of_band', turn_id: continuation!.id } });
+    expect(readFileSync(path.join(h.sessionDir(session), 'out.txt'), 'utf8')).toBe('x');
+  });
+});
