@@ -1,6 +1,6 @@
 import { isAppError } from '../errors.ts';
-import type { Project } from './projects.ts';
-import type { CreatedApiKey } from './api-keys.ts';
+import { createProjectsRepo, type Project } from './projects.ts';
+import { createApiKeysRepo, type CreatedApiKey } from './api-keys.ts';
 import type { Store } from './db.ts';
 
 const DEFAULT_PROJECT_NAME = 'default';
@@ -13,14 +13,18 @@ const DEFAULT_PROJECT_NAME = 'default';
  */
 export async function bootstrapFirstRun(store: Store): Promise<{ project: Project; apiKey: CreatedApiKey } | undefined> {
   if ((await store.projects.count()) > 0) return undefined;
+  // One transaction: a start killed between the project and its key would leave a project, so
+  // every later start would print nothing, and the key would be lost with no one having seen it.
   // Two first starts at once both see an empty table; only the one whose insert lands mints a key.
-  let project: Project;
-  try {
-    project = await store.projects.create(DEFAULT_PROJECT_NAME);
-  } catch (error) {
-    if (isAppError(error)) return undefined;
-    throw error;
-  }
-  const apiKey = await store.apiKeys.create(project.id, 'admin');
-  return { project, apiKey };
+  return store.db.transaction().execute(async (trx) => {
+    let project: Project;
+    try {
+      project = await createProjectsRepo(trx).create(DEFAULT_PROJECT_NAME);
+    } catch (error) {
+      if (isAppError(error)) return undefined;
+      throw error;
+    }
+    const apiKey = await createApiKeysRepo(trx).create(project.id, 'admin');
+    return { project, apiKey };
+  });
 }
