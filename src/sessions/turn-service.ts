@@ -461,6 +461,10 @@ export class TurnService {
     // (harnesses and a dying turn thread included), ends them before its error, so every reader
     // (the fold, each projection, a replay) gets whole parts.
     const unended = new Map<string, 'message_end' | 'thought_end'>();
+    // A stream's reader takes `done` as the turn's word that it ended so, a pause as one it may
+    // answer: told before the end is stored, a server killed in between would leave a turn that
+    // never paused, and an approval answered for it would be dropped. It is told once stored.
+    let done: AgentEvent | undefined;
     const emit = (event: AgentEvent) => {
       // The engines know nothing of stored revisions: the turn's start tells which one runs.
       if (event.type === 'turn_start' && turn.revision) event = { ...event, data: { ...event.data, revision: turn.revision } };
@@ -469,7 +473,8 @@ export class TurnService {
       folder.push(event);
       span?.event(event);
       metrics?.event(event);
-      turn.push(event);
+      if (event.type === 'done') done = event;
+      else turn.push(event);
     };
     let status: 'completed' | 'paused' | 'failed' | 'cancelled' | 'interrupted' = 'completed';
     if (!unrecorded) this.holdLease(turn);
@@ -548,6 +553,7 @@ export class TurnService {
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
     metrics?.end(status, turn.failure, folded.usage);
     this.live.delete(turn.id);
+    if (done) turn.push(done);
     turn.finish(folded);
   }
 

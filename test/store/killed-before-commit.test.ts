@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
-import { apiCall, firstStartCredentials, runAgentd, startServe } from '../support/child-server.ts';
+import { apiCall, firstStartCredentials, postJson, runAgentd, startServe } from '../support/child-server.ts';
 import { freshDatabase, type TestDatabase } from '../support/database.ts';
+import { builtin, invokeBody, template } from '../support/harness.ts';
 
 /**
  * `agentd serve` killed (SIGKILL) at the last moment before a write commits
@@ -13,6 +14,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.ts';
  */
 
 const DIE = ['--import', path.join(import.meta.dirname, '../support/die-before-commit.mjs')];
+const INVOKE = '/services/agent/v0/invoke';
 
 let model: FakeModelServer;
 let database: TestDatabase;
@@ -26,7 +28,8 @@ afterAll(async () => model.close());
 beforeEach(async () => {
   database = await freshDatabase();
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-killed-'));
-  env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-killed', OPENAI_BASE_URL: model.url, ...(database.url ? { DATABASE_URL: database.url } : {}) };
+  // On PostgreSQL the dead server's turn is interrupted once its lease lapses (the sweep): soon.
+  env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-killed', OPENAI_BASE_URL: model.url, AGENTD_LEASE_TTL_MS: '1000', ...(database.url ? { DATABASE_URL: database.url } : {}) };
 });
 afterEach(async () => {
   await database.drop();
@@ -44,6 +47,39 @@ async function withServer<T>(use: (url: string, output: () => string) => Promise
   }
 }
 
+/** What a stream carried before it ended or broke off (nothing, when the server died before answering), one frame a line. */
+async function framesUntilCut(reply: Promise<Response>): Promise<{ type: string; data: any }[]> {
+  let text = '';
+  try {
+    const reader = (await reply).body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+    }
+  } catch {
+    // The server died mid-stream: what arrived is what the client was told.
+  }
+  return text.split('\n').filter((line) => line.trim().startsWith('{')).flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The session's turns once none is running any more: at once on SQLite, after the lease sweep on PostgreSQL. */
+async function settledTurns(url: string, auth: { projectId: string; key: string }): Promise<string[]> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const { turns } = await apiCall(url, auth, 'GET', '/sessions/cut');
+    const statuses = turns.map((t: { status: string }) => t.status);
+    if (!statuses.includes('running') || Date.now() > deadline) return statuses;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 describe('a first start killed before its key is stored', () => {
   it('leaves no project behind: the next start creates it and prints the key, which works', async () => {
     const killed = runAgentd(['serve', '--port', '0'], { ...env, AGENTD_TEST_DIE_AT: 'insert into "api_keys"' }, DIE);
@@ -52,6 +88,33 @@ describe('a first start killed before its key is stored', () => {
     await withServer(async (url, output) => {
       const auth = firstStartCredentials(output());
       expect((await apiCall(url, auth, 'GET', '/keys')).keys).toHaveLength(1);
+    });
+  }, 60_000);
+});
+
+describe('a streamed turn whose server is killed before the turn’s end is stored', () => {
+  const writeAgent = template({ tools: [builtin('write')], mode: 'ask' });
+
+  async function killedAtTheEnd(status: string, script: Parameters<FakeModelServer['script']>[0], content: string) {
+    const auth = await withServer(async (_url, output) => firstStartCredentials(output()));
+    model.script(script);
+    const frames = await withServer(
+      (url) => framesUntilCut(postJson(url, INVOKE, auth, invokeBody([{ role: 'user', content }], writeAgent, { session_id: 'cut' }), { accept: 'application/x-ndjson' })),
+      { AGENTD_TEST_DIE_AT: `update "turns".*"${status}"` },
+      DIE,
+    );
+    expect(frames.map((f) => f.type)).not.toContain('done');
+    return auth;
+  }
+
+  it('never told the client it ended; the turn is interrupted and the session takes a new turn', async () => {
+    const auth = await killedAtTheEnd('completed', { text: 'done here' }, 'hello');
+    await withServer(async (url) => {
+      expect(await settledTurns(url, auth)).toEqual(['interrupted']);
+      model.script({ text: 'again' });
+      expect((await postJson(url, INVOKE, auth, invokeBody([{ role: 'user', content: 'again' }], writeAgent, { session_id: 'cut' }))).status).toBe(200);
+      const { turns } = await apiCall(url, auth, 'GET', '/sessions/cut');
+      expect(turns.map((t: { status: string }) => t.status)).toEqual(['completed', 'interrupted']);
     });
   }, 60_000);
 });
