@@ -15,13 +15,18 @@ const NEXT_STEP: Partial<Record<InteractionStatus, string>> = {
 
 /**
  * A cancel through the transition operation leaves a resolution on the record (the one it was
- * sent, else `{via: "transition"}`); a turn that abandons a pause leaves none.
+ * sent, else `{via: "transition"}`); a turn that abandons a pause leaves none; one cut off with
+ * its turn leaves `{via: "interrupted"}`.
  */
 const CANCELLED_THROUGH_API = 'it was cancelled through the API (POST /api/sessions/interactions/transition): send a new message to go on';
+
+/** Left by a turn the server was stopped in (killed) before its pause was stored (store/turns.ts). */
+const CANCELLED_WITH_ITS_TURN = 'its turn was interrupted (the server stopped) before it paused: send a new message to go on';
 
 /** The 409 message for answering interaction `id`, which is no longer pending (`record` as it is now). */
 export function lateAnswer(id: string, record: Pick<InteractionRecord, 'status' | 'resolution'> | undefined, where = ''): string {
   const status = record?.status;
-  const next = status === 'cancelled' && record?.resolution ? CANCELLED_THROUGH_API : status && NEXT_STEP[status];
+  const cancelled = status === 'cancelled' ? record?.resolution : undefined;
+  const next = cancelled ? (cancelled.via === 'interrupted' ? CANCELLED_WITH_ITS_TURN : CANCELLED_THROUGH_API) : status && NEXT_STEP[status];
   return `interaction "${id}" is ${status ?? 'gone'}, not pending; it cannot be answered${where}${next ? `; ${next}` : ''}`;
 }

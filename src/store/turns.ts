@@ -259,16 +259,27 @@ export function createTurnsRepo(db: Kysely<Database>, engine: Engine, related: {
    * the turns this process abandons, at startup for those a crash left behind. Returns how many.
    * Without `ids` it touches every replica's turns, so on a shared PostgreSQL it is only right once
    * turns carry a lease (design.md §5); until then call it bare only on a database this process owns.
+   *
+   * What such a turn asked for goes with it: an interaction it recorded before its end was (a
+   * process killed between the two) belongs to a turn that never paused, so an answer would
+   * continue from no stored output and drop the call it approves. Answering it is refused instead.
    */
   async function markRunningAsInterrupted(ids?: readonly string[]): Promise<number> {
     if (ids !== undefined && ids.length === 0) return 0;
-    let query = db
-      .updateTable('turns')
-      .set({ status: 'interrupted', stop_reason: 'interrupted', ended_at: nowIso() })
-      .where('status', '=', 'running');
-    if (ids !== undefined) query = query.where('id', 'in', ids);
-    const result = await query.executeTakeFirst();
-    return Number(result.numUpdatedRows);
+    return db.transaction().execute(async (trx) => {
+      const at = nowIso();
+      const running = trx.selectFrom('turns').select('id').where('status', '=', 'running');
+      const cut = ids === undefined ? running : running.where('id', 'in', ids);
+      await trx
+        .updateTable('interactions')
+        .set({ status: 'cancelled', resolution_json: toJson({ via: 'interrupted' }), updated_at: at })
+        .where('status', 'in', ['pending', 'responded'])
+        .where('turn_id', 'in', cut)
+        .execute();
+      await trx.deleteFrom('paused_states').where('turn_id', 'in', cut).execute();
+      const result = await trx.updateTable('turns').set({ status: 'interrupted', stop_reason: 'interrupted', ended_at: at }).where('id', 'in', cut).executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    });
   }
 
   return { create, finish, get, listForSession, listForSessionPage, latestOf, markRunningAsInterrupted };

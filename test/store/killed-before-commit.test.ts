@@ -107,6 +107,25 @@ describe('a streamed turn whose server is killed before the turn’s end is stor
     return auth;
   }
 
+  it('never told the client it paused; the approval it asked for is refused, and the session takes a new turn', async () => {
+    const auth = await killedAtTheEnd('paused', [{ toolCalls: [{ name: 'write', input: { path: 'a.txt', content: 'never' } }] }], 'write');
+    await withServer(async (url) => {
+      expect(await settledTurns(url, auth)).toEqual(['interrupted']);
+      // Its stream may have told the request before the server died, and a client may answer it.
+      const { interactions } = await apiCall(url, auth, 'POST', '/sessions/interactions/query', { session_id: 'cut' });
+      expect(interactions.map((i: { status: string }) => i.status)).toEqual(['cancelled']);
+      const asked = interactions[0].id as string;
+      const answer = await postJson(url, `/api/sessions/interactions/${asked}/respond`, auth, { answer: { approved: true } });
+      expect(answer.status).toBe(409);
+      expect((await answer.json()).status.message).toMatch(/interrupted \(the server stopped\) before it paused/);
+      model.script({ text: 'fresh start' });
+      const next = await postJson(url, INVOKE, auth, invokeBody([{ role: 'user', content: 'again' }], writeAgent, { session_id: 'cut' }));
+      expect(next.status).toBe(200);
+      const { turns } = await apiCall(url, auth, 'GET', '/sessions/cut');
+      expect(turns.map((t: { status: string }) => t.status)).toEqual(['completed', 'interrupted']);
+    });
+  }, 60_000);
+
   it('never told the client it ended; the turn is interrupted and the session takes a new turn', async () => {
     const auth = await killedAtTheEnd('completed', { text: 'done here' }, 'hello');
     await withServer(async (url) => {
