@@ -63,9 +63,6 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   steps.step('finishing the start on the database (the first project, answering other replicas)');
   // Only now that the port is ours: a first key printed by a start that then failed would be lost.
   const first = await bootstrapFirstRun(store);
-  const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
-  const stopAnsweringFollowers = await app.turns.answerFollowers();
-  steps.done();
   const address = app.server.address();
   const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
 
@@ -88,7 +85,12 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   } else {
     banner.push('  Sign in with a key of your project (the first start printed one); make another with: npm run agentd -- keys create --project default');
   }
+  // Printed as soon as the key is stored: a start killed later on (answering followers below
+  // waits on the database) must not have stored a key nobody saw.
   process.stdout.write(`${banner.join('\n')}\n\n`);
+  const stopSweeping = store.engine === 'postgres' ? app.turns.sweepExpiredLeases(config.leaseTtlMs) : () => {};
+  const stopAnsweringFollowers = await app.turns.answerFollowers();
+  steps.done();
   app.log.info({ url, data_dir: config.dataDir, turn_threads: config.turnWorkers }, 'agentd is listening');
   void limitsAvailable().then(
     (bounded) =>
