@@ -53,8 +53,12 @@ export class Tracing {
   readonly aiSdk: OpenTelemetry;
   private readonly provider: TracerProvider;
   private readonly ids = new TurnIds();
+  private readonly log: Logger;
+  private readonly url: string;
 
   constructor(settings: OtlpSettings, log: Logger) {
+    this.log = log;
+    this.url = settings.url;
     routeDiagnostics(log, settings.url);
     const exporterSettings = { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, compression: settings.compression === 'gzip' ? CompressionAlgorithm.GZIP : CompressionAlgorithm.NONE };
     const encoded = settings.protocol === 'http/protobuf' ? new ProtobufTraceExporter(exporterSettings) : new JsonTraceExporter(exporterSettings);
@@ -97,9 +101,16 @@ export class Tracing {
     return this.tracer.startSpan(name, { kind, startTime: startMs }, parent);
   }
 
-  /** For a shutdown: the last spans go out before the process ends. */
+  /**
+   * For a shutdown: the last spans go out before the process ends. A collector that cannot take
+   * them loses them, as it loses any batch, with a warning: the SDK rejects the shutdown then,
+   * which would end a stopping server with an uncaught error before it closed its database.
+   */
   async close(): Promise<void> {
-    await this.provider.shutdown();
+    await this.provider.shutdown().catch((error: unknown) => {
+      if (typeof error === 'object' && error !== null && reported.has(error)) return;
+      this.log.warn({ url: shown(this.url), error: withoutSecret(error instanceof Error ? error.message : String(error), this.url) }, 'OpenTelemetry: could not send the last spans at shutdown; they are dropped');
+    });
   }
 }
 

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
+import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
 import { builtin, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 import { attributesOf as attrs, receivedSpans, startOtlpCollector, type OtlpCollector } from '../support/otlp-collector.ts';
 import { createWorkflow } from '../configs/client.ts';
@@ -264,6 +268,33 @@ describe('OpenTelemetry export', () => {
       await down.close();
     }
   });
+
+  it('a server stopping while its collector cannot be reached stops cleanly, the spans it could not send said in its log', async () => {
+    // The turn's spans wait in the batch until the stop flushes them; the collector refuses them.
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-otel-stop-'));
+    const server = await startServe({
+      AGENTD_DATA_DIR: dataDir,
+      OPENAI_API_KEY: 'sk-otel-stop',
+      OPENAI_BASE_URL: h.model.url,
+      AGENTD_DEFAULT_MODEL: 'fake-model',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://otel:url-s3cret@127.0.0.1:9/v1/traces',
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '300',
+    });
+    try {
+      h.model.script({ text: 'traced, then stopped' });
+      const res = await postJson(server.url, '/services/agent/v0/invoke', firstStartCredentials(server.output()), invokeBody([{ role: 'user', content: 'hi' }], template()));
+      expect(res.status).toBe(200);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+      const warning = server.output().split('\n').find((line) => line.includes('could not send spans'));
+      expect(warning && JSON.parse(warning)).toMatchObject({ spans: 2, url: 'http://127.0.0.1:9/v1/traces' });
+      expect(server.output()).not.toContain('url-s3cret');
+    } finally {
+      server.child.kill('SIGKILL');
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('OpenTelemetry settings', () => {
