@@ -16,6 +16,16 @@ const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 /** Store queries take microseconds to tens of milliseconds. */
 const QUERY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1];
 
+/** How long a scrape waits for the counts read from the database (as long as /ready waits on it). */
+const STORED_READ_MS = 2_000;
+
+/** What `promise` settles to, or undefined once `ms` have passed without it. */
+function atMost<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 export interface MetricSources {
   liveTurns(): number;
   /** Interactions waiting for an answer, and the sessions they are in (every project's). */
@@ -114,9 +124,16 @@ export class ServiceMetrics {
     new Gauge({ name: 'agentd_evaluation_cases_in_flight', help: 'Evaluation cases this process runs now', registers: [registry], collect() {
       this.set(sources.casesInFlight());
     } });
-    // One database read per scrape for both gauges; a database that cannot answer leaves them as they were.
+    // One database read per scrape for both gauges; a database that cannot answer leaves them as
+    // they were. One that does not answer at all (a table locked, a pool with no connection to give)
+    // is waited on for STORED_READ_MS at most, as /ready waits: the scrape still gets every other
+    // metric within the scraper's timeout. The read goes on, and later scrapes wait on it rather
+    // than queueing more reads behind it.
     let counts: Promise<{ interactions: number; sessions: number } | undefined> | undefined;
-    const waiting = () => (counts ??= sources.waiting().catch(() => undefined).finally(() => setImmediate(() => (counts = undefined))));
+    const waiting = () => {
+      counts ??= sources.waiting().catch(() => undefined).finally(() => setImmediate(() => (counts = undefined)));
+      return atMost(counts, STORED_READ_MS);
+    };
     new Gauge({ name: 'agentd_pending_interactions', help: 'Interactions waiting for an answer (all replicas)', registers: [registry], async collect() {
       const read = await waiting();
       if (read) this.set(read.interactions);

@@ -5,8 +5,10 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { openStore } from '../../src/store/db.ts';
-import { builtin, expectError, invokeBody, readJson, startHarness, template, type Harness } from '../support/harness.ts';
+import { builtin, expectError, invokeBody, readJson, startHarness, template, until, type Harness } from '../support/harness.ts';
 import { createClient } from '../../src/client/index.ts';
+import pg from 'pg';
+import { TEST_POSTGRES_URL } from '../support/database.ts';
 
 /** `GET /metrics` (Prometheus, behind its own token) and `/ready`. */
 
@@ -98,6 +100,44 @@ describe('metrics', () => {
     expect(sample(text, 'agentd_evaluation_cases_total', { outcome: 'success' })).toBe(1);
     expect(sample(text, 'agentd_evaluation_cases_in_flight')).toBe(0);
   });
+});
+
+describe.runIf(TEST_POSTGRES_URL)('metrics while the database does not answer', () => {
+  it('are scraped all the same, the counts read from the database left as they were, and one read waits, not one per scrape', async () => {
+    const h = await startHarness({ env: { AGENTD_METRICS: 'open' } });
+    const locker = new pg.Client({ connectionString: h.databaseUrl });
+    await locker.connect();
+    try {
+      h.model.script({ toolCalls: [{ name: 'write', input: { path: 'p.txt', content: 'x' } }] });
+      await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'write, but ask' }], template({ tools: [builtin('write')], mode: 'ask' }))));
+      // A deadline the scrape has to meet: without it, a scrape waited as long as the lock was held.
+      const scrape = async () => {
+        const res = await fetch(`${h.url}/metrics`, { signal: AbortSignal.timeout(20_000) });
+        expect(res.status).toBe(200);
+        return res.text();
+      };
+      expect(sample(await scrape(), 'agentd_pending_interactions')).toBe(1);
+      // A migration or a long transaction holds the table the counts are read from.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE interactions IN ACCESS EXCLUSIVE MODE');
+      for (let i = 0; i < 3; i++) {
+        const text = await scrape();
+        expect(sample(text, 'agentd_pending_interactions')).toBe(1);
+        expect(sample(text, 'agentd_paused_sessions')).toBe(1);
+        expect(sample(text, 'agentd_turns_started_total', { harness: 'agentd' })).toBe(1);
+      }
+      const { rows } = await locker.query("select count(*)::int as waiting from pg_locks where relation = 'interactions'::regclass and not granted");
+      expect(rows[0].waiting).toBe(1);
+      await locker.query('ROLLBACK');
+      // Once the database answers again, the counts are read afresh.
+      h.model.script({ toolCalls: [{ name: 'write', input: { path: 'q.txt', content: 'x' } }] });
+      await readJson(await h.invoke(invokeBody([{ role: 'user', content: 'ask again' }], template({ tools: [builtin('write')], mode: 'ask' }))));
+      await until(async () => sample(await scrape(), 'agentd_pending_interactions'), (pending) => pending === 2);
+    } finally {
+      await locker.end();
+      await h.close();
+    }
+  }, 60_000);
 });
 
 describe('metrics off and open', () => {
