@@ -9,6 +9,7 @@ import type { Inbound } from '../sessions/inbound.ts';
 import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
+import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
 import type { ServiceMetrics } from '../telemetry/metrics.ts';
 import type { ResultError, ResultRecord, ResultUpdate, RunRecord } from '../store/evaluations.ts';
 import { evaluate, type Complete } from './evaluators.ts';
@@ -365,6 +366,10 @@ class RunDriver {
       folded = await turn.done;
       if (turn.failure) error = turn.failure;
       else if (folded.stop_reason === 'paused') {
+        // Nobody answers a case's pause: left open, it waited for ever, among the project's
+        // interactions and in agentd_pending_interactions, and an answer would run the case's tool.
+        await this.deps.store.interactions.cancelPending(this.run.project_id, sessionId, [], OPEN_INTERACTION_STATUSES);
+        await this.deps.store.pausedStates.removeSession(this.run.project_id, sessionId);
         error = new AppError('invalid-request', 'the turn paused for a human decision; evaluation runs are unattended, so use permissions that do not ask (runner.permissions.default "allow" or "deny")');
       }
     } catch (caught) {

@@ -9,6 +9,8 @@ import { builtin, expectError, invokeBody, readJson, startHarness, template, unt
 import { createClient } from '../../src/client/index.ts';
 import pg from 'pg';
 import { TEST_POSTGRES_URL } from '../support/database.ts';
+import { createWorkflow } from '../configs/client.ts';
+import { createTestset, runEnded, runResults, startRun } from '../evaluation/client.ts';
 
 /** `GET /metrics` (Prometheus, behind its own token) and `/ready`. */
 
@@ -99,6 +101,31 @@ describe('metrics', () => {
     expect(sample(text, 'agentd_evaluation_cases_total', { outcome: 'retry' })).toBe(1);
     expect(sample(text, 'agentd_evaluation_cases_total', { outcome: 'success' })).toBe(1);
     expect(sample(text, 'agentd_evaluation_cases_in_flight')).toBe(0);
+  });
+
+  it('counts no human wait for an evaluation case that paused: nobody can answer it, so it fails and what it asked is cancelled', async () => {
+    const before = await scrape();
+    h.model.script({ toolCalls: [{ name: 'write', input: { path: 'case.txt', content: 'x' } }] });
+    const appRevision = (await createWorkflow(h, 'metrics-asks', { agent: template({ tools: [builtin('write')], mode: 'ask' }) })).revision.id;
+    const revision = (await createTestset(h, { name: 'metrics-asks', data: { testcases: [{ data: { messages: [{ role: 'user', content: 'write it' }] } }] } })).revision_id;
+    const run = await startRun(h, revision, appRevision);
+    expect((await runEnded(h, run.id)).data.status).toBe('errors');
+    const [result] = await runResults(h, run.id);
+    expect(result.error).toMatchObject({ type: 'invalid-request', message: expect.stringMatching(/paused for a human decision/) });
+    const after = await scrape();
+    expect(sample(after, 'agentd_pending_interactions')).toBe(sample(before, 'agentd_pending_interactions'));
+    expect(sample(after, 'agentd_paused_sessions')).toBe(sample(before, 'agentd_paused_sessions'));
+    const listed = await fetch(`${h.url}/api/sessions/interactions/query?project_id=${h.projectId}`, {
+      method: 'POST',
+      headers: { authorization: `ApiKey ${h.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: result.session_id }),
+    });
+    expect(listed.status).toBe(200);
+    const asked = (await listed.json()).interactions;
+    expect(asked.map((interaction: any) => interaction.status)).toEqual(['cancelled']);
+    expect(await h.store.pausedStates.get(h.projectId, asked[0].turn_id)).toBeUndefined();
+    // An answer no longer runs the case's tool after the case has failed.
+    expect((await h.respond(asked[0].id, { approved: true })).status).toBe(409);
   });
 });
 
