@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { UIMessage } from 'ai';
 import type { InteractionState } from './interactions.ts';
 import { Badge, Json, Revealed, VIEWER_NOTE } from './ui.tsx';
@@ -39,10 +39,25 @@ const UNSETTLED = new Set<ToolPart['state']>(['input-streaming', 'input-availabl
 
 const toolName = (part: ToolPart) => ('toolName' in part && typeof part.toolName === 'string' ? part.toolName : part.type.replace(/^tool-/, ''));
 
+/** The tools a message's calls wait on an approval for. */
+export const awaitingApproval = (message: UIMessage): string[] => message.parts.filter(isToolPart).filter((part) => part.state === 'approval-requested').map(toolName);
+
 /** Approve, or deny with a reason the model is told. */
 export function ApprovalButtons({ label, decide, canAct }: { label: string; decide: (approved: boolean, reason?: string) => void; canAct: boolean }) {
   const [denying, setDenying] = useState(false);
   const [reason, setReason] = useState('');
+  // Back from the reason (its button, or Escape) puts the focus on Deny… again, not on the page's body.
+  const deny = useRef<HTMLButtonElement>(null);
+  const cameBack = useRef(false);
+  useEffect(() => {
+    if (denying || !cameBack.current) return;
+    cameBack.current = false;
+    deny.current?.focus();
+  }, [denying]);
+  const back = () => {
+    cameBack.current = true;
+    setDenying(false);
+  };
   if (!canAct) return <p className="hint">{VIEWER_NOTE}</p>;
   if (denying) {
     const submit = (event: FormEvent) => {
@@ -50,7 +65,7 @@ export function ApprovalButtons({ label, decide, canAct }: { label: string; deci
       decide(false, reason.trim() || undefined);
     };
     return (
-      <form className="approval" onSubmit={submit}>
+      <form className="approval" onSubmit={submit} onKeyDown={(e) => e.key === 'Escape' && back()}>
         <label>
           Why deny {label}? <span className="muted">(the agent is told)</span>
           <input value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
@@ -58,7 +73,7 @@ export function ApprovalButtons({ label, decide, canAct }: { label: string; deci
         <button type="submit" className="danger">
           Deny
         </button>
-        <button type="button" onClick={() => setDenying(false)}>
+        <button type="button" onClick={back}>
           Back
         </button>
       </form>
@@ -69,7 +84,7 @@ export function ApprovalButtons({ label, decide, canAct }: { label: string; deci
       <button type="button" className="primary" onClick={() => decide(true)}>
         Approve
       </button>
-      <button type="button" onClick={() => setDenying(true)}>
+      <button type="button" ref={deny} onClick={() => setDenying(true)}>
         Deny…
       </button>
     </div>

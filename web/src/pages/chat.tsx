@@ -6,7 +6,7 @@ import { AgentdError } from '../../../src/client/index.ts';
 import { CHAT_STORAGE_PREFIX, useAuth } from '../auth.tsx';
 import { AgentPicker, bodyOf, describeChoice, type AgentChoice } from '../agent-picker.tsx';
 import { reconcile, useServerState } from '../chat-sync.ts';
-import { ApprovalButtons, FILE_LEFT_OUT, NativeMessagesView, UiMessageView, type FileLeftOut } from '../messages.tsx';
+import { ApprovalButtons, FILE_LEFT_OUT, NativeMessagesView, UiMessageView, awaitingApproval, type FileLeftOut } from '../messages.tsx';
 import { Badge, ErrorNote, Json, Page, Revealed, Time, VIEWER_NOTE, errorText, formatSize, revealControls } from '../ui.tsx';
 
 /**
@@ -112,6 +112,24 @@ function chatError(error: Error): string {
   return error.message;
 }
 
+/**
+ * What a screen reader is told of a turn, once each: that the agent answers, and how the turn
+ * ended. The conversation itself is no live region: it would be read out again with every token
+ * that streams in. The answer is not repeated here; it is the conversation's last message.
+ */
+function turnNews(status: string, messages: readonly UIMessage[]): string {
+  if (status === 'streaming') return 'The agent is answering…';
+  if (status !== 'ready') return '';
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant') return '';
+  const asking = awaitingApproval(last);
+  if (asking.length) return `The agent asks to run ${asking.join(', ')}: approve or deny below.`;
+  const stop = (last.metadata as { stop_reason?: string } | undefined)?.stop_reason;
+  if (stop === 'cancelled') return 'The turn was stopped.';
+  if (stop === 'error' || stop === 'interrupted') return 'The turn ended before the agent finished.';
+  return 'The agent has answered.';
+}
+
 const approvalIds = (messages: UIMessage[]) =>
   new Set(messages.flatMap((m) => m.parts.flatMap((p) => ('approval' in p && p.approval ? [p.approval.id] : []))));
 
@@ -151,6 +169,11 @@ function Chat({ sessionId }: { sessionId: string }) {
     throttle: 50,
   });
   const busy = status === 'submitted' || status === 'streaming';
+  // Only a turn run while this page is open is news: a chat reopened is not announced as answered.
+  const [ranHere, setRanHere] = useState(false);
+  useEffect(() => {
+    if (busy) setRanHere(true);
+  }, [busy]);
 
   // Kept as it changes (at once when the chat settles, so a view opened right after a pause finds
   // it; while a turn streams, after a quiet 250 ms), and once more as the page goes away (a reload
@@ -238,6 +261,8 @@ function Chat({ sessionId }: { sessionId: string }) {
     // Choosing the same file again is a change too.
     event.target.value = '';
   }
+  // The buttons answered are gone with the answer: the focus goes on where the next message is written.
+  const afterAnswer = () => messageBox.current?.focus();
   function unchoose(id: number) {
     setChosen((now) => now.filter((c) => c.id !== id));
     // The button pressed is gone: the focus goes on where the message is written.
@@ -303,7 +328,10 @@ function Chat({ sessionId }: { sessionId: string }) {
       }
     >
       {picking ? <AgentPicker choice={choice} onChange={setChoice} /> : null}
-      <div className="conversation" aria-live="polite" aria-busy={busy}>
+      <p className="visually-hidden" role="status">
+        {ranHere ? turnNews(status, messages) : ''}
+      </p>
+      <section className="conversation" aria-label="Conversation" aria-busy={busy}>
         {keptTurns.length ? (
           <section className="kept" aria-label="Earlier turns kept by the server">
             <p className="hint">
@@ -327,7 +355,10 @@ function Chat({ sessionId }: { sessionId: string }) {
             message={message}
             canAct={canAct}
             interactions={server.state?.byId}
-            decide={(id, approved, reason) => void addToolApprovalResponse({ id, approved, ...(reason ? { reason } : {}) })}
+            decide={(id, approved, reason) => {
+              void addToolApprovalResponse({ id, approved, ...(reason ? { reason } : {}) });
+              afterAnswer();
+            }}
           />
         ))}
         {unseen.map((interaction) => (
@@ -337,7 +368,14 @@ function Chat({ sessionId }: { sessionId: string }) {
             </p>
             <Json value={interaction.request.args} label={`Input of ${interaction.request.tool}`} />
             {interaction.kind === 'user_approval' ? (
-              <ApprovalButtons label={interaction.request.tool} canAct={canAct} decide={(approved, reason) => void answerOutOfBand(interaction.id, approved, reason)} />
+              <ApprovalButtons
+                label={interaction.request.tool}
+                canAct={canAct}
+                decide={(approved, reason) => {
+                  void answerOutOfBand(interaction.id, approved, reason);
+                  afterAnswer();
+                }}
+              />
             ) : (
               <p className="hint">Answer it with the interactions API (the session page links to it).</p>
             )}
@@ -368,7 +406,7 @@ function Chat({ sessionId }: { sessionId: string }) {
         ) : null}
         <ErrorNote error={answerError} />
         <ErrorNote error={server.error} what="Pending approvals" />
-      </div>
+      </section>
       <form className="composer" onSubmit={send}>
         {chosen.length ? (
           <ul className="chosen-files" aria-label="Files to send">

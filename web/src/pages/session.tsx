@@ -102,6 +102,8 @@ function PendingInteractions({ interactions, error, onAnswered }: { interactions
   const { client, canAct } = useAuth();
   const [failure, setFailure] = useState<unknown>();
   const [answered, setAnswered] = useState<string>();
+  // The buttons answered are gone with the answer: the focus goes to the section's heading, just above what it says.
+  const heading = useRef<HTMLHeadingElement>(null);
   if (!interactions.length && !error && !answered && !failure) return null;
 
   async function answer(id: string, approved: boolean, reason?: string) {
@@ -109,6 +111,7 @@ function PendingInteractions({ interactions, error, onAnswered }: { interactions
     try {
       await client.interactions.respond(id, { approved, ...(reason ? { reason } : {}) });
       setAnswered(approved ? 'Approved: the turn goes on by itself.' : 'Denied: the agent is told, and the turn goes on.');
+      heading.current?.focus();
       await onAnswered();
     } catch (e) {
       setFailure(e);
@@ -117,7 +120,7 @@ function PendingInteractions({ interactions, error, onAnswered }: { interactions
 
   return (
     <section aria-labelledby="pending-title" className="pending">
-      <h2 id="pending-title">{interactions.length ? 'Waiting for an answer' : 'Answered'}</h2>
+      <h2 id="pending-title" ref={heading} tabIndex={-1}>{interactions.length ? 'Waiting for an answer' : 'Answered'}</h2>
       <ErrorNote error={error} />
       {interactions.map((interaction) => (
         <div key={interaction.id} className="pending-card" role="group" aria-label={`Waiting for an answer: ${interaction.request.tool}`}>
