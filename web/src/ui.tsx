@@ -1,4 +1,4 @@
-import { useId, useState, type ReactNode } from 'react';
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import useSWR, { type SWRConfiguration } from 'swr';
 import { AgentdError } from '../../src/client/errors.ts';
 import { useAuth } from './auth.tsx';
@@ -91,6 +91,30 @@ export function Time({ iso }: { iso: string | undefined }) {
     <time dateTime={iso} title={iso}>
       {new Date(iso).toLocaleString()}
     </time>
+  );
+}
+
+/**
+ * A table's box, which scrolls sideways when the table is wider than the screen (a phone). While
+ * it does, it is a named region in the tab order: a table of text alone holds nothing else the
+ * keyboard could reach to scroll it. While it does not, it is no tab stop.
+ */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  const box = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const observer = new ResizeObserver(() => setScrolls(element.scrollWidth > element.clientWidth));
+    // The box resizes with the window; the table inside it, with its rows.
+    observer.observe(element);
+    if (element.firstElementChild) observer.observe(element.firstElementChild);
+    return () => observer.disconnect();
+  }, []);
+  return (
+    <div ref={box} className="table-wrap" {...(scrolls ? { tabIndex: 0, role: 'region', 'aria-label': `${label} (scrolls sideways)` } : {})}>
+      {children}
+    </div>
   );
 }
 

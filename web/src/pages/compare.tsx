@@ -2,7 +2,7 @@ import { useMemo, useState } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
 import { AgentdError, allResults, caseInput, caseOutput, compareRuns, meanScore, type CaseChange } from '../../../src/client/index.ts';
-import { ErrorNote, Loading, Page, formatMs, formatNumber, useApi } from '../ui.tsx';
+import { ErrorNote, Loading, Page, TableWrap, formatMs, formatNumber, useApi } from '../ui.tsx';
 
 const signed = (n: number | undefined, format: (n: number) => string) => (n === undefined ? '–' : `${n > 0 ? '+' : ''}${format(n)}`);
 
@@ -73,7 +73,7 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
           <label className="inline">
             <input type="checkbox" checked={changedOnly} onChange={(e) => setChangedOnly(e.target.checked)} /> Changed cases only
           </label>
-          <div className="table-wrap">
+          <TableWrap label="Cases of both runs">
             <table>
               <caption className="visually-hidden">Cases of both runs</caption>
               <thead>
@@ -109,7 +109,7 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </>
       ) : null}
     </Page>

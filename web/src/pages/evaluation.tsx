@@ -1,9 +1,9 @@
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { useAuth } from '../auth.tsx';
 import { allResults, caseExpected, caseFailed, caseInput, caseOutput, type CaseResult } from '../../../src/client/index.ts';
 import { Histogram } from '../histogram.tsx';
 import { NativeMessagesView } from '../messages.tsx';
-import { Badge, ErrorNote, Json, Loading, Page, Time, formatCost, formatMs, formatNumber, useApi } from '../ui.tsx';
+import { Badge, ErrorNote, Json, Loading, Page, TableWrap, Time, formatCost, formatMs, formatNumber, useApi } from '../ui.tsx';
 
 const live = (status: string | undefined) => status === 'running' || status === 'pending';
 
@@ -71,7 +71,7 @@ export function EvaluationPage({ id }: { id: string }) {
             <input type="checkbox" checked={failuresOnly} onChange={(e) => setFailuresOnly(e.target.checked)} /> Failures only
           </label>
           <ErrorNote error={results.error} />
-          <div className="table-wrap">
+          <TableWrap label="Cases">
             <table aria-labelledby="cases-title">
               <thead>
                 <tr>
@@ -130,7 +130,7 @@ export function EvaluationPage({ id }: { id: string }) {
                 })}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           {results.data && shown.length === 0 ? <p className="muted">{failuresOnly ? 'No failed cases.' : 'No cases have run yet.'}</p> : null}
           {opened ? <CaseDetail result={opened} onClose={close} /> : null}
         </>
@@ -151,7 +151,7 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
       <h2 id="metrics-title">Metrics</h2>
       <ErrorNote error={error} />
       {rows.length ? (
-        <div className="table-wrap">
+        <TableWrap label="Metrics">
           <table>
             <thead>
               <tr>
@@ -178,7 +178,7 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : (
         <p className="muted">No metrics yet.</p>
       )}
@@ -198,15 +198,39 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
   );
 }
 
+/**
+ * A case's whole story, in a modal dialog drawn as a drawer: it covers the page (all of it on a
+ * phone), so the page beneath is inert and Tab stays in the dialog instead of moving the focus to
+ * controls nobody can see. Escape closes it.
+ */
 function CaseDetail({ result, onClose }: { result: CaseResult; onClose: () => void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const closeButton = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    dialog.current?.showModal();
+    closeButton.current?.focus();
+  }, []);
+  // Out of the modal state first: the page must be focusable again before the focus goes back to it.
+  const shut = () => {
+    dialog.current?.close();
+    onClose();
+  };
   return (
-    <aside className="drawer" role="dialog" aria-modal="false" aria-labelledby="case-title" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
+    <dialog
+      ref={dialog}
+      className="drawer"
+      aria-labelledby="case-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        shut();
+      }}
+    >
       <header className="page-head">
         <h2 id="case-title">
           Case <span className="mono">{result.testcase_id}</span>
           {result.repeat_idx ? ` (repeat ${result.repeat_idx})` : ''}
         </h2>
-        <button type="button" onClick={onClose} autoFocus>
+        <button type="button" ref={closeButton} onClick={shut}>
           Close
         </button>
       </header>
@@ -239,6 +263,6 @@ function CaseDetail({ result, onClose }: { result: CaseResult; onClose: () => vo
           </li>
         ))}
       </ol>
-    </aside>
+    </dialog>
   );
 }

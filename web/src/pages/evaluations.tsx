@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { Badge, ChoiceField, ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi, useCursorPages } from '../ui.tsx';
+import { Badge, ChoiceField, ErrorNote, Field, Loading, Page, TableWrap, Time, VIEWER_NOTE, useApi, useCursorPages } from '../ui.tsx';
 
 /** The built-in agent with its default template: a revision id every project has. */
 const BUILTIN_AGENT = 'agenta:builtin:agent:v0';
@@ -31,7 +31,7 @@ export function EvaluationsPage() {
       {!runs.data && !runs.error ? <Loading /> : null}
       {runs.data?.evaluations.length === 0 ? <p className="muted">No evaluation runs yet.</p> : null}
       {runs.data?.evaluations.length ? (
-        <div className="table-wrap">
+        <TableWrap label="Evaluation runs, newest first">
           <table>
             <caption className="visually-hidden">Evaluation runs, newest first</caption>
             <thead>
@@ -70,7 +70,7 @@ export function EvaluationsPage() {
               })}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
       {pager(runs.data?.next)}
     </Page>

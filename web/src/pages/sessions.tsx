@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { Badge, ErrorNote, Field, Loading, Page, Time, formatCost, useApi, useCursorPages } from '../ui.tsx';
+import { Badge, ErrorNote, Field, Loading, Page, TableWrap, Time, formatCost, useApi, useCursorPages } from '../ui.tsx';
 
 /** The project's sessions, newest first, a page at a time, searchable by id. */
 export function SessionsPage() {
@@ -52,7 +52,7 @@ export function SessionsPage() {
         sessions.data.sessions.length === 0 ? (
           <p className="muted">No sessions{prefix || status ? ' match' : ' yet: start one in Chat'}.</p>
         ) : (
-          <div className="table-wrap">
+          <TableWrap label="Sessions, newest first">
             <table>
               <caption className="visually-hidden">Sessions, newest first</caption>
               <thead>
@@ -90,7 +90,7 @@ export function SessionsPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         )
       ) : null}
       {pager(sessions.data?.next)}

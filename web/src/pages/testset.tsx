@@ -1,6 +1,6 @@
 import { useAuth } from '../auth.tsx';
 import { asText } from '../../../src/client/index.ts';
-import { ErrorNote, Loading, Page, Time, useApi } from '../ui.tsx';
+import { ErrorNote, Loading, Page, TableWrap, Time, useApi } from '../ui.tsx';
 
 /** One test set (its newest revision, or the revision the id names) and its rows. */
 export function TestsetPage({ id }: { id: string }) {
@@ -19,7 +19,7 @@ export function TestsetPage({ id }: { id: string }) {
           <p className="muted wrap">
             <span className="mono">{view.slug}</span> · version {view.version} · {rows.length} rows · revision <span className="mono">{view.revision_id}</span> · updated <Time iso={view.updated_at} />
           </p>
-          <div className="table-wrap">
+          <TableWrap label="Rows of the test set">
             <table>
               <caption className="visually-hidden">Rows of the test set</caption>
               <thead>
@@ -49,7 +49,7 @@ export function TestsetPage({ id }: { id: string }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </>
       ) : null}
     </Page>

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
+import { ErrorNote, Field, Loading, Page, TableWrap, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** Test sets: the list, and a new one from a CSV or JSONL file. */
 export function TestsetsPage() {
@@ -14,7 +14,7 @@ export function TestsetsPage() {
       {!testsets.data && !testsets.error ? <Loading /> : null}
       {testsets.data?.testsets.length === 0 ? <p className="muted">No test sets yet.</p> : null}
       {testsets.data?.testsets.length ? (
-        <div className="table-wrap">
+        <TableWrap label="Test sets">
           <table>
             <caption className="visually-hidden">Test sets</caption>
             <thead>
@@ -46,7 +46,7 @@ export function TestsetsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
     </Page>
   );

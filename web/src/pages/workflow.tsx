@@ -1,7 +1,7 @@
 import { diffLines } from 'diff';
 import { useState, type FormEvent } from 'react';
 import { useAuth } from '../auth.tsx';
-import { Badge, ChoiceField, ErrorNote, Field, Json, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
+import { Badge, ChoiceField, ErrorNote, Field, Json, Loading, Page, TableWrap, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** One workflow: its revisions (every variant, newest first), the diff of two, and deploying one. */
 export function WorkflowPage({ id }: { id: string }) {
@@ -25,7 +25,7 @@ export function WorkflowPage({ id }: { id: string }) {
         </p>
       ) : null}
       <h2>Revisions</h2>
-      <div className="table-wrap">
+      <TableWrap label="Revisions, newest first">
         <table>
           <caption className="visually-hidden">Revisions, newest first</caption>
           <thead>
@@ -58,7 +58,7 @@ export function WorkflowPage({ id }: { id: string }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </TableWrap>
       {a && b ? <RevisionDiff a={a.data} b={b.data} title={`${label(a)} → ${label(b)}`} /> : <p className="hint">Pick A and B to see what changed between two revisions.</p>}
       {/* A workflow that could not be read has nothing to deploy, whoever reads it. */}
       {workflow.data ? (canAct ? <Deploy workflowSlug={workflow.data.slug} revisions={list.map((r) => ({ id: r.id, label: label(r) }))} /> : <p className="hint">{VIEWER_NOTE}</p>) : null}
@@ -79,7 +79,8 @@ function RevisionDiff({ a, b, title }: { a: unknown; b: unknown; title: string }
     <figure className="diff">
       <figcaption>{title}</figcaption>
       {changed ? null : <p className="muted">The two revisions hold the same configuration.</p>}
-      <pre aria-label="Differences, removed lines marked -, added lines marked +">
+      {/* It scrolls when long: in the tab order, the keyboard scrolls it too. */}
+      <pre aria-label="Differences, removed lines marked -, added lines marked +" tabIndex={0}>
         {parts.map((part, i) => {
           const mark = part.added ? '+' : part.removed ? '-' : ' ';
           const lines = part.value.replace(/\n$/, '').split('\n');

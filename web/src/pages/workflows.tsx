@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'wouter';
 import { useAuth } from '../auth.tsx';
-import { ErrorNote, Field, Loading, Page, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
+import { ErrorNote, Field, Loading, Page, TableWrap, Time, VIEWER_NOTE, useApi } from '../ui.tsx';
 
 /** Stored workflows with their variants, and the environments and what each deploys. */
 export function WorkflowsPage() {
@@ -18,7 +18,7 @@ export function WorkflowsPage() {
         </p>
       ) : null}
       {workflows.data?.workflows.length ? (
-        <div className="table-wrap">
+        <TableWrap label="Workflows">
           <table>
             <caption className="visually-hidden">Workflows</caption>
             <thead>
@@ -44,7 +44,7 @@ export function WorkflowsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
       <h2>Environments</h2>
       <ErrorNote error={environments.error} />
