@@ -69,18 +69,19 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
- * The page's accessibility problems that matter (axe-core, WCAG 2 A and AA rules, serious or
- * critical), as one line each. Evaluated over the DevTools protocol, which the page's CSP leaves
- * alone, so the check needs no weaker policy.
+ * The page's accessibility problems (axe-core: the WCAG 2.0, 2.1 and 2.2 A and AA rules and axe's
+ * best practices), as one line each: by default those that matter most, serious or critical;
+ * `{ every: true }` for every one, minor too. Evaluated over the DevTools protocol, which the
+ * page's CSP leaves alone, so the check needs no weaker policy.
  */
-export async function accessibilityProblems(page: Page): Promise<string[]> {
+export async function accessibilityProblems(page: Page, options: { every?: boolean } = {}): Promise<string[]> {
   await page.evaluate(axeSource);
   const result = await page.evaluate(() =>
     (window as unknown as { axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run({
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] },
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
     }),
   );
   return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .filter((v) => options.every || v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
