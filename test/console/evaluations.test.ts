@@ -96,6 +96,19 @@ describe.runIf(run)('the console: evaluations and workflows', () => {
     }
   });
 
+  it('leaves the page usable beside an open case on a wide screen: another case opens from its row', async () => {
+    await page.getByLabel('Failures only').uncheck();
+    const openers = page.getByRole('button', { name: /^Open case/ });
+    await expect.poll(() => openers.count()).toBe(4);
+    const drawer = page.getByRole('dialog', { name: /^Case/ });
+    await openers.nth(0).click();
+    const first = await drawer.textContent();
+    await openers.nth(1).click();
+    await expect.poll(() => drawer.textContent()).not.toBe(first);
+    await page.keyboard.press('Escape');
+    await drawer.waitFor({ state: 'detached' });
+  });
+
   it('compares two runs case by case: what got better and what got worse', async () => {
     wrong = new Set(['capital of France']);
     const b = await client.evaluations.create({

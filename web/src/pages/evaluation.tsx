@@ -198,18 +198,24 @@ function Metrics({ records, error, results }: { records: { data: Record<string, 
   );
 }
 
+/** Where the drawer (min(46rem, 100vw) wide) covers the whole page. */
+const DRAWER_COVERS_PAGE = '(max-width: 46rem)';
+
 /**
- * A case's whole story, in a modal dialog drawn as a drawer: it covers the page (all of it on a
- * phone), so the page beneath is inert and Tab stays in the dialog instead of moving the focus to
- * controls nobody can see. Escape closes it.
+ * A case's whole story, in a dialog drawn as a drawer. Where it covers the whole page (a phone)
+ * it is modal: the page beneath is inert and Tab stays in it instead of moving the focus to
+ * controls nobody can see. Beside the page (a wider screen) it is not: the page stays usable, and
+ * another case can be opened from its row. Escape closes it either way.
  */
 function CaseDetail({ result, onClose }: { result: CaseResult; onClose: () => void }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const closeButton = useRef<HTMLButtonElement>(null);
   useEffect(() => {
-    dialog.current?.showModal();
-    closeButton.current?.focus();
+    if (window.matchMedia(DRAWER_COVERS_PAGE).matches) dialog.current?.showModal();
+    else dialog.current?.show();
   }, []);
+  // Each case opened, from a row beside the open view too, takes the focus into it.
+  useEffect(() => closeButton.current?.focus(), [result.id]);
   // Out of the modal state first: the page must be focusable again before the focus goes back to it.
   const shut = () => {
     dialog.current?.close();
@@ -220,6 +226,11 @@ function CaseDetail({ result, onClose }: { result: CaseResult; onClose: () => vo
       ref={dialog}
       className="drawer"
       aria-labelledby="case-title"
+      onKeyDown={(e) => {
+        if (e.key !== 'Escape') return;
+        e.preventDefault();
+        shut();
+      }}
       onCancel={(e) => {
         e.preventDefault();
         shut();
