@@ -49,27 +49,38 @@ export function channelPrefix(schema: string): string {
  */
 export function createPgNotifications(options: { connectionString: string; pool: pg.Pool; prefix: string }): Notifications {
   const handlers = new Map<string, Set<(message: string) => void>>();
-  const partial = new Map<string, string[]>();
+  /**
+   * Parts of messages not yet whole, by channel and message id. Kept only while the channel is
+   * listened to: a part whose rest never comes (its sender died, or the listener stopped between
+   * two parts) would otherwise stay for the life of the process, one per follower.
+   */
+  const partial = new Map<string, Map<string, string[]>>();
   const counts = { sent: 0, received: 0 };
   let listener: Promise<pg.Client> | undefined;
   let closed = false;
 
   const deliver = (channel: string, payload: string) => {
     counts.received++;
+    // Notifications sent before an UNLISTEN took effect still arrive after it.
+    const listening = handlers.get(channel);
+    if (!listening) return;
     const [id, index, count] = payload.split(' ', 3) as [string, string, string];
     const text = payload.slice(id.length + index.length + count.length + 3);
     let message = text;
     if (count !== '1') {
-      const parts = partial.get(id) ?? [];
+      let held = partial.get(channel);
+      if (!held) partial.set(channel, (held = new Map()));
+      const parts = held.get(id) ?? [];
       parts[Number(index)] = text;
       if (parts.filter((p) => p !== undefined).length < Number(count)) {
-        partial.set(id, parts);
+        held.set(id, parts);
         return;
       }
-      partial.delete(id);
+      held.delete(id);
+      if (held.size === 0) partial.delete(channel);
       message = parts.join('');
     }
-    for (const handler of handlers.get(channel) ?? []) handler(message);
+    for (const handler of listening) handler(message);
   };
 
   let retry: NodeJS.Timeout | undefined;
@@ -119,6 +130,7 @@ export function createPgNotifications(options: { connectionString: string; pool:
         set.delete(onMessage);
         if (set.size || handlers.get(name) !== set) return;
         handlers.delete(name);
+        partial.delete(name);
         await listener?.then((c) => c.query(`UNLISTEN "${name}"`)).catch(() => {});
       };
       try {
@@ -146,6 +158,7 @@ export function createPgNotifications(options: { connectionString: string; pool:
       closed = true;
       clearTimeout(retry);
       handlers.clear();
+      partial.clear();
       const client = await listener?.catch(() => undefined);
       listener = undefined;
       await client?.end().catch(() => {});

@@ -113,6 +113,33 @@ describe.runIf(TEST_POSTGRES_URL)('notifications between processes on PostgreSQL
     expect(got).toEqual(['before']);
   });
 
+  it('forgets the parts of a message left unfinished when the listener stops', async () => {
+    const pool = new pg.Pool({ connectionString: TEST_POSTGRES_URL });
+    const prefix = `agentd_unfinished_${process.pid}_`;
+    const notifications = createPgNotifications({ connectionString: TEST_POSTGRES_URL!, pool, prefix });
+    // One of two parts of a message, as a sender that died between them leaves it.
+    const part = (index: number, text: string) => pool.query('select pg_notify($1, $2)', [`${prefix}held`, `msg ${index} 2 ${text}`]);
+    try {
+      const before: string[] = [];
+      const stop = await notifications.listen('held', (m) => before.push(m));
+      await part(0, 'stale ');
+      await notifications.send('held', 'marker');
+      await received(before, 1);
+      await stop();
+      // Listening again, the other part of that message finds nothing held from before: what the
+      // earlier listener left unfinished went with it, instead of staying for the process's life.
+      const after: string[] = [];
+      await notifications.listen('held', (m) => after.push(m));
+      await part(1, 'part');
+      await notifications.send('held', 'marker');
+      await received(after, 1);
+      expect(after).toEqual(['marker']);
+    } finally {
+      await notifications.close();
+      await pool.end();
+    }
+  });
+
   it('keeps deployments in different schemas of one database apart', async () => {
     const [here, there] = [await open(first), await open(second)];
     const got: string[] = [];
