@@ -5,9 +5,9 @@ import { tlsFailure } from '../tls-failure.ts';
  * Why connecting to an MCP server failed, in agentd's words: the 424 `mcp-unavailable` that
  * names the server and says what to do. Three kinds, told apart because each asks for a different
  * fix: it could not be reached (nothing answered: the address, the network, a server that is
- * down; or its TLS failed, src/tls-failure.ts), it answered but not as an MCP server (an HTTP status, a web page: the URL, the transport,
- * the credentials), or it answered as one and the MCP handshake or its tool listing failed (the
- * server's own message).
+ * down; or its TLS failed: src/tls-failure.ts), it answered but not as an MCP server (an HTTP
+ * status, a web page: the URL, the transport, the credentials), or it answered as one and the MCP
+ * handshake or its tool listing failed (the server's own message).
  */
 
 /** An HTTP answer an MCP client cannot read, as the transport's fetch saw it. */
