@@ -114,13 +114,16 @@ export class InteractionService {
   async respond(projectId: string, id: string, answer: Record<string, unknown>): Promise<InteractionRecord> {
     const record = await this.store.interactions.get(projectId, id);
     if (!record) throw new AppError('not-found', `no interaction "${id}" in this project`);
+    // Spec §3.1: respond on a record that is not pending is a 409, whatever the answer says; a
+    // client holding an answer it cannot use is told the interaction moved on, not how to write it.
+    if (record.status !== 'pending') throw new AppError('interaction-not-pending', lateAnswer(id, record));
     const parsed = safeParseNullsAbsent(ANSWER_SCHEMA[record.kind], answer);
     if (!parsed.success) {
       const shape = record.kind === 'user_approval' ? '{"approved": true|false, "reason"?: "…"}' : record.kind === 'client_tool' ? '{"output": …} or {"error": "…"}' : 'an object';
       throw new AppError('invalid-request', `a ${record.kind} answer is ${shape}: ${describeIssue('answer', parsed.error.issues[0]!)}`);
     }
     const normalized = normalizeAnswer(record, parsed.data);
-    const state = record.status === 'pending' ? await this.checkContinuable(projectId, record) : undefined;
+    const state = await this.checkContinuable(projectId, record);
     const answered = await this.store.interactions.transition(projectId, id, { from: ['pending'], to: 'responded', answer: normalized });
     if (!answered) {
       const now = await this.store.interactions.get(projectId, id);

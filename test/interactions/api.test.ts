@@ -149,6 +149,19 @@ describe('interactions API', () => {
     await expectError(await respond(id, { approved: true }), 409, 'interaction-not-pending', /is resolved.*GET \/api\/sessions\/\{session_id\}/);
   });
 
+  it('an interaction that is not pending is a 409 whatever the answer holds (spec §3.1): its kind decides no more', async () => {
+    const { session, id } = await pauseOnWrite();
+    // While pending, an answer that is not an approval's is a 400 naming what one is.
+    await expectError(await respond(id, { output: 'not an approval' }), 400, 'invalid-request', /approved/);
+    expect((await respond(id, { approved: true })).status).toBe(200);
+    await settled(session);
+    for (const answer of [{ approved: false }, {}, { output: 'not an approval' }]) {
+      await expectError(await respond(id, answer), 409, 'interaction-not-pending', /is resolved/);
+    }
+    // The reference's way of answering, through transition, is told the same.
+    await expectError(await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'responded', resolution: { output: 'x' } }), 409, 'interaction-not-pending');
+  });
+
   it('waits for every gated call of a turn before continuing', async () => {
     const session = sid('two');
     h.model.script([
