@@ -215,7 +215,8 @@ export const EvaluationView = z.object({
 });
 export type EvaluationView = z.infer<typeof EvaluationView>;
 
-export const EvaluationReply = z.object({ count: z.number().int(), evaluation: EvaluationView });
+/** The run's `data` also at the top: spec §4.5 reads a run's status at `data.status`, the reference at `evaluation.data.status`. */
+export const EvaluationReply = z.object({ count: z.number().int(), evaluation: EvaluationView, data: EvaluationView.shape.data });
 /** A run as the reference's run routes answer it: `run.status` beside `run.data.status`. */
 export const RunReply = z.object({ count: z.number().int(), run: EvaluationView.extend({ status: RunStatus }) });
 export const EvaluationList = z.object({ count: z.number().int(), evaluations: z.array(EvaluationView), next: z.string().optional() });

@@ -18,14 +18,20 @@ export function postRun(h: Harness, testsetStep: string, appRevision: string, da
 }
 
 export async function startRun(h: Harness, testsetStep: string, appRevision: string, data: Record<string, unknown> = {}, name = 'run'): Promise<any> {
-  return (await okJsonText(await postRun(h, testsetStep, appRevision, data, name))).body.evaluation;
+  return theRun((await okJsonText(await postRun(h, testsetStep, appRevision, data, name))).body);
+}
+
+/** A reply's run. Spec §4.5 reads a run's status at `data.status`: the run's data is at the top too. */
+function theRun(body: { evaluation: { data: unknown }; data: unknown }): any {
+  expect(body.data).toEqual(body.evaluation.data);
+  return body.evaluation;
 }
 
 /** The run once it has ended (polled). */
 export async function runEnded(h: Harness, id: string): Promise<any> {
   for (;;) {
     const { body } = await okJsonText(await configsApi(h, 'GET', `/simple/evaluations/${id}`));
-    if (!['pending', 'running'].includes(body.evaluation.data.status)) return body.evaluation;
+    if (!['pending', 'running'].includes(body.data.status)) return theRun(body);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

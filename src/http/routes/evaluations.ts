@@ -14,6 +14,7 @@ import {
   TestsetList,
   TestsetQuery,
   TestsetReply,
+  type EvaluationView,
   type TestsetView,
 } from '../../contract/evaluations.ts';
 import { ConfigSlug } from '../../contract/configs.ts';
@@ -56,6 +57,7 @@ const JSONL = ['application/x-ndjson', 'application/jsonl'];
 const IMPORT_TYPES = [CSV, ...JSONL] as const;
 
 const testsetReply = (testset: TestsetView) => ({ count: 1, revision_id: testset.revision_id, testset });
+const evaluationReply = (evaluation: EvaluationView) => ({ count: 1, evaluation, data: evaluation.data });
 
 /**
  * Test sets and evaluation runs (spec §4.5), on the paths the reference uses. Replies carry
@@ -195,7 +197,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     async (request) => {
       const { projectId } = await authorize(store, request);
       const { evaluation } = parseWith(EvaluationCreate, request.body);
-      return { count: 1, evaluation: await runs.create(projectId, evaluation) };
+      return evaluationReply(await runs.create(projectId, evaluation));
     },
   );
 
@@ -223,7 +225,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     }),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      return { count: 1, evaluation: await runs.get(projectId, param(request, 'evaluation_id')) };
+      return evaluationReply(await runs.get(projectId, param(request, 'evaluation_id')));
     },
   );
 
@@ -254,7 +256,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     ),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      return { count: 1, evaluation: await runs.stop(projectId, param(request, 'evaluation_id')) };
+      return evaluationReply(await runs.stop(projectId, param(request, 'evaluation_id')));
     },
   );
 
@@ -270,7 +272,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     ),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      return { count: 1, evaluation: await runs.rerunFailed(projectId, param(request, 'evaluation_id')) };
+      return evaluationReply(await runs.rerunFailed(projectId, param(request, 'evaluation_id')));
     },
   );
 
