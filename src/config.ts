@@ -88,6 +88,12 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return value;
 }
 
+function port(env: NodeJS.ProcessEnv): number {
+  const value = Number(env.PORT || 8787);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be a port number from 0 to 65535, got "${env.PORT}"`);
+  return value;
+}
+
 function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -114,8 +120,9 @@ function json<T>(env: NodeJS.ProcessEnv, name: string, fallback: T): T {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
-    port: int(env, 'PORT', 8787),
-    host: env.HOST ?? '127.0.0.1',
+    port: port(env),
+    // Empty is unset, as for every other setting: listen() given '' binds every interface.
+    host: env.HOST?.trim() || '127.0.0.1',
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: env.DATABASE_URL || undefined,
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
