@@ -88,6 +88,19 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return value;
 }
 
+/** setTimeout's longest delay: a longer one is taken as 1 ms, so a generous limit would end everything at once. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
+/** A time in ms that ends up in a timer: at most MAX_DELAY_MS, and at least 1 where 0 would end every call at once. */
+function ms(env: NodeJS.ProcessEnv, name: string, fallback: number, least: 0 | 1 = 0): number {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < least || value > MAX_DELAY_MS) {
+    throw new Error(`${name} must be a whole number of milliseconds from ${least} to ${MAX_DELAY_MS} (about 24.8 days), got "${raw}"`);
+  }
+  return value;
+}
+
 function port(env: NodeJS.ProcessEnv): number {
   const value = Number(env.PORT || 8787);
   if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be a port number from 0 to 65535, got "${env.PORT}"`);
@@ -127,35 +140,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
     databaseListenUrl: listenUrl(env),
-    evalPollMs: Math.max(10, int(env, 'AGENTD_EVAL_POLL_MS', 1000)),
+    evalPollMs: Math.max(10, ms(env, 'AGENTD_EVAL_POLL_MS', 1000)),
     secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,
     maxBodyBytes: int(env, 'AGENTD_MAX_BODY', 10 * 1024 * 1024),
-    requestTimeoutMs: Math.max(int(env, 'AGENTD_REQUEST_TIMEOUT_MS', 120_000), 100),
+    requestTimeoutMs: Math.max(ms(env, 'AGENTD_REQUEST_TIMEOUT_MS', 120_000), 100),
     maxUploadBytes: int(env, 'AGENTD_MAX_UPLOAD', 10 * 1024 * 1024),
     maxAttachments: int(env, 'AGENTD_MAX_ATTACHMENTS', 100),
     debug: flag(env, 'AGENTD_DEBUG'),
     logLevel: logLevel(env.AGENTD_LOG_LEVEL),
     logFormat: logFormat(env.AGENTD_LOG_FORMAT),
-    shutdownGraceMs: int(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
-    leaseTtlMs: Math.max(int(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
+    shutdownGraceMs: ms(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
+    leaseTtlMs: Math.max(ms(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
     maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
     turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
     turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
-    modelTimeoutMs: int(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000),
-    streamHoldMs: int(env, 'AGENTD_STREAM_HOLD_MS', 10_000),
-    turnTimeoutMs: int(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000),
+    modelTimeoutMs: ms(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000, 1),
+    streamHoldMs: ms(env, 'AGENTD_STREAM_HOLD_MS', 10_000),
+    turnTimeoutMs: ms(env, 'AGENTD_TURN_TIMEOUT_MS', 30 * 60_000, 1),
     harnessMaxProcesses: int(env, 'AGENTD_HARNESS_MAX_PROCESSES', 8),
-    harnessParkMs: int(env, 'AGENTD_HARNESS_PARK_MS', 120_000),
+    harnessParkMs: ms(env, 'AGENTD_HARNESS_PARK_MS', 120_000),
     harnesses: offeredHarnesses(env.AGENTD_HARNESSES),
     modelMaxRetries: int(env, 'AGENTD_MODEL_MAX_RETRIES', 0),
     bash: {
-      timeoutMs: int(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000),
+      timeoutMs: ms(env, 'AGENTD_BASH_TIMEOUT_MS', 60_000, 1),
       maxOutputBytes: int(env, 'AGENTD_BASH_MAX_OUTPUT', 64 * 1024),
       unsafeHost: flag(env, 'AGENTD_UNSAFE_HOST_BASH'),
       limits: { processes: Math.max(int(env, 'AGENTD_BASH_MAX_PROCESSES', 256), 1), memoryBytes: Math.max(int(env, 'AGENTD_BASH_MAX_MEMORY_MB', 1024), 16) * 1024 * 1024 },
     },
     allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
-    mcp: { connectTimeoutMs: int(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000), callTimeoutMs: int(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000) },
+    mcp: { connectTimeoutMs: ms(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000, 1), callTimeoutMs: ms(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000, 1) },
     defaultLlm: defaultLlm(env),
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
     prices: json(env, 'AGENTD_PRICES', {}),
@@ -267,14 +280,14 @@ function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
     // Header names are case-insensitive; attribute keys are not.
     headers: Object.fromEntries(Object.entries(keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || '', 'OTEL_EXPORTER_OTLP_HEADERS')).map(([name, value]) => [name.toLowerCase(), value])),
     compression,
-    timeoutMs: Math.max(1, int(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', int(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000))),
+    timeoutMs: Math.max(1, ms(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', ms(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000))),
     serviceName: env.OTEL_SERVICE_NAME?.trim() || 'agentd',
     resource: keyValues(env.OTEL_RESOURCE_ATTRIBUTES || '', 'OTEL_RESOURCE_ATTRIBUTES'),
     batch: {
-      scheduleDelayMs: Math.max(10, int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
+      scheduleDelayMs: Math.max(10, ms(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000)),
       maxQueueSize,
       maxExportBatchSize: Math.min(maxQueueSize, Math.max(1, int(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512))),
-      exportTimeoutMs: Math.max(1, int(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000)),
+      exportTimeoutMs: Math.max(1, ms(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000)),
     },
   };
 }

@@ -15,4 +15,21 @@ describe('the settings agentd serve reads', () => {
       expect(() => loadConfig({ PORT: bad })).toThrow(`PORT must be a port number from 0 to 65535, got "${bad}"`);
     }
   });
+
+  it('refuses a time longer than a timer holds (it would end at once) or a limit of 0 that fails every call', () => {
+    const times = ['AGENTD_EVAL_POLL_MS', 'AGENTD_REQUEST_TIMEOUT_MS', 'AGENTD_SHUTDOWN_GRACE_MS', 'AGENTD_LEASE_TTL_MS', 'AGENTD_MODEL_TIMEOUT_MS', 'AGENTD_STREAM_HOLD_MS', 'AGENTD_TURN_TIMEOUT_MS', 'AGENTD_HARNESS_PARK_MS', 'AGENTD_BASH_TIMEOUT_MS', 'AGENTD_MCP_TIMEOUT_MS', 'AGENTD_MCP_CALL_TIMEOUT_MS'];
+    for (const name of times) {
+      expect(() => loadConfig({ [name]: '3000000000' }), name).toThrow(new RegExp(`^${name} must be a whole number of milliseconds from [01] to 2147483647 \\(about 24.8 days\\), got "3000000000"$`));
+      expect(loadConfig({ [name]: '2147483647' }), name).toBeDefined();
+    }
+    for (const name of ['AGENTD_MODEL_TIMEOUT_MS', 'AGENTD_TURN_TIMEOUT_MS', 'AGENTD_BASH_TIMEOUT_MS', 'AGENTD_MCP_TIMEOUT_MS', 'AGENTD_MCP_CALL_TIMEOUT_MS']) {
+      expect(() => loadConfig({ [name]: '0' }), name).toThrow(`${name} must be a whole number of milliseconds from 1 to 2147483647`);
+    }
+    // 0 means something for these: no wait at all.
+    expect(loadConfig({ AGENTD_SHUTDOWN_GRACE_MS: '0', AGENTD_STREAM_HOLD_MS: '0', AGENTD_HARNESS_PARK_MS: '0' })).toMatchObject({ shutdownGraceMs: 0, streamHoldMs: 0, harnessParkMs: 0 });
+    const otlp = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+    for (const name of ['OTEL_EXPORTER_OTLP_TIMEOUT', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_BSP_EXPORT_TIMEOUT']) {
+      expect(() => loadConfig({ ...otlp, [name]: '3000000000' }), name).toThrow(`${name} must be a whole number of milliseconds`);
+    }
+  });
 });
