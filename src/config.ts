@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { z } from 'zod';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
 import { DEMO_PROVIDER } from './contract/providers.ts';
@@ -121,15 +122,25 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   return ['1', 'true', 'yes', 'on'].includes((env[name] ?? '').toLowerCase());
 }
 
-function json<T>(env: NodeJS.ProcessEnv, name: string, fallback: T): T {
+/** A setting written as JSON: parsed, then held to its shape, so a mistake stops the start instead of a turn (null, a list, a price in words). */
+function json<T>(env: NodeJS.ProcessEnv, name: string, schema: z.ZodType<T>, example: string): T {
   const raw = env[name];
-  if (!raw) return fallback;
+  if (!raw?.trim()) return schema.parse({});
+  let value: unknown;
   try {
-    return JSON.parse(raw) as T;
+    value = JSON.parse(raw);
   } catch {
-    throw new Error(`${name} must be JSON, e.g. {"vllm":{"base_url":"http://127.0.0.1:8000/v1"}}`);
+    throw new Error(`${name} must be JSON, e.g. ${example}`);
   }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const at = issue.path.length ? ` at ${issue.path.map(String).join('.')}` : '';
+  throw new Error(`${name} is not as agentd reads it${at}: ${issue.message}; write it as ${example}`);
 }
+
+const COMPATIBLE_ENDPOINTS = z.record(z.string(), z.object({ base_url: z.url({ protocol: /^https?$/ }), api_key_env: z.string().min(1).optional() }));
+const PRICES = z.record(z.string(), z.object({ input: z.number().nonnegative(), output: z.number().nonnegative() }));
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
@@ -170,8 +181,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
     mcp: { connectTimeoutMs: ms(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000, 1), callTimeoutMs: ms(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000, 1) },
     defaultLlm: defaultLlm(env),
-    openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', {}),
-    prices: json(env, 'AGENTD_PRICES', {}),
+    openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', COMPATIBLE_ENDPOINTS, '{"vllm": {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": "VLLM_API_KEY"}}'),
+    prices: json(env, 'AGENTD_PRICES', PRICES, '{"openai/gpt-5-mini": {"input": 0.25, "output": 2}}'),
     corsOrigins: corsOrigins(env.AGENTD_CORS_ORIGINS),
     metrics: metricsAccess(env),
     otlp: otlpSettings(env),

@@ -32,4 +32,19 @@ describe('the settings agentd serve reads', () => {
       expect(() => loadConfig({ ...otlp, [name]: '3000000000' }), name).toThrow(`${name} must be a whole number of milliseconds`);
     }
   });
+
+  it('holds AGENTD_OPENAI_COMPATIBLE and AGENTD_PRICES to their shapes: null stopped the start with a TypeError, a price in words made every cost null', () => {
+    expect(loadConfig({})).toMatchObject({ openaiCompatible: {}, prices: {} });
+    const endpoints = { vllm: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: 'VLLM_API_KEY' } };
+    expect(loadConfig({ AGENTD_OPENAI_COMPATIBLE: JSON.stringify(endpoints) }).openaiCompatible).toEqual(endpoints);
+    expect(loadConfig({ AGENTD_PRICES: '{"openai/gpt-5-mini": {"input": 0.25, "output": 2}}' }).prices).toEqual({ 'openai/gpt-5-mini': { input: 0.25, output: 2 } });
+    for (const bad of ['null', '[]', '"vllm"', '{"vllm": "http://127.0.0.1:8000/v1"}', '{"vllm": {"base_url": "127.0.0.1:8000"}}', '{"vllm": {"base_url": "ftp://h/v1"}}', '{"vllm": {"base_url": "http://h/v1", "api_key_env": 1}}']) {
+      expect(() => loadConfig({ AGENTD_OPENAI_COMPATIBLE: bad }), bad).toThrow(/^AGENTD_OPENAI_COMPATIBLE is not as agentd reads it.*; write it as \{"vllm": \{"base_url"/);
+    }
+    expect(() => loadConfig({ AGENTD_OPENAI_COMPATIBLE: '{"vllm": {"base_url": "127.0.0.1"}}' })).toThrow(/at vllm\.base_url/);
+    for (const bad of ['null', '5', '{"m": "cheap"}', '{"m": {"input": "1", "output": 2}}', '{"m": {"input": 1}}', '{"m": {"input": -1, "output": 2}}']) {
+      expect(() => loadConfig({ AGENTD_PRICES: bad }), bad).toThrow(/^AGENTD_PRICES is not as agentd reads it.*; write it as \{"openai\/gpt-5-mini"/);
+    }
+    expect(() => loadConfig({ AGENTD_PRICES: '{m: 1}' })).toThrow('AGENTD_PRICES must be JSON, e.g. {"openai/gpt-5-mini": {"input": 0.25, "output": 2}}');
+  });
 });
