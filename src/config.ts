@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
-import { DEMO_PROVIDER } from './contract/providers.ts';
+import { DEMO_PROVIDER, PROVIDERS } from './contract/providers.ts';
 import { isPostgresUrl } from './store/database-url.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
@@ -207,12 +207,25 @@ function offeredHarnesses(raw: string | undefined): ReadonlyArray<OfferedHarness
 /** What a model provider is reached with: a key, or an address of one's own. */
 const PROVIDER_SETTINGS = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'OLLAMA_BASE_URL'];
 
+/** Where model providers are reached; a value that is no URL failed every turn with 502 "Failed to parse URL". */
+const PROVIDER_URLS = ['OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'OLLAMA_BASE_URL', 'AGENTD_DEMO_MODEL_URL'];
+
 /**
  * The model a template that names none runs: AGENTD_DEFAULT_PROVIDER / AGENTD_DEFAULT_MODEL, else
  * OpenAI's gpt-5-mini; with no provider configured at all, the built-in demo model, so a first
  * run answers with no account (`agentd serve` starts it).
  */
 function defaultLlm(env: NodeJS.ProcessEnv): Config['defaultLlm'] {
+  // Checked here: a turn would blame the template's llm.provider, which named none.
+  const known: string[] = [...PROVIDERS, DEMO_PROVIDER];
+  if (env.AGENTD_DEFAULT_PROVIDER && !known.includes(env.AGENTD_DEFAULT_PROVIDER)) {
+    throw new Error(`AGENTD_DEFAULT_PROVIDER must be one of ${known.join(', ')}, got "${env.AGENTD_DEFAULT_PROVIDER}"`);
+  }
+  for (const name of PROVIDER_URLS) {
+    const url = env[name]?.trim();
+    // The value is not echoed: a URL may carry credentials.
+    if (url && !(URL.canParse(url) && /^https?:$/.test(new URL(url).protocol))) throw new Error(`${name} must be an http(s) URL, e.g. http://127.0.0.1:8000/v1`);
+  }
   const chosen = env.AGENTD_DEFAULT_PROVIDER || env.AGENTD_DEFAULT_MODEL;
   if (!chosen && !PROVIDER_SETTINGS.some((name) => env[name])) return { provider: DEMO_PROVIDER, model: 'demo' };
   return { provider: env.AGENTD_DEFAULT_PROVIDER || 'openai', model: env.AGENTD_DEFAULT_MODEL || 'gpt-5-mini' };

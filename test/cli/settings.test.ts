@@ -47,4 +47,15 @@ describe('the settings agentd serve reads', () => {
     }
     expect(() => loadConfig({ AGENTD_PRICES: '{m: 1}' })).toThrow('AGENTD_PRICES must be JSON, e.g. {"openai/gpt-5-mini": {"input": 0.25, "output": 2}}');
   });
+
+  it('refuses a default provider it does not have and a provider address that is no URL, which failed every turn', () => {
+    expect(loadConfig({}).defaultLlm).toEqual({ provider: 'demo', model: 'demo' });
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-x' }).defaultLlm).toEqual({ provider: 'openai', model: 'gpt-5-mini' });
+    expect(loadConfig({ AGENTD_DEFAULT_PROVIDER: 'anthropic', AGENTD_DEFAULT_MODEL: 'claude-sonnet-4-5' }).defaultLlm).toEqual({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+    expect(() => loadConfig({ AGENTD_DEFAULT_PROVIDER: 'gemini' })).toThrow('AGENTD_DEFAULT_PROVIDER must be one of openai, anthropic, ollama, openai-compatible, demo, got "gemini"');
+    for (const name of ['OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'OLLAMA_BASE_URL', 'AGENTD_DEMO_MODEL_URL']) {
+      expect(() => loadConfig({ [name]: 'user:secret@127.0.0.1:8000' }), name).toThrow(new RegExp(`^${name} must be an http\\(s\\) URL, e.g. http://127.0.0.1:8000/v1$`));
+      expect(loadConfig({ [name]: 'http://127.0.0.1:8000' }), name).toBeDefined();
+    }
+  });
 });
