@@ -118,8 +118,15 @@ function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return value;
 }
 
+const ON = ['1', 'true', 'yes', 'on'];
+const OFF = ['', '0', 'false', 'no', 'off'];
+
+/** A switch: a value that is neither on nor off is refused, not taken as off (AGENTD_UNSAFE_HOST_BASH=enabled would quietly not be). */
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {
-  return ['1', 'true', 'yes', 'on'].includes((env[name] ?? '').toLowerCase());
+  const value = (env[name] ?? '').trim().toLowerCase();
+  if (ON.includes(value)) return true;
+  if (OFF.includes(value)) return false;
+  throw new Error(`${name} must be 1 (on) or 0 (off), got "${env[name]}"`);
 }
 
 /** A setting written as JSON: parsed, then held to its shape, so a mistake stops the start instead of a turn (null, a list, a price in words). */
@@ -286,7 +293,8 @@ function listenUrl(env: NodeJS.ProcessEnv): string | undefined {
  * requests the collector cannot read.
  */
 function otlpSettings(env: NodeJS.ProcessEnv): OtlpSettings | undefined {
-  if (flag(env, 'OTEL_SDK_DISABLED')) return undefined;
+  // Lenient, as the OpenTelemetry SDKs read it: anything but a true value is false.
+  if (ON.includes((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase())) return undefined;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined);
   if (!url) return undefined;

@@ -58,4 +58,16 @@ describe('the settings agentd serve reads', () => {
       expect(loadConfig({ [name]: 'http://127.0.0.1:8000' }), name).toBeDefined();
     }
   });
+
+  it('reads a switch as on or off and refuses anything else, which was quietly off', () => {
+    expect(loadConfig({})).toMatchObject({ debug: false, allowStdioMcp: false, bash: { unsafeHost: false } });
+    expect(loadConfig({ AGENTD_DEBUG: '1', AGENTD_ALLOW_STDIO_MCP: 'true', AGENTD_UNSAFE_HOST_BASH: 'YES' })).toMatchObject({ debug: true, allowStdioMcp: true, bash: { unsafeHost: true } });
+    expect(loadConfig({ AGENTD_DEBUG: '0', AGENTD_ALLOW_STDIO_MCP: 'off', AGENTD_UNSAFE_HOST_BASH: '' })).toMatchObject({ debug: false, allowStdioMcp: false, bash: { unsafeHost: false } });
+    for (const name of ['AGENTD_DEBUG', 'AGENTD_ALLOW_STDIO_MCP', 'AGENTD_UNSAFE_HOST_BASH']) {
+      expect(() => loadConfig({ [name]: 'enabled' }), name).toThrow(`${name} must be 1 (on) or 0 (off), got "enabled"`);
+    }
+    // OpenTelemetry's own switch is read as its SDKs read it: anything but a true value is false.
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'maybe' }).otlp).toBeDefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' }).otlp).toBeUndefined();
+  });
 });
