@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
 import { DEMO_PROVIDER, PROVIDERS } from './contract/providers.ts';
-import { isPostgresUrl } from './store/database-url.ts';
+import { isPostgresUrl, sqlitePathFromUrl } from './store/database-url.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
 
@@ -155,7 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Empty is unset, as for every other setting: listen() given '' binds every interface.
     host: env.HOST?.trim() || '127.0.0.1',
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: databaseUrl(env.DATABASE_URL),
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
     databaseListenUrl: listenUrl(env),
     evalPollMs: Math.max(10, ms(env, 'AGENTD_EVAL_POLL_MS', 1000)),
@@ -275,6 +275,13 @@ function corsOrigins(raw: string | undefined): string[] | '*' | undefined {
     }
   }
   return origins;
+}
+
+/** DATABASE_URL: PostgreSQL or a SQLite file, refused here rather than with a stack trace from the store's open. */
+function databaseUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!isPostgresUrl(raw)) sqlitePathFromUrl(raw);
+  return raw;
 }
 
 /** AGENTD_DATABASE_LISTEN_URL: a PostgreSQL URL, and only beside a PostgreSQL DATABASE_URL. */

@@ -1,12 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Kysely, sql, type CompiledQuery, type LogEvent } from 'kysely';
 import { AppError } from '../errors.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
-import { isPostgresUrl } from './database-url.ts';
+import { isPostgresUrl, sqlitePathFromUrl } from './database-url.ts';
 import { createEvaluationsRepo, type EvaluationsRepo } from './evaluations.ts';
 import { createInteractionsRepo, type InteractionsRepo } from './interactions.ts';
 import { createLeasesRepo, type LeasesRepo } from './leases.ts';
@@ -85,22 +84,6 @@ let pgDatabaseError: typeof import('pg').DatabaseError | undefined;
 
 /** How long a readiness probe waits for the database. */
 const READINESS_TIMEOUT_MS = 2_000;
-
-
-function sqlitePathFromUrl(url: string): string {
-  if (url.startsWith('file://')) return fileURLToPath(url);
-  for (const scheme of ['sqlite://', 'sqlite:', 'file:']) {
-    if (url.startsWith(scheme)) {
-      const rest = url.slice(scheme.length);
-      if (rest === '') break;
-      return rest;
-    }
-  }
-  throw new Error(
-    `DATABASE_URL "${url}" is not supported: use sqlite:<path> or file:<path> (or leave it unset for ` +
-      `<AGENTD_DATA_DIR>/${DATABASE_FILE})`,
-  );
-}
 
 /** Decides which SQLite file to open; exported so `agentd` can say where its data is. */
 export function resolveDatabaseLocation(options: Pick<StoreOptions, 'dataDir' | 'databaseUrl'>): string {

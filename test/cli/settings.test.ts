@@ -70,4 +70,13 @@ describe('the settings agentd serve reads', () => {
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'maybe' }).otlp).toBeDefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' }).otlp).toBeUndefined();
   });
+
+  it('refuses a DATABASE_URL of another database at once, without echoing it (it may hold a password)', () => {
+    expect(loadConfig({}).databaseUrl).toBeUndefined();
+    for (const url of ['sqlite:/tmp/a.db', 'file:/tmp/a.db', 'file:///tmp/a.db', 'postgres://u:p@h:5432/db', 'postgresql://h/db']) expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    for (const url of ['mysql://u:hunter2@h/db', 'sqlite:', '/tmp/a.db']) {
+      expect(() => loadConfig({ DATABASE_URL: url }), url).toThrow(/^DATABASE_URL is not one agentd reads: write sqlite:<path>, file:<path> or postgres:\/\/user:password@host:5432\/db/);
+      expect(() => loadConfig({ DATABASE_URL: url })).not.toThrow(/hunter2/);
+    }
+  });
 });
