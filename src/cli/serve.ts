@@ -50,14 +50,14 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   try {
     await app.listen({ port, host });
   } catch (error) {
-    const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    const why = listenFailure(error as NodeJS.ErrnoException, host, port);
     // A server that never started has nothing to report on the way down: the one line below says it all.
-    if (inUse) app.log.level = 'silent';
+    if (why) app.log.level = 'silent';
     await app.close();
     await demo?.close();
     await store.close();
-    if (!inUse) throw error;
-    process.stderr.write(`agentd: port ${port} on ${host} is in use (another agentd?); start on another with --port N or PORT=N\n`);
+    if (!why) throw error;
+    process.stderr.write(`agentd: ${why}\n`);
     return 1;
   }
   steps.step('finishing the start on the database (the first project, answering other replicas)');
@@ -142,4 +142,20 @@ async function drain(server: import('node:http').Server, closing: Promise<unknow
   }
   if (!done) server.closeAllConnections();
   await closing;
+}
+
+/** What a listen that failed for a reason of the machine's (the port, the address) says, in one line; undefined for anything else. */
+function listenFailure(error: NodeJS.ErrnoException, host: string, port: number): string | undefined {
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return `port ${port} on ${host} is in use (another agentd?); start on another with --port N or PORT=N`;
+    case 'EACCES':
+      return `port ${port} on ${host} may not be taken by this user (ports below 1024 need privileges); start on another with --port N or PORT=N`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on "${host}": ${error.code === 'EADDRNOTAVAIL' ? 'no interface of this machine has that address' : 'the name does not resolve'}; give an address of this machine with --host ADDR or HOST (127.0.0.1, or 0.0.0.0 for all interfaces)`;
+    default:
+      return undefined;
+  }
 }

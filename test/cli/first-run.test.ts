@@ -89,7 +89,7 @@ describe('a first run with no provider key', () => {
   });
 });
 
-describe('a port already in use', () => {
+describe('a port or address it cannot listen on', () => {
   let blocker: ReturnType<typeof createServer>;
   let port: number;
   beforeAll(async () => {
@@ -103,6 +103,14 @@ describe('a port already in use', () => {
     const run = runAgentd(['serve', '--port', String(port)], { ...env, AGENTD_DATA_DIR: path.join(dataDir, 'second') });
     expect(await run.exited).toBe(1);
     expect(run.output().trim()).toBe(`agentd: port ${port} on 127.0.0.1 is in use (another agentd?); start on another with --port N or PORT=N`);
+  });
+
+  it('an address that is not this machine\'s, or a name that does not resolve, is one line too, not a stack trace', async () => {
+    for (const [host, why] of [['192.0.2.1', 'no interface of this machine has that address'], ['nohost.invalid', 'the name does not resolve']]) {
+      const run = runAgentd(['serve', '--port', '0'], { ...env, HOST: host, AGENTD_DATA_DIR: path.join(dataDir, 'third') });
+      expect(await run.exited).toBe(1);
+      expect(run.output().trim()).toBe(`agentd: cannot listen on "${host}": ${why}; give an address of this machine with --host ADDR or HOST (127.0.0.1, or 0.0.0.0 for all interfaces)`);
+    }
   });
 
   it('and for the demo model', async () => {
