@@ -1,5 +1,7 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
+import { agentdCommand } from '../support/child-server.ts';
 
 /**
  * README's configuration table: each setting is read with its documented default, and a value
@@ -7,6 +9,26 @@ import { loadConfig } from '../../src/config.ts';
  * prints it as `agentd: …` and exits 2), not a server that misbehaves later.
  */
 describe('the settings agentd serve reads', () => {
+  it('has the defaults README documents', () => {
+    const config = loadConfig({ OPENAI_API_KEY: 'sk-x' });
+    expect(config).toMatchObject({
+      port: 8787, host: '127.0.0.1', databaseUrl: undefined, pgPoolSize: 10, databaseListenUrl: undefined, evalPollMs: 1000, secretKey: undefined,
+      maxBodyBytes: 10_485_760, requestTimeoutMs: 120_000, maxUploadBytes: 10_485_760, maxAttachments: 100, corsOrigins: undefined, debug: false,
+      logLevel: 'info', metrics: undefined, shutdownGraceMs: 30_000, leaseTtlMs: 15_000, turnWorkers: Math.min(os.availableParallelism() - 1, 4),
+      turnWorkersLoad: 0.9, maxSteps: 50, modelTimeoutMs: 120_000, streamHoldMs: 10_000, harnessMaxProcesses: 8, harnesses: ['claude', 'codex', 'pi'],
+      harnessParkMs: 120_000, turnTimeoutMs: 1_800_000, modelMaxRetries: 0,
+      bash: { timeoutMs: 60_000, maxOutputBytes: 65_536, unsafeHost: false, limits: { processes: 256, memoryBytes: 1024 * 1024 * 1024 } },
+      allowStdioMcp: false, mcp: { connectTimeoutMs: 10_000, callTimeoutMs: 120_000 }, defaultLlm: { provider: 'openai', model: 'gpt-5-mini' },
+      openaiCompatible: {}, prices: {}, otlp: undefined,
+    });
+    expect(config.dataDir).toBe(`${process.cwd()}/.agentd`);
+  });
+
+  it('stops agentd serve with one line naming the setting, exit status 2, before anything is opened', async () => {
+    const run = await agentdCommand(['serve', '--port', '0'], { AGENTD_DATA_DIR: '/nonexistent/agentd', AGENTD_TURN_TIMEOUT_MS: '3000000000' });
+    expect(run).toEqual({ code: 2, stdout: '', stderr: 'agentd: AGENTD_TURN_TIMEOUT_MS must be a whole number of milliseconds from 1 to 2147483647 (about 24.8 days), got "3000000000"\n' });
+  });
+
   it('listens on 127.0.0.1:8787 unless told otherwise; an empty HOST is unset, not every interface', () => {
     expect(loadConfig({})).toMatchObject({ host: '127.0.0.1', port: 8787 });
     expect(loadConfig({ HOST: '' }).host).toBe('127.0.0.1');
