@@ -32,7 +32,17 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
 
   const steps = startSteps();
   steps.step(`opening the database at ${resolveDatabaseLocation(config)} (connecting, then migrating)`);
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey }).catch(
+    (error: unknown) => {
+      steps.done();
+      // A data folder that cannot be made, a database out of reach, a key file that cannot be
+      // read: said in one line, as a setting's mistake is, not as a stack trace. The store's
+      // messages name the place and hide a URL's password.
+      process.stderr.write(`agentd: cannot start: ${(error as Error).message}\n`);
+      return undefined;
+    },
+  );
+  if (!store) return 1;
   // The embedded database has one server: a turn still "running" in it, and its lease, were cut
   // off when the previous process died. On PostgreSQL they may be another replica's.
   if (store.engine === 'sqlite') {

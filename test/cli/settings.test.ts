@@ -1,4 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { agentdCommand } from '../support/child-server.ts';
@@ -27,6 +29,20 @@ describe('the settings agentd serve reads', () => {
   it('stops agentd serve with one line naming the setting, exit status 2, before anything is opened', async () => {
     const run = await agentdCommand(['serve', '--port', '0'], { AGENTD_DATA_DIR: '/nonexistent/agentd', AGENTD_TURN_TIMEOUT_MS: '3000000000' });
     expect(run).toEqual({ code: 2, stdout: '', stderr: 'agentd: AGENTD_TURN_TIMEOUT_MS must be a whole number of milliseconds from 1 to 2147483647 (about 24.8 days), got "3000000000"\n' });
+  });
+
+  it('stops agentd serve with one line, exit status 1, when its data folder cannot be made or its database cannot be reached', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agentd-settings-'));
+    try {
+      await writeFile(path.join(dir, 'a-file'), '');
+      const folder = await agentdCommand(['serve', '--port', '0'], { AGENTD_DATA_DIR: path.join(dir, 'a-file', 'data') });
+      expect(folder).toMatchObject({ code: 1, stdout: '' });
+      expect(folder.stderr).toMatch(new RegExp(`^agentd: cannot start: ENOTDIR: not a directory, .*a-file/data.*\n$`));
+      const database = await agentdCommand(['serve', '--port', '0'], { AGENTD_DATA_DIR: dir, DATABASE_URL: 'postgres://agentd:hunter2@127.0.0.1:1/agentd' });
+      expect(database).toEqual({ code: 1, stdout: '', stderr: expect.stringMatching(/^agentd: cannot start: cannot open the database at postgres:\/\/agentd:\*\*\*@127\.0\.0\.1:1\/agentd: .*ECONNREFUSED.*\n$/) });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('listens on 127.0.0.1:8787 unless told otherwise; an empty HOST is unset, not every interface', () => {
