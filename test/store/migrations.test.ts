@@ -63,7 +63,9 @@ describe('openStore and migrations', () => {
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite:/x/y.db' })).toBe('/x/y.db');
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'file:///x/z.db' })).toBe('/x/z.db');
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'sqlite::memory:' })).toBe(':memory:');
-    expect(() => resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'mysql://h/db' })).toThrow(/not supported/);
+    // Another database's URL is refused saying what to write, and not echoed: it may hold a password.
+    expect(() => resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'mysql://u:hunter2@h/db' })).toThrow(/^DATABASE_URL is not one agentd reads: write sqlite:<path>, file:<path> or postgres:\/\/[^]*$/);
+    expect(() => resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'mysql://u:hunter2@h/db' })).not.toThrow(/hunter2/);
     expect(resolveDatabaseLocation({ dataDir: '/data', databaseUrl: 'postgres://u:hunter2@h:5432/db' })).toBe('postgres://u:***@h:5432/db');
     // An unreachable server stops the start with the address (never the password) and the reason.
     await expect(openStore({ dataDir: dir, databaseUrl: 'postgresql://u:hunter2@127.0.0.1:1/db' })).rejects.toThrow(/cannot open the database at postgresql:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
