@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, sql, type CompiledQuery, type LogEvent } from 'kysely';
 import { AppError } from '../errors.ts';
+import { within } from '../within.ts';
 import { createApiKeysRepo, type ApiKeysOptions, type ApiKeysRepo } from './api-keys.ts';
 import { createConfigsRepo, type ConfigsRepo } from './configs.ts';
 import { createConnectionsRepo, type ConnectionsRepo } from './connections.ts';
@@ -216,18 +217,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     engine: kind,
     notifications,
     async unreadiness() {
-      let timer: NodeJS.Timeout | undefined;
-      // A database that does not answer at all (a pool waiting for a connection) must not hang the probe.
-      const silent = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
-      });
       try {
-        const pending = (await Promise.race([createMigrator(db, schema).getMigrations(), silent])).filter((m) => m.executedAt === undefined).map((m) => m.name);
+        // A database that does not answer at all (a pool waiting for a connection) must not hang the probe.
+        const migrations = await within(createMigrator(db, schema).getMigrations(), READINESS_TIMEOUT_MS);
+        if (!migrations) return `the database cannot be reached: no answer within ${READINESS_TIMEOUT_MS} ms`;
+        const pending = migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
         return pending.length ? `the database lacks migrations ${pending.join(', ')}: restart a server of this version to apply them` : undefined;
       } catch (error) {
         return `the database cannot be reached: ${(error as Error).message}`;
-      } finally {
-        clearTimeout(timer);
       }
     },
     timeQueries: (listener) => engine.timer.set(listener),

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentEvent, Usage } from '../contract/events.ts';
+import { within } from '../within.ts';
 import { TurnTimeline } from './turn-timeline.ts';
 
 /**
@@ -18,13 +19,6 @@ const QUERY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 
 /** How long a scrape waits for the counts read from the database (as long as /ready waits on it). */
 const STORED_READ_MS = 2_000;
-
-/** What `promise` settles to, or undefined once `ms` have passed without it. */
-function atMost<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
 
 export interface MetricSources {
   liveTurns(): number;
@@ -132,7 +126,7 @@ export class ServiceMetrics {
     let counts: Promise<{ interactions: number; sessions: number } | undefined> | undefined;
     const waiting = () => {
       counts ??= sources.waiting().catch(() => undefined).finally(() => setImmediate(() => (counts = undefined)));
-      return atMost(counts, STORED_READ_MS);
+      return within(counts, STORED_READ_MS);
     };
     new Gauge({ name: 'agentd_pending_interactions', help: 'Interactions waiting for an answer (all replicas)', registers: [registry], async collect() {
       const read = await waiting();

@@ -130,6 +130,25 @@ describe('metrics', () => {
 });
 
 describe.runIf(TEST_POSTGRES_URL)('metrics while the database does not answer', () => {
+  it('/ready says so within its wait instead of hanging with the database', async () => {
+    const h = await startHarness();
+    const locker = new pg.Client({ connectionString: h.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      // The migrations' own table, which the probe reads.
+      await locker.query('LOCK TABLE kysely_migration IN ACCESS EXCLUSIVE MODE');
+      const res = await fetch(`${h.url}/ready`, { signal: AbortSignal.timeout(20_000) });
+      expect(res.status).toBe(503);
+      expect((await res.json()).reason).toBe('the database cannot be reached: no answer within 2000 ms');
+      await locker.query('ROLLBACK');
+      await until(async () => (await fetch(`${h.url}/ready`)).status, (status) => status === 200);
+    } finally {
+      await locker.end();
+      await h.close();
+    }
+  }, 60_000);
+
   it('are scraped all the same, the counts read from the database left as they were, and one read waits, not one per scrape', async () => {
     const h = await startHarness({ env: { AGENTD_METRICS: 'open' } });
     const locker = new pg.Client({ connectionString: h.databaseUrl });
