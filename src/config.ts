@@ -79,12 +79,13 @@ export interface Config {
   env: NodeJS.ProcessEnv;
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** A count; `least` 1 where 0 would leave nothing to do (a turn of no model step). */
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, least: 0 | 1 = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) {
-    throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value < least) {
+    throw new Error(`${name} must be ${least === 0 ? 'a non-negative integer' : 'a whole number of 1 or more'}, got "${raw}"`);
   }
   return value;
 }
@@ -169,7 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: logFormat(env.AGENTD_LOG_FORMAT),
     shutdownGraceMs: ms(env, 'AGENTD_SHUTDOWN_GRACE_MS', 30_000),
     leaseTtlMs: Math.max(ms(env, 'AGENTD_LEASE_TTL_MS', 15_000), 300),
-    maxSteps: int(env, 'AGENTD_MAX_STEPS', 50),
+    maxSteps: int(env, 'AGENTD_MAX_STEPS', 50, 1),
     turnWorkers: int(env, 'AGENTD_TURN_WORKERS', Math.min(os.availableParallelism() - 1, 4)),
     turnWorkersLoad: share(env, 'AGENTD_TURN_WORKERS_LOAD', 0.9),
     modelTimeoutMs: ms(env, 'AGENTD_MODEL_TIMEOUT_MS', 120_000, 1),

@@ -71,6 +71,11 @@ describe('the settings agentd serve reads', () => {
     }
   });
 
+  it('refuses AGENTD_MAX_STEPS=0, which ran one step anyway', () => {
+    expect(loadConfig({ AGENTD_MAX_STEPS: '1' }).maxSteps).toBe(1);
+    for (const bad of ['0', '-3', '2.5', 'many']) expect(() => loadConfig({ AGENTD_MAX_STEPS: bad }), bad).toThrow(`AGENTD_MAX_STEPS must be a whole number of 1 or more, got "${bad}"`);
+  });
+
   it('holds AGENTD_OPENAI_COMPATIBLE and AGENTD_PRICES to their shapes: null stopped the start with a TypeError, a price in words made every cost null', () => {
     expect(loadConfig({})).toMatchObject({ openaiCompatible: {}, prices: {} });
     const endpoints = { vllm: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: 'VLLM_API_KEY' } };
