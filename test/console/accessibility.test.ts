@@ -107,6 +107,9 @@ describe.runIf(run)('the console: accessibility', () => {
       async () => {
         await page.getByRole('button', { name: 'Back' }).click();
         await page.getByRole('button', { name: /^Agent:/ }).click();
+        // The toggle says which part of the page it opened.
+        const controlled = await page.getByRole('button', { name: /^Agent:/ }).evaluate((button) => document.getElementById(button.getAttribute('aria-controls') ?? '')?.querySelector('legend')?.textContent);
+        expect(controlled).toBe('Agent');
         await page.getByLabel('Run').selectOption('inline');
         await page.waitForLoadState('networkidle');
       },
@@ -140,8 +143,8 @@ describe.runIf(run)('the console: accessibility', () => {
       'a workflow: two revisions diffed',
       async () => {
         await open(`#/workflows/${workflowId}`, 'tbody tr');
-        await page.getByRole('row', { name: /v1 — first/ }).getByLabel('A').check();
-        await page.getByRole('row', { name: /v2 — second/ }).getByLabel('B').check();
+        await page.getByRole('row', { name: /v1 — first/ }).getByLabel(/^A:/).check();
+        await page.getByRole('row', { name: /v2 — second/ }).getByLabel(/^B:/).check();
         await page.getByLabel(/^Differences/).waitFor();
       },
     ],

@@ -160,8 +160,9 @@ describe.runIf(run)('the console: evaluations and workflows', () => {
     await client.environments.create({ slug: 'production' });
     await page.getByRole('link', { name: 'Workflows' }).click();
     await page.getByRole('link', { name: 'Support bot' }).click();
-    await page.getByRole('row', { name: /default v1 — first/ }).getByLabel('A').check();
-    await page.getByRole('row', { name: /default v2 — second/ }).getByLabel('B').check();
+    // Each radio is named for its revision: a screen reader's list of controls is not "A, B, A, B".
+    await page.getByRole('radio', { name: 'A: compare from default v1 — first', exact: true }).check();
+    await page.getByRole('radio', { name: 'B: compare to default v2 — second', exact: true }).check();
     const diff = page.getByLabel(/^Differences/);
     await diff.waitFor();
     const text = (await diff.textContent())!;

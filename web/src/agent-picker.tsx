@@ -130,7 +130,7 @@ function templateOf(text: string): { template: Record<string, unknown> } | { pro
   return { template: template as Record<string, unknown> };
 }
 
-export function AgentPicker({ choice, onChange }: { choice: AgentChoice; onChange: (choice: AgentChoice) => void }) {
+export function AgentPicker({ id, choice, onChange }: { id: string; choice: AgentChoice; onChange: (choice: AgentChoice) => void }) {
   const { client } = useAuth();
   const workflows = useApi(choice.kind === 'workflow' ? ['workflows'] : null, () => client.workflows.list());
   const environments = useApi(choice.kind === 'environment' ? ['environments'] : null, () => client.environments.list());
@@ -146,7 +146,7 @@ export function AgentPicker({ choice, onChange }: { choice: AgentChoice; onChang
   }, [choice, firstKey, onChange]);
 
   return (
-    <fieldset className="agent-picker">
+    <fieldset id={id} className="agent-picker">
       <legend>Agent</legend>
       <Field label="Run">
         {(id) => (

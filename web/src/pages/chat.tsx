@@ -1,6 +1,6 @@
 import { useChat } from '@ai-sdk/react';
 import { APICallError, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
-import { useCallback, useEffect, useMemo, useRef, useState, type ChangeEvent, type FormEvent, type KeyboardEvent } from 'react';
+import { useCallback, useEffect, useId, useMemo, useRef, useState, type ChangeEvent, type FormEvent, type KeyboardEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { AgentdError } from '../../../src/client/index.ts';
 import { CHAT_STORAGE_PREFIX, useAuth } from '../auth.tsx';
@@ -147,6 +147,7 @@ function Chat({ sessionId }: { sessionId: string }) {
   const saved = useMemo(() => load(storageKey), [storageKey]);
   const [choice, setChoice] = useState<AgentChoice>(saved?.choice ?? { kind: 'default' });
   const [picking, setPicking] = useState(false);
+  const pickerId = useId();
   const choiceRef = useRef(choice);
   choiceRef.current = choice;
 
@@ -317,7 +318,8 @@ function Chat({ sessionId }: { sessionId: string }) {
       }
       actions={
         <>
-          <button type="button" onClick={() => setPicking(!picking)} aria-expanded={picking}>
+          {/* Named only while open: a reference to nothing is an error to assistive technology. */}
+          <button type="button" onClick={() => setPicking(!picking)} aria-expanded={picking} aria-controls={picking ? pickerId : undefined}>
             Agent: {describeChoice(choice)}
           </button>
           <Link href={`/sessions/${encodeURIComponent(sessionId)}`}>Session</Link>
@@ -327,7 +329,7 @@ function Chat({ sessionId }: { sessionId: string }) {
         </>
       }
     >
-      {picking ? <AgentPicker choice={choice} onChange={setChoice} /> : null}
+      {picking ? <AgentPicker id={pickerId} choice={choice} onChange={setChoice} /> : null}
       <p className="visually-hidden" role="status">
         {ranHere ? turnNews(status, messages) : ''}
       </p>

@@ -48,10 +48,10 @@ export function WorkflowPage({ id }: { id: string }) {
                 </td>
                 <td>
                   <label className="inline">
-                    <input type="radio" name="diff-a" checked={left === r.id} onChange={() => setLeft(r.id)} /> A
+                    <input type="radio" name="diff-a" checked={left === r.id} onChange={() => setLeft(r.id)} aria-label={`A: compare from ${label(r)}`} /> A
                   </label>{' '}
                   <label className="inline">
-                    <input type="radio" name="diff-b" checked={right === r.id} onChange={() => setRight(r.id)} /> B
+                    <input type="radio" name="diff-b" checked={right === r.id} onChange={() => setRight(r.id)} aria-label={`B: compare to ${label(r)}`} /> B
                   </label>
                 </td>
               </tr>
