@@ -1,3 +1,5 @@
+import { makeRoom } from '../bounded.ts';
+
 /**
  * What turns learn about model servers: which of a base URL's ways in answers (model.ts), and
  * that an endpoint only streams or never streams (model-call.ts). Each thread that runs turns
@@ -14,6 +16,9 @@ export const streamOnly = new Set<string>();
 /** Endpoints that answered a streaming call with one JSON body: they never stream. */
 export const neverStreams = new Set<string>();
 
+/** Endpoints are named by the request's model name as well: a process remembers this many of each kind. */
+export const MAX_FACTS = 1000;
+
 const listeners = new Set<(fact: ModelFact) => void>();
 
 /** Records a fact told by another thread; false when it was known already. */
@@ -21,14 +26,17 @@ export function applyFact(fact: ModelFact): boolean {
   switch (fact.kind) {
     case 'way-in':
       if (wayIn.get(fact.base) === fact.index) return false;
+      if (!wayIn.has(fact.base)) makeRoom(wayIn, MAX_FACTS);
       wayIn.set(fact.base, fact.index);
       return true;
     case 'stream-only':
       if (streamOnly.has(fact.endpoint)) return false;
+      makeRoom(streamOnly, MAX_FACTS);
       streamOnly.add(fact.endpoint);
       return true;
     case 'never-streams':
       if (neverStreams.has(fact.endpoint)) return false;
+      makeRoom(neverStreams, MAX_FACTS);
       neverStreams.add(fact.endpoint);
       return true;
   }

@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import { HEADER_VALUE, type ProjectConnection } from '../contract/connections.ts';
 import { DEMO_PROVIDER, PROVIDERS, type Provider } from '../contract/providers.ts';
 import { AppError } from '../errors.ts';
+import { makeRoom } from '../bounded.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
 import { learn, wayIn } from './model-facts.ts';
@@ -206,8 +207,8 @@ function keep(parts: Array<string | undefined>, make: () => LanguageModelV4): La
   let model = kept.get(key);
   if (model) kept.delete(key);
   else model = make();
+  makeRoom(kept, KEPT_MODELS);
   kept.set(key, model);
-  if (kept.size > KEPT_MODELS) kept.delete(kept.keys().next().value!);
   return model;
 }
 

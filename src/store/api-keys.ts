@@ -1,5 +1,6 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { makeRoom } from '../bounded.ts';
 import { nowIso } from './columns.ts';
 import type { Notifications } from './notifications.ts';
 import type { ApiKeysTable, Database, Role } from './schema.ts';
@@ -99,11 +100,7 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
 
   function remember(hash: string, value: VerifiedApiKey): void {
     cache.delete(hash);
-    while (cache.size >= cacheSize) {
-      const oldest = cache.keys().next();
-      if (oldest.done) break;
-      cache.delete(oldest.value);
-    }
+    makeRoom(cache, cacheSize);
     cache.set(hash, { value, expiresAt: now() + cacheTtlMs });
   }
 

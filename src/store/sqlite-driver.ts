@@ -8,6 +8,7 @@ import {
   type QueryResult,
   type RootOperationNode,
 } from 'kysely';
+import { makeRoom } from '../bounded.ts';
 
 /**
  * Kysely's driver for Node's built-in `node:sqlite`, with group commit.
@@ -179,7 +180,7 @@ class NodeSqliteConnection implements DatabaseConnection {
   #prepared(sql: string): { statement: StatementSync; reader: boolean } {
     let entry = this.#statements.get(sql);
     if (!entry) {
-      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
+      makeRoom(this.#statements, STATEMENT_CACHE_SIZE);
       const statement = this.#db.prepare(sql);
       // Anything that yields columns (SELECT, INSERT … RETURNING, most PRAGMAs) must be read with `all`.
       entry = { statement, reader: statement.columns().length > 0 };

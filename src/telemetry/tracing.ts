@@ -7,6 +7,7 @@ import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/expor
 import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, RandomIdGenerator, TracerProvider, type IdGenerator, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
+import { makeRoom } from '../bounded.ts';
 import { VERSION } from '../version.ts';
 
 /**
@@ -191,6 +192,8 @@ function withoutSecret(text: string, url: string): string {
 
 /** A warning of one kind is said at most this often: a queue overflowing under load warns on every batch. */
 const REPEAT_MS = 10_000;
+/** Kinds of warning kept for their count: a message with a changing text (an address, an error's words) is a new kind each time. */
+const KINDS_REMEMBERED = 100;
 
 /**
  * The SDK's own warnings (a full queue dropping spans, a batch that timed out) and errors go
@@ -208,6 +211,7 @@ function routeDiagnostics(log: Logger, url: string): void {
       last.unsaid++;
       return;
     }
+    if (!last) makeRoom(said, KINDS_REMEMBERED);
     said.set(kind, { atMs: now, unsaid: 0 });
     log.warn({ opentelemetry: args.map(text), ...(last?.unsaid ? { unsaid: last.unsaid } : {}) }, `OpenTelemetry: ${text(message)}`);
   };
