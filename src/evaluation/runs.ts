@@ -213,6 +213,18 @@ export class RunService {
     return run;
   }
 
+  /** Every run of the project, newest first. */
+  private async allRuns(projectId: string): Promise<EvaluationRun[]> {
+    const all: EvaluationRun[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.deps.store.evaluations.listRuns<EvaluationSpec>(projectId, { limit: 200, cursor });
+      all.push(...page.items);
+      cursor = page.next;
+    } while (cursor);
+    return all;
+  }
+
   async get(projectId: string, id: string): Promise<EvaluationView> {
     const run = await this.run(projectId, id);
     return toEvaluationView(run, await this.deps.store.evaluations.progress(id));
@@ -251,14 +263,19 @@ export class RunService {
   async results(projectId: string, query: ResultsQuery): Promise<Page<EvaluationResult>> {
     const { store } = this.deps;
     const filter = query.result;
-    const runIds = allOf(filter.run_id, filter.run_ids);
+    const named = allOf(filter.run_id, filter.run_ids);
     // A run of another project, or one that does not exist, is a 404 here as on every route that names it.
-    for (const runId of runIds ?? []) await this.run(projectId, runId);
+    const namedRuns: EvaluationRun[] = [];
+    for (const runId of named ?? []) namedRuns.push(await this.run(projectId, runId));
+    const stepKeys = allOf(filter.step_key, filter.step_keys);
+    // A run has one step key, so that filter picks runs before the page is read: every page comes
+    // out full, and a step key no run has is an empty answer with no `next` to follow.
+    const runIds = stepKeys ? (named ? namedRuns : await this.allRuns(projectId)).filter((run) => stepKeys.includes(run.spec.application.step_key)).map((run) => run.id) : named;
+    if (runIds?.length === 0) return { items: [] };
     const testcaseIds = allOf(filter.testcase_id, filter.testcase_ids) ?? [];
     const scenarioIds = allOf(filter.scenario_id, filter.scenario_ids) ?? [];
     const repeatIdxs = allOf(filter.repeat_idx, filter.repeat_idxs);
     const statuses = allOf(filter.status, filter.statuses);
-    const stepKeys = allOf(filter.step_key, filter.step_keys);
     const page = await store.evaluations.queryResults(
       projectId,
       {
@@ -278,10 +295,8 @@ export class RunService {
       const rows = await this.deps.testsets.rows(projectId, spec.testset.revision_id);
       runs.set(runId, { stepKey: spec.application.step_key, testcases: new Map((rows?.testcases ?? []).map((row) => [row.id, row])) });
     }
-    // A run has one step key, so this filter is applied to the page (which may then come out short).
-    const items = page.items.filter((r) => !stepKeys || stepKeys.includes(runs.get(r.run_id)!.stepKey));
     return {
-      items: items.map((r) => {
+      items: page.items.map((r) => {
         const run = runs.get(r.run_id)!;
         return toResultView(r, run.stepKey, run.testcases.get(r.testcase_id));
       }),

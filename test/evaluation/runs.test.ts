@@ -136,6 +136,13 @@ describe('evaluation runs', () => {
     expect((await query({ result: { ids: [second.id] } })).results.map((r: any) => r.id)).toEqual([second.id]);
     expect((await query({ result: { run_id: run.id, step_keys: [stepKey] } })).count).toBe(4);
     expect((await query({ result: { run_id: run.id, step_key: 'application-elsewhere' } })).count).toBe(0);
+    // The step key picks runs before a page is read: pages come out full, and no match ends at once.
+    const byStep = await query({ result: { run_id: run.id, step_key: stepKey }, windowing: { limit: 3 } });
+    expect(byStep.results).toHaveLength(3);
+    expect((await query({ result: { run_id: run.id, step_key: stepKey }, windowing: { limit: 3, next: byStep.next } })).results.map((r: any) => r.id)).toEqual([all[3].id]);
+    expect(await query({ result: { run_id: run.id, step_key: 'application-elsewhere' }, windowing: { limit: 3 } })).toEqual({ count: 0, results: [] });
+    expect(await query({ result: { step_key: 'application-elsewhere' }, windowing: { limit: 1 } })).toEqual({ count: 0, results: [] });
+    expect((await query({ result: { step_keys: [stepKey] }, windowing: { limit: 200 } })).results.filter((r: any) => r.run_id === run.id)).toHaveLength(4);
     const paged = await query({ result: { run_id: run.id }, windowing: { limit: 3 } });
     expect((await query({ result: { run_id: run.id }, windowing: { limit: 3, next: paged.next } })).results.map((r: any) => r.id)).toEqual([all[3].id]);
 
