@@ -141,8 +141,13 @@ export type EvaluatorScore = z.infer<typeof EvaluatorScore>;
 /** A case's repeat, counted from 0; bounded so that a filter never overflows the database's integer column. */
 const RepeatIdx = z.number().int().min(0).max(RUN_LIMITS.repeats - 1);
 
-/** A list of revision ids, or a map of revision id to origin (`auto`, `human`, `custom`), as the reference accepts. */
-const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.string())]);
+/**
+ * A list of revision ids, or a map of revision id to origin, as the reference accepts: its three
+ * origins only, so a misspelt one is told rather than stored (every step runs the same way here).
+ */
+const StepMap = z.union([z.array(z.string().min(1)), z.record(z.string().min(1), z.enum(['auto', 'human', 'custom']))], {
+  error: 'give a list of revision ids, or a map of revision id to origin ("auto", "human" or "custom")',
+});
 
 const Concurrency = z.strictObject({
   batch_size: z.number().int().min(1).max(RUN_LIMITS.batchSize).default(10),

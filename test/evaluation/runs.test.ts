@@ -275,6 +275,9 @@ describe('evaluation runs', () => {
     await expectError(await post({ application_steps: { [appRevision]: 'auto', [other]: 'auto' } }), 400, 'invalid-request', /exactly one application/);
     await expectError(await post({ application_steps: ['no-such-revision'] }), 404, 'unknown-reference', /no-such-revision/);
     await expectError(await post({ testset_steps: ['no-such-testset'] }), 404, 'unknown-reference', /no-such-testset/);
+    // An origin is one of the reference's three; a misspelt one is told, naming where.
+    await expectError(await post({ application_steps: { [appRevision]: 'automatic' } }), 400, 'invalid-request', /origin \("auto", "human" or "custom"\) at evaluation\.data\.application_steps/);
+    await expectError(await post({ testset_steps: { [revision]: '' } }), 400, 'invalid-request', /testset_steps/);
     await expectError(await post({ repeats: 0 }), 400, 'invalid-request', /repeats/);
     await expectError(await post({ concurrency: { batch_size: 0 } }), 400, 'invalid-request', /batch_size/);
     await expectError(await post({ concurrency: { max_retries: -1 } }), 400, 'invalid-request', /max_retries/);
