@@ -345,6 +345,7 @@ export class TurnService {
     let prepared: PreparedTurn | undefined;
     let skills: string | undefined;
     let history: Message[] = answers.history;
+    let recorded = false;
     try {
       // Before any answer is claimed, and before anything is written into the folder: what refuses
       // the turn here (an unreachable MCP server, a busy harness pool) consumes none of the caller's
@@ -377,6 +378,15 @@ export class TurnService {
         const installed = await installSkills(folder.path, template.skills, engine.skillsDir);
         folder.wrote(installed.undo);
         skills = installed.notes;
+      }
+      // Recorded before any answer is claimed: a server killed between the two leaves a turn that
+      // the next start (or the lease sweep) records as interrupted and answers still unconsumed (one
+      // given through the API is continued then), never answers resolved by a turn that never was.
+      if (!plan.privateSession) {
+        await store.turns.create(record);
+        recorded = true;
+      }
+      if (prepared) {
         // An in-band answer (a client tool's result, an approval's reason) may repeat the request's secrets.
         const claimed = await claimAnswers(store, projectId, turnId, redact(answers.answered), outOfBand);
         if (!plan.privateSession) {
@@ -388,10 +398,12 @@ export class TurnService {
           if (claimed + abandoned > 0) await store.pausedStates.removeSession(projectId, sessionId);
         }
       }
-      if (!plan.privateSession) await store.turns.create(record);
       // A stdio server's folder, made for the setup that was stopped.
       if (!prepared) await folder.undo();
     } catch (error) {
+      // Refused (an answer given meanwhile through the API): the turn did not happen. Left
+      // `running` if even that write fails, it is recorded as interrupted once its lease lapses.
+      if (recorded) await store.turns.removeUnstarted(projectId, turnId).catch(() => undefined);
       await prepared?.release();
       await folder.undo();
       throw error;

@@ -282,7 +282,12 @@ export function createTurnsRepo(db: Kysely<Database>, engine: Engine, related: {
     });
   }
 
-  return { create, finish, get, listForSession, listForSessionPage, latestOf, markRunningAsInterrupted };
+  /** Deletes a turn recorded as it began and refused before it started; one that has ended stays. */
+  async function removeUnstarted(projectId: string, id: string): Promise<void> {
+    await db.deleteFrom('turns').where('project_id', '=', projectId).where('id', '=', id).where('status', '=', 'running').execute();
+  }
+
+  return { create, finish, get, listForSession, listForSessionPage, latestOf, markRunningAsInterrupted, removeUnstarted };
 }
 
 export type TurnsRepo = ReturnType<typeof createTurnsRepo>;

@@ -250,4 +250,25 @@ describe('an answer through the API racing a different one in band', () => {
     expect(await record(id)).toMatchObject({ status: 'resolved', answer: { approved: true }, resolution: { via: 'out_of_band', turn_id: continuation!.id } });
     expect(readFileSync(path.join(h.sessionDir(session), 'out.txt'), 'utf8')).toBe('x');
   });
+
+  it('the in-band one lost the interaction as it claimed it: its turn, recorded as it began, is gone; the continuation runs', async () => {
+    const { session, id, messages } = await pausedOnWrite();
+    const { interactions } = h.store;
+    const { transitionAll } = interactions;
+    // The API's answer lands between the in-band turn's start (its row written) and its claim.
+    interactions.transitionAll = async (...args) => {
+      interactions.transitionAll = transitionAll;
+      expect((await h.respond(id, { approved: true })).status).toBe(200);
+      return transitionAll(...args);
+    };
+    try {
+      const denied = [{ role: 'user', content: 'write it' }, ...messages.map((m: any) => (m.approval?.id === id ? { ...m, approval: { id, approved: false } } : m))];
+      await expectError(await h.invoke(invokeBody(denied, writeAgent, { session_id: session })), 409, 'interaction-not-pending', id);
+    } finally {
+      interactions.transitionAll = transitionAll;
+    }
+    const [continuation] = await until(() => turnsOf(session), (turns) => turns[0]?.status === 'completed');
+    expect((await turnsOf(session)).map((t) => t.status)).toEqual(['completed', 'paused']);
+    expect(await record(id)).toMatchObject({ status: 'resolved', resolution: { via: 'out_of_band', turn_id: continuation!.id } });
+  });
 });

@@ -151,3 +151,34 @@ describe('a streamed turn whose server is killed before the turn’s end is stor
     });
   }, 60_000);
 });
+
+describe('a continuation killed as it records its turn', () => {
+  const writeAgent = template({ tools: [builtin('write')], mode: 'ask' });
+
+  it('leaves the answer given through the API to be continued at the next start, not resolved by a turn that never was', async () => {
+    const auth = await withServer(async (_url, output) => firstStartCredentials(output()));
+    model.script({ toolCalls: [{ name: 'write', input: { path: 'kept.txt', content: 'approved' } }] });
+    const asked = await withServer(async (url) => {
+      const paused = await postJson(url, INVOKE, auth, invokeBody([{ role: 'user', content: 'write it' }], writeAgent, { session_id: 'cut' }));
+      return ((await paused.json()) as { data: { outputs: { pending_interaction: { id: string } } } }).data.outputs.pending_interaction.id;
+    });
+    model.script({ text: 'written' });
+    // The answer is stored and acknowledged; its continuation dies recording its turn.
+    const dying = await startServe({ ...env, AGENTD_TEST_DIE_AT: 'insert into "turns".*out_of_band' }, DIE);
+    expect((await postJson(dying.url, `/api/sessions/interactions/${asked}/respond`, auth, { answer: { approved: true } })).status).toBe(200);
+    await dying.exited;
+    expect(dying.child.signalCode).toBe('SIGKILL');
+    await withServer(async (url) => {
+      const deadline = Date.now() + 20_000;
+      let turns: { status: string }[] = [];
+      while (Date.now() < deadline) {
+        ({ turns } = await apiCall(url, auth, 'GET', '/sessions/cut'));
+        if (turns[0]?.status === 'completed') break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(turns.map((t) => t.status)).toEqual(['completed', 'paused']);
+      const { interaction } = await apiCall(url, auth, 'GET', `/sessions/interactions/${asked}`);
+      expect(interaction).toMatchObject({ status: 'resolved', resolution: { via: 'out_of_band', turn_id: (turns[0] as { id?: string }).id } });
+    });
+  }, 90_000);
+});
