@@ -30,10 +30,10 @@ export function parseCommand<O extends Options>(
 }
 
 /** `--port`'s number, else `fallback`; undefined, after saying why, when it is not a port number. */
-export function portFlag(raw: string | undefined, fallback: number): number | undefined {
+export function portFlag(command: string, raw: string | undefined, fallback: number): number | undefined {
   const port = raw !== undefined ? Number(raw) : fallback;
   if (Number.isInteger(port) && port >= 0 && port <= 65535) return port;
-  process.stderr.write(`--port must be a port number, got "${raw}"\n`);
+  process.stderr.write(`agentd ${command}: --port must be a port number from 0 to 65535 (0: any free port), got "${raw}"\n`);
   return undefined;
 }
 

@@ -16,7 +16,7 @@ configuration.
 export async function demoModelCommand(argv: string[]): Promise<number> {
   const parsed = parseCommand(argv, { port: { type: 'string' } }, USAGE);
   if (typeof parsed === 'number') return parsed;
-  const port = portFlag(parsed.values.port, 11434);
+  const port = portFlag('demo-model', parsed.values.port, 11434);
   if (port === undefined) return 2;
   let server;
   try {

@@ -168,7 +168,7 @@ async function list(args: string[], config: Config, io: CliIo): Promise<number> 
     return project && { project, keys: await store.apiKeys.list(project.id) };
   });
   if (!found) {
-    io.stderr(`No project named "${projectName}".\n`);
+    io.stderr(`No project named "${projectName}": check the name (the first start made "default"); \`agentd keys create --project ${projectName}\` would create it.\n`);
     return EXIT_FAILURE;
   }
   if (values.json) {
@@ -188,7 +188,7 @@ async function revoke(args: string[], config: Config, io: CliIo): Promise<number
   const api = remote(values);
   const revoked = api ? await api.keys.revoke(id).then(() => true) : await withStore(config, (store) => store.apiKeys.revoke(id));
   if (!revoked) {
-    io.stderr(`No active key with id ${id}.\n`);
+    io.stderr(`No active key with id ${id}: \`agentd keys list --project NAME\` lists each key's id.\n`);
     return EXIT_FAILURE;
   }
   io.stdout(`Revoked key ${id}.\n`);
@@ -233,7 +233,7 @@ export async function keysCommand(argv: string[], config: Config, io: CliIo = pr
       return EXIT_USAGE;
     }
     if (error instanceof AgentdError) {
-      io.stderr(`agentd keys ${subcommand}: ${describeFailure(error)}\n`);
+      io.stderr(`agentd keys ${subcommand}: ${describeFailure(error, 'keys')}\n`);
       return EXIT_FAILURE;
     }
     io.stderr(`agentd keys ${subcommand} failed: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -71,7 +71,7 @@ export function remoteClient(values: { url?: string | undefined; 'api-key'?: str
 
 /** Reports a client command's failure; the exit status says whose it was (2: the command line). */
 export function exitWith(command: string, error: unknown): number {
-  process.stderr.write(`agentd ${command}: ${describeFailure(error)}\n`);
+  process.stderr.write(`agentd ${command}: ${describeFailure(error, command)}\n`);
   return error instanceof CliError ? 2 : 1;
 }
 
@@ -84,10 +84,32 @@ const CONNECTION_HINTS: Record<string, string> = {
   forbidden: 'check --project or AGENTD_PROJECT_ID, and the key\'s role',
 };
 
-/** One line for the terminal: what failed and, from the server's message, what to do. */
-export function describeFailure(error: unknown): string {
+/** Where the ids a command takes come from, on the command line. */
+const REVISION_IDS = '`agentd workflows create` and `agentd workflows commit` print a revision\'s id';
+const TESTSET_IDS = '`agentd testsets list` shows each test set\'s revision id';
+
+/**
+ * A 404 names what the project lacks, and the server's message the HTTP route that lists what it
+ * has; a user of the command line needs the command that does, or the one that printed the id.
+ */
+const LOOKUP_HINTS: Record<string, Partial<Record<string, string>>> = {
+  invoke: { 'unknown-reference': REVISION_IDS },
+  'run-many': { 'unknown-reference': REVISION_IDS },
+  eval: { 'unknown-reference': `${TESTSET_IDS}; ${REVISION_IDS}`, 'not-found': 'a run\'s id is the one `agentd eval run` printed' },
+  sessions: { 'not-found': '`agentd sessions list` lists the sessions' },
+  testsets: { 'not-found': '`agentd testsets list` lists the test sets' },
+  workflows: { 'not-found': '`agentd workflows list` lists the workflows and environments', 'unknown-reference': '`agentd workflows list` lists the workflows and their versions' },
+  keys: { 'not-found': '`agentd keys list` lists the keys' },
+};
+
+/**
+ * One line for the terminal: what failed and, from the server's message, what to do. `command`
+ * (`eval`, `keys`) adds where to find the right id when the server had none by the one given.
+ */
+export function describeFailure(error: unknown, command?: string): string {
   if (error instanceof AgentdError) {
-    const hint = error.status.type ? CONNECTION_HINTS[error.status.type] : undefined;
+    const type = error.status.type;
+    const hint = type ? (CONNECTION_HINTS[type] ?? (command ? LOOKUP_HINTS[command]?.[type] : undefined)) : undefined;
     return `${error.status.code ? `${error.status.code} ` : ''}${error.status.type ?? 'error'}: ${error.status.message}${hint ? ` (${hint})` : ''}`;
   }
   return (error as Error).message ?? String(error);

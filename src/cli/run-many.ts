@@ -227,7 +227,7 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     if (cancelled && !toStdout) process.stderr.write(`the same command with --resume runs the ${cancelled} cancelled inputs again\n`);
     if (failed > cancelled) {
       const first = outcomes.find((o) => !o.ok && o.error.status.type !== 'cancelled');
-      if (first && !first.ok) process.stderr.write(`first failure (input ${indexes[first.index]}): ${describeFailure(first.error)}\n`);
+      if (first && !first.ok) process.stderr.write(`first failure (input ${indexes[first.index]}): ${describeFailure(first.error, 'run-many')}\n`);
     }
     return failed ? 1 : 0;
   } catch (error) {

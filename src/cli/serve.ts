@@ -27,7 +27,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   const parsed = parseCommand(argv, { port: { type: 'string' }, host: { type: 'string' } }, USAGE);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const port = portFlag(values.port, config.port);
+  const port = portFlag('serve', values.port, config.port);
   if (port === undefined) return 2;
 
   const steps = startSteps();

@@ -351,4 +351,20 @@ describe('every client command', () => {
     expect(project.code).toBe(1);
     expect(project.stderr).toMatch(/403 forbidden: .*\(check --project or AGENTD_PROJECT_ID/);
   });
+
+  it('says where to find the right id when the project has none by the one given', async () => {
+    const cases: [string[], RegExp][] = [
+      [['sessions', 'show', 'no-such-session'], /404 not-found: .*\(`agentd sessions list` lists the sessions\)$/],
+      [['testsets', 'show', 'no-such-testset'], /404 not-found: .*\(`agentd testsets list` lists the test sets\)$/],
+      [['eval', 'show', 'no-such-run'], /404 not-found: .*\(a run's id is the one `agentd eval run` printed\)$/],
+      [['eval', 'run', '--testset', 'no-such-revision'], /404 unknown-reference: .*\(`agentd testsets list` shows each test set's revision id; /],
+      [['invoke', '--message', 'hi', '--revision', 'no-such-revision'], /404 unknown-reference: .*\(`agentd workflows create` and `agentd workflows commit` print a revision's id\)$/],
+      [['workflows', 'commit', 'no-such-workflow', '--template', templateFile], /404 not-found: .*\(`agentd workflows list` lists the workflows and environments\)$/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await agentd(args);
+      expect(run.code, args.join(' ')).toBe(1);
+      expect(run.stderr.trim(), args.join(' ')).toMatch(message);
+    }
+  });
 });

@@ -113,6 +113,14 @@ describe('a port or address it cannot listen on', () => {
     }
   });
 
+  it('a --port that is no port number says which numbers are, for both', async () => {
+    for (const command of ['serve', 'demo-model']) {
+      const run = runAgentd([command, '--port', '70000'], env);
+      expect(await run.exited).toBe(2);
+      expect(run.output().trim()).toBe(`agentd ${command}: --port must be a port number from 0 to 65535 (0: any free port), got "70000"`);
+    }
+  });
+
   it('and for the demo model', async () => {
     const run = runAgentd(['demo-model', '--port', String(port)], env);
     expect(await run.exited).toBe(1);

@@ -75,7 +75,10 @@ describe('agentd keys', () => {
     await store.close();
     const again = capture();
     expect(await keysCommand(['revoke', '--id', keys[0]!.id], config, again)).toBe(1);
-    expect(again.err).toContain('No active key');
+    expect(again.err).toBe(`No active key with id ${keys[0]!.id}: \`agentd keys list --project NAME\` lists each key's id.\n`);
+    const unknown = capture();
+    expect(await keysCommand(['list', '--project', 'no-such-project'], config, unknown)).toBe(1);
+    expect(unknown.err).toMatch(/^No project named "no-such-project": check the name .*`agentd keys create --project no-such-project` would create it/);
   });
 
   it('prints help with exit code 0', async () => {
