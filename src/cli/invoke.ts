@@ -3,7 +3,7 @@ import type { InvokeBody, NativeFrame } from '../client/index.ts';
 import type { Message } from '../contract/messages.ts';
 import { TurnFolder, type FoldedTurn } from '../stream/fold.ts';
 import { parseCommand } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, sessionIdFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
@@ -148,7 +148,7 @@ export async function invokeCommand(argv: string[]): Promise<number> {
     const base = withConfiguration((values.file ? readJsonFile(values.file, '--file') : {}) as InvokeBody, template, values.revision);
     const auto = values.approve ? true : values.deny ? false : undefined;
     const oneShot = values.message !== undefined || values.file !== undefined;
-    let sessionId = values.session ?? base.session_id ?? undefined;
+    let sessionId = sessionIdFlag(values.session, '--session') ?? base.session_id ?? undefined;
     let history = (base.data?.inputs?.messages ?? []) as Message[];
 
     let next = values.message ?? (values.file ? undefined : await reader.ask('you> '));

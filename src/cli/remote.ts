@@ -1,5 +1,6 @@
 import { createClient, type AgentdClient } from '../client/index.ts';
 import { AgentdError } from '../client/errors.ts';
+import { SESSION_ID_PATTERN } from '../contract/session-id.ts';
 import { keepAliveFetch } from '../keep-alive-fetch.ts';
 import { parseCommand, type FlagValues, type Options } from './args.ts';
 import { fitUsage } from './usage.ts';
@@ -50,6 +51,15 @@ export function durationFlag(raw: string | undefined, flag: string, fallbackMs: 
   const ms = Number(match[1]) * UNITS_MS[match[2]!]!;
   if (ms > maxMs) throw new CliError(`--${flag} may be at most ${maxMs / 1000}s, got "${raw}"`);
   return ms;
+}
+
+/**
+ * A session id from the command line, held to the server's pattern: one it would refuse is the
+ * command line's mistake (exit 2), said before anything is sent.
+ */
+export function sessionIdFlag(raw: string | undefined, name: string): string | undefined {
+  if (raw === undefined || SESSION_ID_PATTERN.test(raw)) return raw;
+  throw new CliError(`${name} must be 1-128 letters, digits, ".", "_", ":" or "-", got "${raw}"`);
 }
 
 export function remoteClient(values: { url?: string | undefined; 'api-key'?: string | undefined; project?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AgentdClient {

@@ -4,7 +4,7 @@ import type { InvokeBody } from '../client/index.ts';
 import type { Outcome } from '../client/invoke-many.ts';
 import { parseCommand } from './args.ts';
 import { ProgressReporter } from './progress.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, describeFailure, exitWith, remoteClient, numberFlag } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, durationFlag, describeFailure, exitWith, remoteClient, numberFlag, sessionIdFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
 
 const USAGE = `Usage: agentd run-many --input inputs.jsonl --out results.jsonl [options]
@@ -171,13 +171,14 @@ export async function runManyCommand(argv: string[]): Promise<number> {
     const concurrency = numberFlag(values.concurrency, 'concurrency', 8, 1);
     const retries = numberFlag(values.retries, 'retries', 2, 0);
     const retryDelay = durationFlag(values['retry-delay'], 'retry-delay', 1000);
+    const sessionPrefix = sessionIdFlag(values['session-id'], '--session-id');
     const template = values.template ? readJsonFile(values.template, '--template') : undefined;
     const client = remoteClient(values);
 
     const all = (await readInputs(values.input)).map((input) => withConfiguration(input, template, values.revision));
     const skip = values.resume ? succeeded(values.out) : new Set<number>();
     const indexes = all.map((_, i) => i).filter((i) => !skip.has(i));
-    const prefix = values['session-id'] ?? `run-many-${Date.now().toString(36)}`;
+    const prefix = sessionPrefix ?? `run-many-${Date.now().toString(36)}`;
     // Fresh session ids follow the input's index: with --session-id, a resumed input keeps its session.
     const inputs = indexes.map((i) => (session === 'fresh' ? { ...all[i]!, session_id: all[i]!.session_id ?? `${prefix}-${i}` } : all[i]!));
 

@@ -1,6 +1,6 @@
 import type { AgentdClient } from '../client/index.ts';
 import type { FlagValues } from './args.ts';
-import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient, runSubcommand } from './remote.ts';
+import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, numberFlag, remoteClient, runSubcommand, sessionIdFlag } from './remote.ts';
 import { fitLine, terminalWidth, textTable } from './text-table.ts';
 
 const USAGE = `Usage: agentd sessions list [options]
@@ -93,7 +93,7 @@ export function sessionsCommand(argv: string[]): Promise<number> {
     } else if (sub === 'show') {
       const [sessionId, ...extra] = positionals;
       if (!sessionId || extra.length) throw new CliError('agentd sessions show takes one session id: agentd sessions show chat-42');
-      await show(remoteClient(values), sessionId, values);
+      await show(remoteClient(values), sessionIdFlag(sessionId, 'the session id')!, values);
     } else {
       throw new CliError(`unknown sessions command "${sub}"; use list or show`);
     }

@@ -3,13 +3,14 @@ import { PendingInteraction, RanRevision, StopReason, Usage } from './events.ts'
 import { AgentTemplate } from './template.ts';
 import { ErrorEnvelope } from './errors.ts';
 import { InboundMessage, UIMessage } from './messages.ts';
+import { SESSION_ID_PATTERN } from './session-id.ts';
 
 /** Invoke request and response (spec §2.1, §2.2, §2.4, §2.6). */
 
 export const CONTRACT_VERSIONS = ['2025.07.14'] as const;
 export const CONTRACT_VERSION = CONTRACT_VERSIONS[0];
 
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export { SESSION_ID_PATTERN };
 export const SessionId = z
   .string()
   .regex(SESSION_ID_PATTERN, 'a session id is 1-128 letters, digits, ".", "_", ":" or "-"');

@@ -352,6 +352,22 @@ describe('every client command', () => {
     expect(project.stderr).toMatch(/403 forbidden: .*\(check --project or AGENTD_PROJECT_ID/);
   });
 
+  it('refuses a session id the server would refuse as the command line\'s mistake (exit 2), before sending anything', async () => {
+    const inputs = await file('one.jsonl', '{"message": "never sent"}\n');
+    const cases: [string[], string][] = [
+      [['invoke', '--message', 'never sent', '--session', 'my chat'], 'agentd invoke: --session must be 1-128 letters, digits, ".", "_", ":" or "-", got "my chat"'],
+      [['run-many', '--input', inputs, '--out', path.join(dir, 'never.jsonl'), '--session-id', 'run/1'], 'agentd run-many: --session-id must be 1-128 letters, digits, ".", "_", ":" or "-", got "run/1"'],
+      [['sessions', 'show', 'my chat'], 'agentd sessions: the session id must be 1-128 letters, digits, ".", "_", ":" or "-", got "my chat"'],
+    ];
+    for (const [args, message] of cases) {
+      const run = await agentd(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr.trim(), args.join(' ')).toBe(message);
+    }
+    expect(calls.has('never sent')).toBe(false);
+    expect(existsSync(path.join(dir, 'never.jsonl'))).toBe(false);
+  });
+
   it('says where to find the right id when the project has none by the one given', async () => {
     const cases: [string[], RegExp][] = [
       [['sessions', 'show', 'no-such-session'], /404 not-found: .*\(`agentd sessions list` lists the sessions\)$/],
