@@ -252,24 +252,25 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
 
 export function evalCommand(argv: string[]): Promise<number> {
   return runSubcommand('eval', argv, FLAGS, USAGE, async (sub, values, positionals) => {
-    const client = remoteClient(values);
+    // Made once the command line is known good: a mistyped subcommand is told as one, not as a missing key.
+    const client = () => remoteClient(values);
     switch (sub) {
       case 'run':
-        return await run(client, values);
+        return await run(client(), values);
       case 'show': {
         const [id] = positionals;
         if (!id) throw new CliError('agentd eval show needs the run id: agentd eval show <id>');
-        return await show(client, id, values);
+        return await show(client(), id, values);
       }
       case 'compare': {
         const [a, b, ...extra] = positionals;
         if (!a || !b || extra.length) throw new CliError('agentd eval compare takes two run ids: agentd eval compare <run A> <run B>');
-        return await compare(client, a, b, values.json === true);
+        return await compare(client(), a, b, values.json === true);
       }
       case 'stop': {
         const [id] = positionals;
         if (!id) throw new CliError('agentd eval stop needs the run id: agentd eval stop <id>');
-        const stopped = (await client.evaluations.stop(id)).evaluation;
+        const stopped = (await client().evaluations.stop(id)).evaluation;
         process.stdout.write(`run ${id}: ${stopped.data.status}\n`);
         return 0;
       }

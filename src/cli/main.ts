@@ -55,6 +55,10 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   // `agentd help eval` is `agentd eval --help`, as git and npm read it.
   if (command === 'help' && rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0])) return await COMMANDS[rest[0]]!(['--help']);
+  if (command === 'help' && rest[0] !== undefined) {
+    process.stderr.write(`agentd help: unknown command "${rest[0]}"\n\n${fitUsage(USAGE)}`);
+    return 2;
+  }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(fitUsage(USAGE));
     return command ? 0 : 2;

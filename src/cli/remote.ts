@@ -139,7 +139,8 @@ export async function runSubcommand<O extends Options>(
   run: (sub: string, values: FlagValues<O>, positionals: string[]) => Promise<number | void>,
 ): Promise<number> {
   const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h') {
+  // `agentd eval help` as `agentd keys help` and `agentd help eval` read it.
+  if (!sub || sub === '--help' || sub === '-h' || sub === 'help') {
     process.stdout.write(fitUsage(usage));
     return sub ? 0 : 2;
   }

@@ -24,12 +24,16 @@ describe.each(COMMANDS)('agentd $name', ({ name, choices }) => {
     const help = await agentd([name, '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toBe(bare.stdout);
+    // As `agentd keys help` and `agentd help <command>` read it.
+    expect(await agentd([name, 'help'])).toEqual(help);
   });
 
-  it('names the subcommands it has when given another, with exit status 2', async () => {
-    const run = await agentd([name, 'frobnicate']);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toBe(`agentd ${name}: unknown ${name} command "frobnicate"; ${choices}\n`);
+  it('names the subcommands it has when given another, with exit status 2, before asking for a key', async () => {
+    for (const env of [{}, { AGENTD_API_KEY: '', AGENTD_PROJECT_ID: '' }]) {
+      const run = await agentdCommand([name, 'frobnicate'], { AGENTD_URL: 'http://127.0.0.1:9', AGENTD_API_KEY: 'agd_unused', AGENTD_PROJECT_ID: 'p', ...env });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(`agentd ${name}: unknown ${name} command "frobnicate"; ${choices}\n`);
+    }
   });
 
   it('says which flag it does not know, then its usage, with exit status 2', async () => {
@@ -37,6 +41,15 @@ describe.each(COMMANDS)('agentd $name', ({ name, choices }) => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--no-such-flag/);
     expect(run.stderr).toMatch(new RegExp(`Usage:\\s+agentd ${name} `));
+  });
+});
+
+describe('agentd help', () => {
+  it('with a command it does not have, says so and lists the ones it has, with exit status 2', async () => {
+    const run = await agentd(['help', 'frobnicate']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^agentd help: unknown command "frobnicate"\n\nagentd — a self-hosted agent invocation service\n/);
+    expect(run.stdout).toBe('');
   });
 });
 
