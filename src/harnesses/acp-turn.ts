@@ -1,11 +1,11 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { pendingInteraction, type AgentEvent, type Usage } from '../contract/events.ts';
 import { AppError } from '../errors.ts';
 import { EventQueue } from './event-queue.ts';
 import { UpdateTeller, type Gated, type TellerInput } from './update-teller.ts';
 import { HarnessConnection, type ConnectionListener, type HarnessProcess } from './harness-connection.ts';
 import { park, takeParked } from './parked.ts';
+import { readOwnFile, writeOwnFile } from './own-files.ts';
 
 /**
  * What becomes of a gated call: run it, refuse it, or pause the turn for a person. A decision
@@ -192,7 +192,7 @@ function harnessFailure(error: unknown, connection: HarnessConnection | undefine
 /** The harness's own session id an earlier turn of this session left in its state folder, if started under this system prompt. */
 async function harnessSession(stateDir: string, system: string): Promise<string | undefined> {
   try {
-    const saved = JSON.parse(await readFile(path.join(stateDir, SESSION_FILE), 'utf8')) as { sessionId?: string; system?: string };
+    const saved = JSON.parse((await readOwnFile(stateDir, SESSION_FILE)) ?? '{}') as { sessionId?: string; system?: string };
     return (saved.system ?? '{}') === system ? saved.sessionId : undefined;
   } catch {
     return undefined;
@@ -201,6 +201,6 @@ async function harnessSession(stateDir: string, system: string): Promise<string 
 
 async function saveSession(stateDir: string, sessionId: string, system: string): Promise<void> {
   await mkdir(stateDir, { recursive: true });
-  await writeFile(path.join(stateDir, SESSION_FILE), JSON.stringify({ sessionId, system }));
+  await writeOwnFile(stateDir, SESSION_FILE, JSON.stringify({ sessionId, system }));
 }
 

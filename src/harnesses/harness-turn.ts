@@ -21,6 +21,7 @@ import type { Gated } from './update-teller.ts';
 import type { HarnessProcess } from './harness-connection.ts';
 import { gatingOf, type Harness, type HarnessSetup } from './harness.ts';
 import { HarnessRelay, RELAY_DIR } from './relay.ts';
+import { removeOwnFile, writeOwnFile } from './own-files.ts';
 import { scrubState } from './scrub-state.ts';
 import { claude } from './claude.ts';
 import { codex } from './codex.ts';
@@ -132,14 +133,10 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
   let lockedDir: string | undefined;
   try {
     const relayed: HarnessSetup = { ...setup, endpoint: { ...setup.endpoint, baseUrl: relay.urls[0]!, apiKey: relay.token } };
+    await mkdir(setup.stateDir, { recursive: true });
     for (const file of harness.settings(relayed)) {
-      const at = path.join(setup.stateDir, file.path);
-      if (file.content === undefined) {
-        await rm(at, { force: true });
-        continue;
-      }
-      await mkdir(path.dirname(at), { recursive: true });
-      await writeFile(at, file.content);
+      if (file.content === undefined) await removeOwnFile(setup.stateDir, file.path);
+      else await writeOwnFile(setup.stateDir, file.path, file.content);
     }
     // Outside the session and state folders (both writable inside), read-only inside.
     const locked = harness.lockedSettings?.(relayed);
@@ -204,7 +201,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
   const { trailing } = collectCalls(history);
   const decided = trailing.filter((c) => c.approval?.approved !== undefined && !c.result);
   const setup: HarnessSetup = { endpoint: input.endpoint, folder: input.workdir, stateDir: input.stateDir, extras: template.harness.extras ?? {}, ...gatingOf(template) };
-  await writeFile(path.join(input.workdir, harness.instructionsFile), `${template.instructions.agents_md}\n`);
+  await writeOwnFile(input.workdir, harness.instructionsFile, `${template.instructions.agents_md}\n`);
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;

@@ -26,6 +26,7 @@ const profile: HarnessProfile = {
   readTool: 'Read',
   mcpCall: (server, tool, input) => ({ name: `mcp__${server}__${tool}`, input }),
   instructionsFile: 'CLAUDE.md',
+  settingsFile: '.claude/settings.json',
   skillsDir: '.claude/skills',
   foreignProvider: 'ollama',
 };

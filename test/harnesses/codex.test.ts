@@ -26,6 +26,7 @@ harnessSuite(
     readTool: 'exec_command',
     mcpCall: (server, tool, input) => ({ name: tool, namespace: `mcp__${server}`, input }),
     instructionsFile: 'AGENTS.md',
+    settingsFile: 'config.toml',
     skillsDir: '.agents/skills',
     foreignProvider: 'anthropic',
   },

@@ -24,6 +24,7 @@ harnessSuite(
     readTool: 'read',
     run: (command) => ({ name: 'bash', input: { command } }),
     instructionsFile: 'AGENTS.md',
+    settingsFile: '.pi/agent/models.json',
     skillsDir: '.agents/skills',
   },
   (harness: () => Harness) => {

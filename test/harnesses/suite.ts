@@ -6,7 +6,7 @@ import path from 'node:path';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, FakeToolCall, RecordedRequest } from '../../src/testing/fake-model.ts';
-import { sessionFolder } from '../../src/sessions/folders.ts';
+import { harnessStateFolder, sessionFolder } from '../../src/sessions/folders.ts';
 import { openStore } from '../../src/store/db.ts';
 import { expectError, invokeBody, readFrames, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
 import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
@@ -40,6 +40,8 @@ export interface HarnessProfile {
   /** The call of an MCP server's tool; none for a harness that takes no MCP servers. */
   mcpCall?(server: string, tool: string, input: unknown): FakeToolCall;
   instructionsFile: string;
+  /** A settings file agentd writes into the harness's state folder before each start. */
+  settingsFile: string;
   skillsDir: string;
   /** A provider the harness does not speak, if there is one. */
   foreignProvider?: string;
@@ -515,6 +517,28 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       const results = body.data.outputs.messages.filter((m: { role: string; is_error?: boolean }) => m.role === 'tool' && m.is_error !== undefined);
       expect(results).toHaveLength(2);
       expect(JSON.stringify(body)).not.toContain('hi there');
+    }, 60_000);
+
+    it('writes its instructions and settings as files of its own: a link the agent left in their place leads nowhere outside, a FIFO holds nothing up', async () => {
+      const session = sid(`${profile.kind}-links`);
+      // On the host, out of the sandbox's sight: where agentd would write through the links.
+      const outside = await mkdtemp(path.join(os.tmpdir(), 'agentd-outside-'));
+      try {
+        const state = harnessStateFolder(h.dataDir, h.projectId, session);
+        const links = [path.join(h.sessionDir(session), profile.instructionsFile), path.join(state, profile.settingsFile)];
+        const fifo = path.join(state, 'acp-session.json');
+        const command = `${links.map((at, i) => `ln -sfn ${outside}/${i} ${at}`).join(' && ')} && rm ${fifo} && mkfifo ${fifo} && echo linked`;
+        h.model.script([{ toolCalls: [profile.run(command)] }, { text: 'linked' }]);
+        const first = await ask(session, 'allow', 'link');
+        expect(JSON.stringify(first.data.outputs.messages[1])).toContain('linked');
+        h.model.script({ text: 'next' });
+        const second = await ask(session, 'allow', 'hi');
+        expect(second.data.outputs.messages.at(-1)).toMatchObject({ content: 'next' });
+        expect(await readdir(outside)).toEqual([]);
+        expect(await fileOf(session, profile.instructionsFile)).toContain('You are a test agent.');
+      } finally {
+        await rm(outside, { recursive: true, force: true });
+      }
     }, 60_000);
 
     it('an evaluation over the harness agent with batch_size 2 runs every case, never more than two harnesses at once', async () => {
