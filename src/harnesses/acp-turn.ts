@@ -134,7 +134,7 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   let died!: () => void;
   const death = new Promise<{ ok: false; error: undefined }>((resolve) => (died = () => resolve({ ok: false, error: undefined })));
   const work = (async () => {
-    connection ??= await HarnessConnection.start(await input.start(), input.cwd);
+    connection ??= await HarnessConnection.start(await input.start(), input.cwd, input.signal);
     if (input.signal.aborted) throw input.signal.reason;
     connection.modelCalls?.reset();
     connection.listener = listener;

@@ -53,8 +53,9 @@ export class HarnessConnection {
     // Its own process group, which a killed server takes with it: a kill reaches whatever the harness started too.
     this.child = spawnGuarded(spec.file, spec.args, { cwd, env: spec.env, stdin: 'pipe', fds });
     for (const fd of fds) closeSync(fd);
+    // Its last words are what tell why it failed: the end is kept, however much came before.
     this.child.stderr!.on('data', (chunk: Buffer) => {
-      if (this.#stderr.length < 4096) this.#stderr += chunk.toString();
+      this.#stderr = (this.#stderr + chunk.toString()).slice(-STDERR_KEPT);
     });
     this.exited = new Promise((resolve) => this.child.once('close', () => resolve()));
     this.#mcpServers = spec.mcpServers;
@@ -74,9 +75,20 @@ export class HarnessConnection {
       .connect(stream);
   }
 
-  /** Starts the harness and initializes the connection. */
-  static async start(spec: HarnessProcess, cwd: string): Promise<HarnessConnection> {
+  /**
+   * Starts the harness and initializes the connection. A turn stopped meanwhile (its time up, a
+   * stop, a force, its client gone) ends the process: a harness that never answers would otherwise
+   * hold the turn, its lease and its seat for good. A harness that fails here is ended, and the
+   * error says the last it wrote to stderr.
+   */
+  static async start(spec: HarnessProcess, cwd: string, signal: AbortSignal): Promise<HarnessConnection> {
+    if (signal.aborted) {
+      spec.release?.();
+      throw signal.reason;
+    }
     const connection = new HarnessConnection(spec, cwd);
+    const stop = () => void connection.end();
+    signal.addEventListener('abort', stop, { once: true });
     try {
       const init = await connection.#connection.agent.request('initialize', {
         protocolVersion: acp.PROTOCOL_VERSION,
@@ -86,7 +98,11 @@ export class HarnessConnection {
       return connection;
     } catch (error) {
       await connection.end();
-      throw error;
+      signal.throwIfAborted();
+      const tail = connection.stderrTail;
+      throw tail ? new Error(`${error instanceof Error ? error.message : String(error)} (${tail})`, { cause: error }) : error;
+    } finally {
+      signal.removeEventListener('abort', stop);
     }
   }
 
@@ -152,6 +168,9 @@ export class HarnessConnection {
     await this.exited;
   }
 }
+
+/** How much of what the harness writes to stderr is kept, from the end. */
+const STDERR_KEPT = 4096;
 
 /** How often a loaded session short of its last turn is loaded again, and how long apart. */
 const LOAD_ATTEMPTS = 4;

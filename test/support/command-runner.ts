@@ -7,5 +7,5 @@ import { HarnessConnection } from '../../src/harnesses/harness-connection.ts';
  */
 const [mode, folder, command] = process.argv.slice(2);
 const env = { PATH: '/usr/bin:/bin' };
-if (mode === 'harness') void HarnessConnection.start({ file: '/bin/sh', args: ['-c', command!], env, mcpServers: [] }, folder!);
+if (mode === 'harness') void HarnessConnection.start({ file: '/bin/sh', args: ['-c', command!], env, mcpServers: [] }, folder!, new AbortController().signal);
 else void runProcess('/bin/sh', ['-c', command!], { cwd: folder!, env }, { timeoutMs: 60_000, maxOutputBytes: 1024 });
