@@ -45,6 +45,8 @@ export interface AcpTurnInput extends TellerInput {
    * MCP servers): a parked process is reused only by a turn that would start it the same way.
    */
   fingerprint: string;
+  /** How long a new process has to answer ACP `initialize` (INITIALIZE_TIMEOUT_MS unless a test says). */
+  initializeTimeoutMs?: number;
 }
 
 /** What the turn ended as: the harness's stop reason, or paused on the interactions it asked for. */
@@ -134,7 +136,7 @@ export async function* runAcpTurn(input: AcpTurnInput): AsyncGenerator<AgentEven
   let died!: () => void;
   const death = new Promise<{ ok: false; error: undefined }>((resolve) => (died = () => resolve({ ok: false, error: undefined })));
   const work = (async () => {
-    connection ??= await HarnessConnection.start(await input.start(), input.cwd, input.signal);
+    connection ??= await HarnessConnection.start(await input.start(), input.cwd, input.signal, input.initializeTimeoutMs);
     if (input.signal.aborted) throw input.signal.reason;
     connection.modelCalls?.reset();
     connection.listener = listener;

@@ -78,10 +78,11 @@ export class HarnessConnection {
   /**
    * Starts the harness and initializes the connection. A turn stopped meanwhile (its time up, a
    * stop, a force, its client gone) ends the process: a harness that never answers would otherwise
-   * hold the turn, its lease and its seat for good. A harness that fails here is ended, and the
-   * error says the last it wrote to stderr.
+   * hold the turn, its lease and its seat for good; one that has not answered in `initializeMs`
+   * (a harness answers in under 2 s) is taken as stuck, and said so then, not at the turn's time
+   * limit. A harness that fails here is ended, and the error says the last it wrote to stderr.
    */
-  static async start(spec: HarnessProcess, cwd: string, signal: AbortSignal): Promise<HarnessConnection> {
+  static async start(spec: HarnessProcess, cwd: string, signal: AbortSignal, initializeMs = INITIALIZE_TIMEOUT_MS): Promise<HarnessConnection> {
     if (signal.aborted) {
       spec.release?.();
       throw signal.reason;
@@ -89,6 +90,11 @@ export class HarnessConnection {
     const connection = new HarnessConnection(spec, cwd);
     const stop = () => void connection.end();
     signal.addEventListener('abort', stop, { once: true });
+    let stuck = false;
+    const deadline = setTimeout(() => {
+      stuck = true;
+      stop();
+    }, initializeMs);
     try {
       const init = await connection.#connection.agent.request('initialize', {
         protocolVersion: acp.PROTOCOL_VERSION,
@@ -100,8 +106,10 @@ export class HarnessConnection {
       await connection.end();
       signal.throwIfAborted();
       const tail = connection.stderrTail;
-      throw tail ? new Error(`${error instanceof Error ? error.message : String(error)} (${tail})`, { cause: error }) : error;
+      const why = stuck ? `it did not answer ACP initialize within ${initializeMs / 1000} s` : error instanceof Error ? error.message : String(error);
+      throw tail || stuck ? new Error(`${why}${tail ? ` (${tail})` : ''}`, { cause: error }) : error;
     } finally {
+      clearTimeout(deadline);
       signal.removeEventListener('abort', stop);
     }
   }
@@ -168,6 +176,9 @@ export class HarnessConnection {
     await this.exited;
   }
 }
+
+/** How long a new harness process has to answer `initialize`: its start measured 0.1–1.6 s on two cores. */
+const INITIALIZE_TIMEOUT_MS = 60_000;
 
 /** How much of what the harness writes to stderr is kept, from the end. */
 const STDERR_KEPT = 4096;

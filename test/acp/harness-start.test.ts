@@ -19,7 +19,7 @@ beforeEach(async () => {
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 /** A turn whose harness is `code`, run by Node. */
-function turnOn(code: string, signal: AbortSignal) {
+function turnOn(code: string, signal: AbortSignal, initializeTimeoutMs?: number) {
   return runAcpTurn({
     turnId: 't',
     start: async () => ({ file: process.execPath, args: ['-e', code], env: {}, mcpServers: [] }),
@@ -35,6 +35,7 @@ function turnOn(code: string, signal: AbortSignal) {
     fingerprint: 'f',
     dialect: { toolName: () => 'tool' },
     gated: false,
+    ...(initializeTimeoutMs ? { initializeTimeoutMs } : {}),
   });
 }
 
@@ -58,6 +59,16 @@ describe('a harness at its start', () => {
     controller.abort(new Error('stopped from outside'));
     await expect(next).rejects.toThrow('stopped from outside');
     expect(alive(pid)).toBe(false);
+  }, 10_000);
+
+  it('that never answers initialize, left alone: the turn fails saying so once the harness has had its time, and its process ends', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const code = `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stderr.write('waiting for nothing\\n'); setInterval(() => {}, 1000)`;
+    await expect(turnOn(code, new AbortController().signal, 500).next()).rejects.toMatchObject({
+      type: 'upstream-error',
+      message: 'the harness failed: it did not answer ACP initialize within 0.5 s (waiting for nothing)',
+    });
+    expect(alive(Number(await readFile(pidFile, 'utf8')))).toBe(false);
   }, 10_000);
 
   it('that dies: the turn fails saying the last thing it wrote to stderr, after any amount before', async () => {
