@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { Migrator, type MigrationResult } from 'kysely/migration';
+import { DEFAULT_MIGRATION_TABLE, Migrator, type MigrationResult } from 'kysely/migration';
 import { migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
@@ -24,6 +24,8 @@ export function createMigrator(db: Kysely<Database>, schema?: string): Migrator 
 export async function migrateToLatest(db: Kysely<Database>, schema?: string): Promise<string[]> {
   const { error, results } = await createMigrator(db, schema).migrateToLatest();
   if (error !== undefined) {
+    const unknown = await unknownMigrations(db, schema);
+    if (unknown.length > 0) throw new Error(newerDatabase(unknown));
     const failed = results?.find((result: MigrationResult) => result.status === 'Error');
     const where = failed ? ` in migration ${failed.migrationName}` : '';
     throw new Error(`database migration failed${where}: ${error instanceof Error ? error.message : String(error)}`, {
@@ -31,4 +33,30 @@ export async function migrateToLatest(db: Kysely<Database>, schema?: string): Pr
     });
   }
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+}
+
+
+/**
+ * Migrations the database has applied that this code does not know: it was written by a newer
+ * agentd. Kysely refuses such a database before it changes anything, but calls it "corrupted",
+ * which sends an operator who only started an older version to repair a database that is fine.
+ * Looked up only once a migration has failed, so a normal start reads nothing more.
+ */
+async function unknownMigrations(db: Kysely<Database>, schema?: string): Promise<string[]> {
+  try {
+    const from = (schema ? (db as Kysely<any>).withSchema(schema) : (db as Kysely<any>)).selectFrom(DEFAULT_MIGRATION_TABLE);
+    const rows: { name: string }[] = await from.select('name').orderBy('name').execute();
+    return rows.map((row) => row.name).filter((name) => !(name in migrations));
+  } catch {
+    return []; // no migration table to read: the failure was something else, reported as it is
+  }
+}
+
+function newerDatabase(unknown: string[]): string {
+  const newest = Object.keys(migrations).at(-1);
+  return (
+    `the database was migrated by a newer agentd: it has ${unknown.length === 1 ? 'migration' : 'migrations'} ${unknown.join(', ')}, ` +
+    `which this version (newest ${newest}) does not know. Nothing was changed; run that newer agentd on it, ` +
+    'or restore the backup taken before the upgrade (agentd does not migrate a database back)'
+  );
 }

@@ -1,12 +1,34 @@
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openStore, resolveDatabaseLocation } from '../../src/store/db.ts';
 import { migrations } from '../../src/store/migrations/index.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
+import { freshDatabase } from '../support/database.ts';
 import { tempDir } from './helpers.ts';
 
 const dir = await tempDir('migrations');
+
+/** A statement on the database as it is, without opening (and so migrating) a store on it. */
+async function rawQuery(where: { dataDir: string; databaseUrl: string | undefined }, text: string): Promise<Record<string, unknown>[]> {
+  if (where.databaseUrl) {
+    const client = new pg.Client({ connectionString: where.databaseUrl });
+    await client.connect();
+    try {
+      return (await client.query(text)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+  const db = new DatabaseSync(path.join(where.dataDir, 'agentd.db'));
+  try {
+    return text.startsWith('select') ? (db.prepare(text).all() as Record<string, unknown>[]) : (db.exec(text), []);
+  } finally {
+    db.close();
+  }
+}
 
 describe('openStore and migrations', () => {
   it('creates the schema once and reopens an existing database without migrating again', async () => {
@@ -25,6 +47,29 @@ describe('openStore and migrations', () => {
     const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(second.db);
     expect(applied.rows.map((row) => row.name)).toEqual(Object.keys(migrations));
     await second.close();
+  });
+
+  it('refuses a database a newer agentd migrated, saying so, and leaves it as it was', async () => {
+    const where = { dataDir: path.join(dir, 'downgrade'), databaseUrl: (await freshDatabase()).url };
+    const newer = await openStore(where);
+    const project = await newer.projects.create('kept');
+    // What a newer agentd leaves: a migration this code does not know, here with a table of its own.
+    await sql`create table future_things (id text primary key)`.execute(newer.db);
+    await sql`insert into kysely_migration (name, timestamp) values ('0099_future_things', '2099-01-01T00:00:00.000Z')`.execute(newer.db);
+    await newer.close();
+
+    const refusal = openStore(where);
+    await expect(refusal).rejects.toThrow(/the database was migrated by a newer agentd: it has migration 0099_future_things, which this version \(newest 0\d{3}_\w+\) does not know. Nothing was changed; run that newer agentd on it/);
+    await expect(refusal).rejects.not.toThrow(/corrupted/);
+
+    // Nothing was changed: every migration is still recorded, and once the newer one is taken
+    // away (as restoring a backup would) the same data opens, whole.
+    const applied = await rawQuery(where, 'select name from kysely_migration order by name');
+    expect(applied.map((row) => row.name)).toEqual([...Object.keys(migrations), '0099_future_things']);
+    await rawQuery(where, "delete from kysely_migration where name = '0099_future_things'");
+    const again = await openStore(where);
+    expect(await again.projects.findById(project.id)).toEqual(project);
+    await again.close();
   });
 
   it('opens the file in WAL mode with foreign keys enforced', async () => {
