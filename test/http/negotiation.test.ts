@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../sessions-api/client.ts';
 import { expectError, findNull, invokeBody, rawPost, readFrames, readJson, startHarness, template, type Frame, type Harness } from '../support/harness.ts';
 
 /** Spec §4.1-4.2, §7 and design.md §4 "Stream or batch": who decides batch or stream, and in what wire. */
@@ -94,6 +95,15 @@ describe('stream replies', () => {
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
   });
 
+  it('a type the client refuses by name (q=0) is not sent, however welcome */* makes the rest', async () => {
+    const noJson = await h.invoke(body(), { headers: { accept: '*/*, application/json;q=0' } });
+    expect(noJson.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expectNativeStream((await readFrames(noJson)).frames);
+    const noSse = await h.invoke(body({ flags: { stream: true } }), { headers: { accept: 'text/event-stream;q=0, */*' } });
+    expect(noSse.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    expectNativeStream((await readFrames(noSse)).frames);
+  });
+
   it('flags.stream: false with */* → JSON even though a stream could be sent', async () => {
     const res = await h.invoke(body({ flags: { stream: false } }), { headers: { accept: '*/*' } });
     await readJson(res);
@@ -116,7 +126,7 @@ describe('406 Not Acceptable', () => {
     await expectError(res, 406, 'not-acceptable', /application\/json/);
   });
 
-  it.each(['image/png', 'text/html', 'application/json;q=0'])('Accept: %s → 406', async (accept) => {
+  it.each(['image/png', 'text/html', 'application/json;q=0', '*/*, application/*;q=0, text/*;q=0'])('Accept: %s → 406', async (accept) => {
     await expectError(await h.invoke(body(), { headers: { accept } }), 406, 'not-acceptable');
   });
 
@@ -148,5 +158,56 @@ describe('flags win over headers (spec §4.1)', () => {
   it('flags.stream: false beats a streaming Accept that also allows JSON', async () => {
     const res = await h.invoke(body({ flags: { stream: false } }), { headers: { accept: 'text/event-stream, application/json;q=0.1' } });
     await readJson(res);
+  });
+});
+
+describe('the resume stream (GET …/invoke/{session}/stream) by Accept', () => {
+  const streamUrl = (sessionId: string) => `${h.url}/services/agent/v0/invoke/${sessionId}/stream?project_id=${h.projectId}`;
+  const get = (sessionId: string, accept?: string) => fetch(streamUrl(sessionId), { headers: { authorization: `ApiKey ${h.apiKey}`, ...(accept ? { accept } : {}) } });
+
+  /** A session whose turn runs until `release` is called: the model answers only then. */
+  async function live(sessionId: string): Promise<() => Promise<void>> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    h.model.script(async () => (await released, { text: 'Hello there, streaming world.' }));
+    const reply = h.invoke(body({ session_id: sessionId }), { headers: { accept: 'text/event-stream' } });
+    await waitFor(async () => h.model.requests.length > 0, 'the model called');
+    return async () => {
+      release();
+      await (await reply).text();
+      h.model.script({ text: 'Hello there, streaming world.' });
+    };
+  }
+
+  it.each(['application/json', 'image/png'])('Accept: %s → 406, not a stream the client cannot read', async (accept) => {
+    h.model.reset();
+    const end = await live('resume-json');
+    await expectError(await get('resume-json', accept), 406, 'not-acceptable', /stream/);
+    await end();
+  });
+
+  it.each(['application/x-ndjson', 'application/jsonl'])('Accept: %s → the Vercel chunks as NDJSON lines, under the type asked for', async (accept) => {
+    h.model.reset();
+    const end = await live('resume-ndjson');
+    const res = await get('resume-ndjson', accept);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe(`${accept}; charset=utf-8`);
+    expect(res.headers.get('x-ag-messages-format')).toBe('vercel');
+    const reading = res.text();
+    await end();
+    const lines = (await reading).trim().split('\n').map((line) => JSON.parse(line) as { type: string });
+    expect(lines[0]!.type).toBe('start');
+    expect(lines.at(-1)!.type).toBe('finish');
+  });
+
+  it.each([undefined, '*/*', 'text/event-stream', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'])('Accept: %s → the Vercel UI message stream as SSE', async (accept) => {
+    h.model.reset();
+    const end = await live('resume-sse');
+    const res = await get('resume-sse', accept);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    const reading = res.text();
+    await end();
+    expect((await reading).endsWith('data: [DONE]\n\n')).toBe(true);
   });
 });

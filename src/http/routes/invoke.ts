@@ -10,7 +10,7 @@ import { streamMessageId, VERCEL_FORMAT_HEADERS, type VercelProjectorOptions } f
 import { nativeToUi } from '../../stream/ui-messages.ts';
 import { authorize, SERVICES } from '../auth.ts';
 import { INVOKE_HEADERS, readInvokeCall, type InvokeCall } from '../invoke-request.ts';
-import { negotiate } from '../negotiate.ts';
+import { negotiate, negotiateStream } from '../negotiate.ts';
 import { documented, type RouteDoc } from '../route-doc.ts';
 import { replyHeaders, runHeaders } from '../run-headers.ts';
 import { sessionIdParam } from '../session-request.ts';
@@ -170,18 +170,24 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     documented({
       summary: "The session's live turn from its start, as the Vercel UI message stream: what useChat's resume asks for after a reload",
       role: 'viewer',
-      ok: { status: 200, description: 'The Vercel UI message stream of the live turn; 204 when the session runs none', content: 'text/event-stream' },
+      ok: {
+        status: 200,
+        description: 'The Vercel UI message stream of the live turn (its chunks as NDJSON lines with Accept: application/x-ndjson or application/jsonl); 204 when the session runs none',
+        content: 'text/event-stream',
+      },
     }),
     async (request, reply) => {
       const principal = await authorize(deps.store, request, SERVICES);
       const sessionId = sessionIdParam(request);
+      // As with invoke: an Accept that allows no stream is a 406, and a reader of NDJSON gets the chunks as lines.
+      const wire = negotiateStream(request.headers.accept);
       const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
       if (!turn) return reply.code(204).send();
       reply.hijack();
       const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
       request.run = run;
       await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
-        wire: 'sse',
+        wire,
         vercel: vercelStart(turn, true),
       });
     },
