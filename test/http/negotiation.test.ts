@@ -200,6 +200,17 @@ describe('the resume stream (GET …/invoke/{session}/stream) by Accept', () => 
     expect(lines.at(-1)!.type).toBe('finish');
   });
 
+  // The model answers only once `end` releases it: a HEAD that followed the turn would never answer here.
+  it('HEAD answers with the stream\'s headers while the turn runs, not once it has ended', async () => {
+    h.model.reset();
+    const end = await live('resume-head');
+    const res = await fetch(streamUrl('resume-head'), { method: 'HEAD', headers: { authorization: `ApiKey ${h.apiKey}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(await res.text()).toBe('');
+    await end();
+  });
+
   it.each([undefined, '*/*', 'text/event-stream', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'])('Accept: %s → the Vercel UI message stream as SSE', async (accept) => {
     h.model.reset();
     const end = await live('resume-sse');

@@ -61,6 +61,8 @@ async function firstEvents(turn: LiveTurn, holdMs: number): Promise<FirstEvents>
   return { head, rest };
 }
 
+async function* noEvents(): AsyncGenerator<AgentEvent> {}
+
 async function* concat({ head, rest, pending }: FirstEvents): AsyncGenerator<AgentEvent> {
   yield* head;
   for (let next = await (pending ?? rest.next()); !next.done; next = await rest.next()) yield next.value;
@@ -186,7 +188,9 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
       reply.hijack();
       const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
       request.run = run;
-      await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, turn.follow(), {
+      // A HEAD (Fastify answers one for every GET) has no body to wait for: following the turn held it to the turn's end.
+      const events = request.method === 'HEAD' ? noEvents() : turn.follow();
+      await writeStream(reply.raw, { ...replyHeaders(reply), ...runHeaders(run) }, events, {
         wire,
         vercel: vercelStart(turn, true),
       });
