@@ -35,7 +35,6 @@ export async function migrateToLatest(db: Kysely<Database>, schema?: string): Pr
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-
 /**
  * Migrations the database has applied that this code does not know: it was written by a newer
  * agentd. Kysely refuses such a database before it changes anything, but calls it "corrupted",
@@ -48,7 +47,8 @@ async function unknownMigrations(db: Kysely<Database>, schema?: string): Promise
     const rows: { name: string }[] = await from.select('name').orderBy('name').execute();
     return rows.map((row) => row.name).filter((name) => !(name in migrations));
   } catch {
-    return []; // no migration table to read: the failure was something else, reported as it is
+    // No migration table to read: the failure was something else, reported as it is.
+    return [];
   }
 }
 
