@@ -8,6 +8,7 @@ import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, RandomIdGenerator, TracerProvider, type IdGenerator, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import { makeRoom } from '../bounded.ts';
+import { makeRedactor } from './redact.ts';
 import { VERSION } from '../version.ts';
 
 /**
@@ -56,14 +57,16 @@ export class Tracing {
   private readonly ids = new TurnIds();
   private readonly log: Logger;
   private readonly url: string;
+  private readonly quiet: Quiet;
 
   constructor(settings: OtlpSettings, log: Logger) {
     this.log = log;
     this.url = settings.url;
-    routeDiagnostics(log, settings.url);
+    this.quiet = quietFor(settings);
+    routeDiagnostics(log, this.quiet);
     const exporterSettings = { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, compression: settings.compression === 'gzip' ? CompressionAlgorithm.GZIP : CompressionAlgorithm.NONE };
     const encoded = settings.protocol === 'http/protobuf' ? new ProtobufTraceExporter(exporterSettings) : new JsonTraceExporter(exporterSettings);
-    const exporter = new ReportingExporter(encoded, log, settings.url);
+    const exporter = new ReportingExporter(encoded, log, settings.url, this.quiet);
     this.provider = new TracerProvider({
       resource: resourceFromAttributes({ ...settings.resource, 'service.name': settings.serviceName, 'service.version': VERSION }),
       // agentd decides which turns are traced (the caller's sampled flag) before it makes a span.
@@ -110,7 +113,7 @@ export class Tracing {
   async close(): Promise<void> {
     await this.provider.shutdown().catch((error: unknown) => {
       if (typeof error === 'object' && error !== null && reported.has(error)) return;
-      this.log.warn({ url: shown(this.url), error: withoutSecret(error instanceof Error ? error.message : String(error), this.url) }, 'OpenTelemetry: could not send the last spans at shutdown; they are dropped');
+      this.log.warn({ url: shown(this.url), error: this.quiet(error instanceof Error ? error.message : String(error)) }, 'OpenTelemetry: could not send the last spans at shutdown; they are dropped');
     });
   }
 }
@@ -151,11 +154,13 @@ class ReportingExporter implements SpanExporter {
   private readonly exporter: SpanExporter;
   private readonly log: Logger;
   private readonly url: string;
+  private readonly quiet: Quiet;
 
-  constructor(exporter: SpanExporter, log: Logger, url: string) {
+  constructor(exporter: SpanExporter, log: Logger, url: string, quiet: Quiet) {
     this.exporter = exporter;
     this.log = log;
     this.url = url;
+    this.quiet = quiet;
   }
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
@@ -163,7 +168,7 @@ class ReportingExporter implements SpanExporter {
       if (result.code === ExportResultCode.SUCCESS) return done(result);
       const error = result.error ?? new Error('the collector did not accept them');
       reported.add(error);
-      this.log.warn({ spans: spans.length, url: shown(this.url), error: withoutSecret(error.message, this.url) }, 'OpenTelemetry: could not send spans; they are dropped');
+      this.log.warn({ spans: spans.length, url: shown(this.url), error: this.quiet(error.message) }, 'OpenTelemetry: could not send spans; they are dropped');
       done({ code: result.code, error });
     });
   }
@@ -185,10 +190,20 @@ function shown(url: string): string {
   return parsed.href;
 }
 
-function withoutSecret(text: string, url: string): string {
-  const parsed = new URL(url);
-  return parsed.username || parsed.password ? text.replaceAll(`${parsed.username}:${parsed.password}@`, '') : text;
+/** Text about an export as logs may show it. */
+type Quiet = (text: string) => string;
+
+/**
+ * Leaves out the collector URL's credentials and masks the values of the headers sent with every
+ * export (OTEL_EXPORTER_OTLP_HEADERS, a backend's API key): a collector or a proxy in front of it
+ * may repeat a request's headers in its refusal, whose reason phrase becomes the error's message.
+ */
+function quietFor(settings: Pick<OtlpSettings, 'url' | 'headers'>): Quiet {
+  const { username, password } = new URL(settings.url);
+  const redact = makeRedactor(Object.values(settings.headers));
+  return (text) => redact(username || password ? text.replaceAll(`${username}:${password}@`, '') : text);
 }
+
 
 /** A warning of one kind is said at most this often: a queue overflowing under load warns on every batch. */
 const REPEAT_MS = 10_000;
@@ -200,8 +215,8 @@ const KINDS_REMEMBERED = 100;
  * through its process-wide diagnostics logger and error handler: both lead to agentd's log, each
  * kind of warning at most once per REPEAT_MS with a count of those left unsaid.
  */
-function routeDiagnostics(log: Logger, url: string): void {
-  const text = (arg: unknown): string => withoutSecret(arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : (JSON.stringify(arg) ?? String(arg)), url);
+function routeDiagnostics(log: Logger, quiet: Quiet): void {
+  const text = (arg: unknown): string => quiet(arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : (JSON.stringify(arg) ?? String(arg)));
   const said = new Map<string, { atMs: number; unsaid: number }>();
   const say = (message: string, ...args: unknown[]): void => {
     const kind = message.replace(/\d+/g, 'N');

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -266,6 +268,37 @@ describe('OpenTelemetry export', () => {
       expect(down.logs.join('\n')).not.toContain('url-s3cret');
     } finally {
       await down.close();
+    }
+  });
+
+  it('a collector that refuses the spans repeating the headers it was sent leaves their values out of the log', async () => {
+    // A proxy or collector that echoes the request's headers in its refusal: its reason phrase is the SDK's error message.
+    const echoing = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.statusMessage = `unknown key ${String(req.headers['x-backend-key'])}`;
+        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ headers: req.headers }));
+      });
+    });
+    await new Promise<void>((resolve) => echoing.listen(0, '127.0.0.1', resolve));
+    const refused = await startHarness({
+      logs: true,
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(echoing.address() as AddressInfo).port}`,
+        OTEL_EXPORTER_OTLP_HEADERS: `x-backend-key=${SECRET}`,
+        OTEL_BSP_SCHEDULE_DELAY: '20',
+      },
+    });
+    try {
+      refused.model.script({ text: 'fine anyway' });
+      const reply = await readJson(await refused.invoke(invokeBody([{ role: 'user', content: 'hi' }], template())));
+      expect(reply.data.outputs.messages.at(-1).content).toBe('fine anyway');
+      for (let i = 0; i < 400 && !refused.logs.some((l) => l.includes('could not send spans')); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(JSON.parse(refused.logs.find((l) => l.includes('could not send spans'))!).error).toBe('unknown key [redacted]');
+      expect(refused.logs.join('\n')).not.toContain(SECRET);
+    } finally {
+      await refused.close();
+      echoing.close();
     }
   });
 
