@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { SECRET_KEY_FILE } from '../../src/store/secret-box.ts';
 import { startFakeModel, type FakeModelServer, type RecordedRequest } from '../../src/testing/fake-model.ts';
-import { builtin, expectError, invokeBody, readJson, sid, startHarness, type Harness } from '../support/harness.ts';
+import { builtin, expectError, invokeBody, readJson, sid, startHarness, until, type Harness } from '../support/harness.ts';
 import { adminOf, connectionsApi, okJson, type Caller } from './client.ts';
 import { storedContent } from '../support/database.ts';
 
@@ -98,6 +98,30 @@ describe('a turn on a project connection', () => {
     upstream.script({ error: { status: 500, message: `Incorrect API key provided: ${KEY}` } });
     const body = await expectError(await run(agent({})), 502, 'upstream-error', /Incorrect API key provided: \[redacted\]/);
     expect(JSON.stringify(body)).not.toContain(KEY);
+  });
+
+  it("masks the key in an evaluation case's stored failure when the provider repeats it", async () => {
+    upstream.script({ error: { status: 400, message: `Incorrect API key provided: ${KEY}` } });
+    const api = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${h.url}/api${route}?project_id=${h.projectId}`, {
+        method,
+        headers: { authorization: `ApiKey ${admin.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      replies.push(text);
+      return JSON.parse(text);
+    };
+    const app = await api('POST', '/workflows', { slug: 'on-proj', family: 'application', data: { parameters: { agent: agent({}) } } });
+    const set = await api('POST', '/simple/testsets/', { testset: { slug: 'on-proj-set', data: { testcases: [{ data: { messages: [{ role: 'user', content: 'hi' }] } }] } } });
+    const run = (await api('POST', '/simple/evaluations/', { evaluation: { data: { testset_steps: [set.revision_id], application_steps: [app.revision.id] } } })).evaluation.id;
+    await until(
+      async () => (await api('GET', `/simple/evaluations/${run}`)).evaluation.data.status,
+      (status) => status !== 'running',
+    );
+    const [result] = (await api('POST', '/evaluations/results/query', { result: { run_id: run } })).results;
+    expect(result.error).toMatchObject({ type: 'upstream-rejected', message: expect.stringContaining('Incorrect API key provided: [redacted]') });
+    for (const { source, text } of await storedContent(h)) expect(text.includes(KEY), source).toBe(false);
   });
 
   it('continues a paused turn on the same connection after an out-of-band answer', async () => {
