@@ -38,13 +38,16 @@ const ClientTool = z.strictObject({
 export const ToolEntry = z.discriminatedUnion('type', [BuiltinTool, ClientTool]);
 export type ToolEntry = z.infer<typeof ToolEntry>;
 
+/** A header name as HTTP has them (RFC 9110's token): any other fails only as the server connects. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 export const McpServer = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/),
   connection: z.discriminatedUnion('type', [
     z.strictObject({
       type: z.enum(['http', 'sse']),
       url: z.url(),
-      headers: z.record(z.string(), z.string()).optional(),
+      headers: z.record(z.string().regex(HEADER_NAME, { message: 'an HTTP header name is letters, digits and !#$%&\'*+-.^_`|~ only' }), z.string()).optional(),
       forward_credentials: z.boolean().optional(),
     }),
     z

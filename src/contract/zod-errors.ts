@@ -15,5 +15,10 @@ export function describeIssue(base: string, issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') {
     return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} at ${where}`;
   }
+  // The path ends with the refused key; zod's own message says only "Invalid key in record".
+  if (issue.code === 'invalid_key') {
+    const why = issue.issues[0]?.message;
+    return `the key ${JSON.stringify(String(issue.path.at(-1)))} is not allowed${why ? ` (${why})` : ''} at ${jsonPath(base, issue.path.slice(0, -1))}`;
+  }
   return `${issue.message} at ${where}`;
 }

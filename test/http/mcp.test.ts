@@ -157,6 +157,12 @@ describe('MCP servers', () => {
     expect(h.model.requests).toHaveLength(0);
   });
 
+  it('refuse a header name HTTP cannot carry, naming where, before connecting to anything (it failed as a 424 at connect)', async () => {
+    const server = calc({ connection: { type: 'http', url: mcp.url, headers: { 'bad header': 'x' } } });
+    await expectError(await turn([server]), 400, 'invalid-request', 'the key "bad header" is not allowed (an HTTP header name is letters, digits and !#$%&\'*+-.^_`|~ only) at data.parameters.agent.mcps[0].connection.headers');
+    expect(mcp.requests).toHaveLength(0);
+  });
+
   it('fail with a clear 424, not a hang, when a server cannot be reached or never answers', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
