@@ -92,8 +92,9 @@ async function report(client: AgentdClient, run: Run, json: boolean): Promise<nu
 }
 
 /**
- * Each case on a line, numbered by its place in the run (so a filtered table keeps the numbers),
- * cut to the terminal's width: the texts give up room first.
+ * Each case on a line, numbered by its test case's place in the test set and, past the first
+ * repeat, `.repeat` (so a filtered table keeps the numbers), cut to the terminal's width: the
+ * texts give up room first.
  */
 function casesTable(cases: Array<[number: number, result: CaseResult]>): string {
   const rows = [['case', 'status', 'input', 'expected', 'output', 'scores', 'tries', 'time']];
@@ -107,7 +108,13 @@ function casesTable(cases: Array<[number: number, result: CaseResult]>): string 
 async function show(client: AgentdClient, id: string, values: Values): Promise<number> {
   const run = (await client.evaluations.get(id)).evaluation;
   if (!values.cases) return report(client, run, values.json === true);
-  const cases = (await allResults(client, id)).map((r, i) => [i + 1, r] as [number, CaseResult]).filter(([, r]) => !values.failed || caseFailed(r));
+  // Results list in test set order, repeat by repeat: a test case's number is where it first shows.
+  const numbers = new Map<string, number>();
+  const numbered = (await allResults(client, id)).map((r) => {
+    if (!numbers.has(r.testcase_id)) numbers.set(r.testcase_id, numbers.size + 1);
+    return [numbers.get(r.testcase_id)!, r] as [number, CaseResult];
+  });
+  const cases = numbered.filter(([, r]) => !values.failed || caseFailed(r));
   if (values.json) process.stdout.write(`${JSON.stringify({ evaluation: run, results: cases.map(([, r]) => r) })}\n`);
   else process.stdout.write(cases.length ? casesTable(cases) : values.failed ? 'no case failed\n' : 'no case has run yet\n');
   return run.data.status === 'success' ? 0 : 1;

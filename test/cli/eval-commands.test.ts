@@ -79,6 +79,17 @@ describe('agentd eval show --cases', () => {
   });
 });
 
+describe('agentd eval show --cases of a run with repeats', () => {
+  it("numbers each row by its test case's place in the test set, and the repeat past the first", async () => {
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [testset], application_steps: ['agenta:builtin:agent:v0'], repeats: 2, evaluators } });
+    await finished(evaluation.id);
+    const run = await agentdCommand(['eval', 'show', evaluation.id, '--cases'], env);
+    const numbers = run.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/)[0]);
+    // Results 4-6 are the second repeat of cases 1-3, not cases 4-6 of a three-case test set.
+    expect(numbers).toEqual(['1', '2', '3', '1.1', '2.1', '3.1']);
+  });
+});
+
 describe('agentd eval compare', () => {
   it('lists what got better and worse, and exits 1 when B regressed', async () => {
     const run = await agentdCommand(['eval', 'compare', runA, runB], env);
