@@ -9,7 +9,7 @@ const MIN_SHRUNK = 5;
  */
 export function textTable(rows: string[][], options: { right?: readonly number[]; width?: number | undefined; shrink?: readonly number[] } = {}): string {
   const right = new Set(options.right ?? []);
-  const flat = rows.map((row) => row.map((cell) => cell.replace(/\s+/g, ' ')));
+  const flat = rows.map((row) => row.map((cell) => printable(cell.replace(/\s+/g, ' '))));
   const widths = flat[0]!.map((_, column) => Math.max(...flat.map((row) => row[column]!.length)));
   const shrink = options.shrink ?? [];
   if (options.width !== undefined && shrink.length) {
@@ -55,8 +55,19 @@ export const terminalWidth = (stream: { isTTY?: boolean; columns?: number } = pr
 export const terminalColumns = (stream: { isTTY?: boolean; columns?: number }): number | undefined =>
   stream.isTTY ? stream.columns || Number(process.env.COLUMNS) || 80 : undefined;
 
+/**
+ * Text a model, a test set or a record wrote, safe to print: control characters show as their
+ * pictures (ESC as ␛) instead of reaching the terminal, where an escape sequence in an answer
+ * could retitle the window, clear the screen or recolour what follows.
+ */
+export const printable = (text: string): string =>
+  text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, (c) => (c === '\u007f' ? '\u2421' : c < ' ' ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : '\ufffd'));
+
 /** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
-export const fitLine = (line: string, width: number | undefined): string => (width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line);
+export const fitLine = (text: string, width: number | undefined): string => {
+  const line = printable(text);
+  return width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line;
+};
 
 /**
  * Words on as few lines as fit `width` (a terminal's), each line after the first indented by two;
@@ -66,7 +77,7 @@ export const fitLine = (line: string, width: number | undefined): string => (wid
 export function wrapWords(words: readonly string[], width: number | undefined): string {
   const lines: string[] = [];
   let line = '';
-  for (const word of words) {
+  for (const word of words.map(printable)) {
     if (line && width !== undefined && line.length + 1 + word.length > width) {
       lines.push(line);
       line = `  ${word}`;

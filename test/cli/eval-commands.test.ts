@@ -90,6 +90,21 @@ describe('agentd eval show --cases of a run with repeats', () => {
   });
 });
 
+describe('text a model or a test set wrote, printed in a table', () => {
+  it('shows control characters as their pictures: no escape sequence reaches the terminal', async () => {
+    const question = '\x1b]0;pwned\x07\x1b[2Jhi\x1b[31m\x9b1m';
+    const { revision_id } = await client.testsets.create({ name: 'escapes\x1b[2J', data: { testcases: [{ data: { messages: [{ role: 'user', content: question }], expected: 'hi' } }] } });
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [revision_id], application_steps: ['agenta:builtin:agent:v0'], evaluators } });
+    await finished(evaluation.id);
+    for (const args of [['testsets', 'show', revision_id], ['testsets', 'list'], ['eval', 'show', evaluation.id, '--cases'], ['eval', 'compare', evaluation.id, evaluation.id]]) {
+      const run = await agentdCommand(args, env);
+      expect(run.code, run.stderr).toBeLessThan(2);
+      expect(run.stdout, args.join(' ')).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
+    }
+    expect((await agentdCommand(['eval', 'show', evaluation.id, '--cases'], env)).stdout).toContain('␛]0;pwned␇␛[2Jhi␛[31m\ufffd1m');
+  });
+});
+
 describe('agentd eval compare', () => {
   it('lists what got better and worse, and exits 1 when B regressed', async () => {
     const run = await agentdCommand(['eval', 'compare', runA, runB], env);
