@@ -123,6 +123,11 @@ async function show(client: AgentdClient, id: string, values: Values): Promise<n
 async function compare(client: AgentdClient, a: string, b: string, json: boolean): Promise<number> {
   const [ra, rb] = await Promise.all([allResults(client, a), allResults(client, b)]);
   const cases = compareRuns(ra, rb);
+  // Runs of two test sets share no case: all "in one run only", nothing worse, and a CI job that
+  // named the wrong run would pass.
+  if (ra.length && rb.length && cases.every((c) => !c.a || !c.b)) {
+    throw new CliError(`runs ${a} and ${b} have no test case in common; compare two runs of one test set (agentd eval show RUN --json names a run's testset_steps)`);
+  }
   const count = (change: string) => cases.filter((c) => c.change === change).length;
   const worse = count('worse');
   if (json) {
@@ -246,11 +251,16 @@ async function run(client: AgentdClient, values: Values): Promise<number> {
     }
     progress.finish(toCounts(current));
     const status = await report(client, current, values.json === true);
-    if (status !== 0 || !evaluators?.length) return status;
+    // A run that could not run or was stopped says why in its report; one with failed cases says where to read them.
+    if (current.data.status !== 'errors' && (status !== 0 || !evaluators?.length)) return status;
     // For CI a case its evaluators fail (or could not score) has failed too, as a failed turn has.
-    const low = (await allResults(client, current.id)).filter(caseFailed).length;
-    if (low === 0) return 0;
-    tell([`${low} case${low === 1 ? '' : 's'} scored low`, `(agentd eval show ${current.id} --cases --failed)`]);
+    const results = await allResults(client, current.id);
+    const failed = results.filter((r) => r.status === 'failure').length;
+    const low = results.filter((r) => r.status !== 'failure' && caseFailed(r)).length;
+    if (failed + low === 0) return status;
+    const plural = (n: number) => `${n} case${n === 1 ? '' : 's'}`;
+    const said = [...(failed ? [`${plural(failed)} failed${low ? ',' : ''}`] : []), ...(low ? [`${failed ? low : plural(low)} scored low`] : [])];
+    tell([...said, `(agentd eval show ${current.id} --cases --failed)`]);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);

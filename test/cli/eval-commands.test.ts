@@ -16,9 +16,12 @@ import { agentdInTerminal, hasTmux } from '../support/terminal.ts';
 const ANSWERS: Record<string, string> = { 'what is 2+2, written out in a long sentence for the table': '4', 'capital of France': 'Paris', 'what is 3*3': '9' };
 let wrong = new Set<string>(['what is 3*3']);
 let latencyMs = 0;
+/** Questions the model refuses (HTTP 400: not retried), failing their case. */
+let refused = new Set<string>();
 
 function script(req: RecordedRequest): FakeReply {
   const said = req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+  if (refused.has(said)) return { error: { status: 400, message: 'refused' } };
   const instructions = JSON.stringify(req.body).includes('Answer in French') ? ' (fr)' : '';
   return { text: wrong.has(said) ? 'I do not know' : `${ANSWERS[said] ?? said}${instructions}`, latencyMs };
 }
@@ -58,6 +61,12 @@ beforeAll(async () => {
   wrong = new Set();
 }, 60_000);
 afterAll(async () => h.close());
+
+async function evaluatorsFile(): Promise<string> {
+  const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'agentd-eval-cli-')), 'evaluators.json');
+  await writeFile(file, JSON.stringify(evaluators));
+  return file;
+}
 
 describe('agentd eval show --cases', () => {
   it('prints every case: input, expected, output, scores, attempts and time', async () => {
@@ -115,6 +124,17 @@ describe('agentd eval compare', () => {
     expect(run.stdout.trim().split('\n').at(-1)).toBe('1 better, 1 worse, 1 the same');
   });
 
+  it('refuses two runs that share no test case (two test sets): nothing to compare is no pass', async () => {
+    const other = (await client.testsets.create({ name: 'other', data: { testcases: [{ data: { messages: [{ role: 'user', content: 'capital of France' }], expected: 'Paris' } }] } })).revision_id;
+    const { evaluation } = await client.evaluations.create({ data: { testset_steps: [other], application_steps: ['agenta:builtin:agent:v0'] } });
+    await finished(evaluation.id);
+    for (const json of [[], ['--json']]) {
+      const run = await agentdCommand(['eval', 'compare', runA, evaluation.id, ...json], env);
+      expect(run.code, run.stdout).toBe(2);
+      expect(run.stderr).toContain(`runs ${runA} and ${evaluation.id} have no test case in common; compare two runs of one test set`);
+    }
+  });
+
   it('exits 0 when nothing got worse, and says so in JSON too', async () => {
     const run = await agentdCommand(['eval', 'compare', runB, runA, '--json'], env);
     expect(run.code).toBe(1);
@@ -166,6 +186,22 @@ describe('agentd eval run by application, and stop', () => {
     const passed = await agentdCommand(['eval', 'run', '--testset', testset, '--evaluators', file], env);
     expect(passed.code, passed.stderr).toBe(0);
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('run says how many cases failed and where to read why, as it does for cases that scored low', async () => {
+    refused = new Set(['capital of France']);
+    wrong = new Set(['what is 3*3']);
+    try {
+      const plain = await agentdCommand(['eval', 'run', '--testset', testset], env);
+      expect(plain.code).toBe(1);
+      expect(plain.stderr).toMatch(/1 case failed \(agentd eval show \S+ --cases --failed\)/);
+      const scored = await agentdCommand(['eval', 'run', '--testset', testset, '--evaluators', await evaluatorsFile()], env);
+      expect(scored.code).toBe(1);
+      expect(scored.stderr).toMatch(/1 case failed, 1 scored low \(agentd eval show \S+ --cases --failed\)/);
+    } finally {
+      refused = new Set();
+      wrong = new Set();
+    }
   });
 
   it('stops a running run', async () => {
