@@ -133,10 +133,11 @@ function hasBody(raw: IncomingMessage): boolean {
 }
 
 /** Fastify's own errors for bad requests, mapped to the stable error types. */
-function fromFastifyError(error: FastifyError): AppError | undefined {
+function fromFastifyError(error: FastifyError, maxBodyBytes: number): AppError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('payload-too-large', 'the request body is larger than the server accepts (AGENTD_MAX_BODY)');
+      // The size is what the sender needs: to cut a test set file or a conversation down to it.
+      return new AppError('payload-too-large', `the request body is larger than the ${maxBodyBytes} bytes the server accepts (AGENTD_MAX_BODY)`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('unsupported-media-type', 'send the body as JSON with "Content-Type: application/json"');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -289,7 +290,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => checkBodyDepth(request.body));
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const appError = isAppError(error) ? error : (fromFastifyError(error) ?? refusedValue(error));
+    const appError = isAppError(error) ? error : (fromFastifyError(error, config.maxBodyBytes) ?? refusedValue(error));
     if (!appError) request.log.error({ err: error }, 'unhandled error');
     const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};

@@ -359,9 +359,15 @@ describe('body size limit', () => {
   });
   afterAll(async () => small.close());
 
-  it('a body over AGENTD_MAX_BODY → 413 payload-too-large', async () => {
+  it('a body over AGENTD_MAX_BODY → 413 payload-too-large, naming the limit', async () => {
     const res = await small.invoke(invokeBody([{ role: 'user', content: 'x'.repeat(4096) }], template()));
-    await expectError(res, 413, 'payload-too-large', 'AGENTD_MAX_BODY');
+    await expectError(res, 413, 'payload-too-large', 'larger than the 2048 bytes the server accepts (AGENTD_MAX_BODY)');
+  });
+
+  it("a test set file over it too: the import's file is the body", async () => {
+    const csv = `question\n${'a long question\n'.repeat(200)}`;
+    const res = await fetch(`${small.url}/api/simple/testsets/import?project_id=${small.projectId}`, { method: 'POST', headers: { authorization: `ApiKey ${small.apiKey}`, 'content-type': 'text/csv' }, body: csv });
+    await expectError(res, 413, 'payload-too-large', 'larger than the 2048 bytes the server accepts (AGENTD_MAX_BODY)');
   });
 
   it('a body under the limit runs', async () => {
