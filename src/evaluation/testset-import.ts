@@ -86,7 +86,7 @@ export function parseCsv(text: string, delimiter?: CsvDelimiter): Record<string,
   });
   return rows.map(({ record, info }) => {
     if (record.length !== header.record.length) {
-      throw new AppError('invalid-request', `CSV line ${info.lines} has ${record.length} fields; the header has ${header.record.length}`);
+      throw new AppError('invalid-request', `CSV line ${info.lines} has ${record.length} field${record.length === 1 ? '' : 's'}; the header has ${header.record.length}`);
     }
     return Object.fromEntries(header.record.map((name, i) => [name, record[i]!]));
   });

@@ -59,7 +59,7 @@ describe('parseCsv', () => {
 
   it('names the line of a row with a different field count, counting lines inside quotes', () => {
     invalid(() => parseCsv('a,b\n1,2\n3,4\n5,6,7\n'), 'CSV line 4 has 3 fields; the header has 2');
-    invalid(() => parseCsv('a,b\n"1\n2",3\n\n4\n'), 'CSV line 5 has 1 fields; the header has 2');
+    invalid(() => parseCsv('a,b\n"1\n2",3\n\n4\n'), 'CSV line 5 has 1 field; the header has 2');
   });
 
   it('names the line where an unterminated quote opens', () => {
