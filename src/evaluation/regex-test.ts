@@ -34,8 +34,6 @@ let nextId = 0;
 function started(): Worker {
   if (thread) return thread;
   const worker = workerThread(new URL('./regex-worker.ts', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 256 } });
-  // Tests in flight belong to evaluation cases, which keep the process busy themselves.
-  worker.unref();
   worker.on('message', (result: RegexTestResult) => {
     const call = waiting.get(result.id);
     if (!call) return;
@@ -55,6 +53,10 @@ function started(): Worker {
   };
   worker.on('error', gone);
   worker.on('exit', (code) => gone(new Error(`the regex thread stopped (exit code ${code})`)));
+  // Tests in flight belong to evaluation cases, which keep the process busy themselves. After the
+  // listeners: adding a 'message' listener refs the thread's port again, and a server that had
+  // scored one case then never exited on SIGTERM.
+  worker.unref();
   thread = worker;
   return worker;
 }

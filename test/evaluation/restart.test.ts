@@ -99,3 +99,31 @@ describe.each(['SIGKILL', 'SIGTERM'] as const)('an evaluation run across a resta
     }
   }, 60_000);
 });
+
+describe('a server that scored cases with a regex evaluator', () => {
+  it('stops on SIGTERM: the regex thread does not hold the process open', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-eval-regex-stop-'));
+    const env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: model.url, AGENTD_DEFAULT_PROVIDER: 'openai', AGENTD_DEFAULT_MODEL: 'fake-model' };
+    const server = await startServe(env);
+    try {
+      const auth = firstStartCredentials(server.output());
+      const testset = await call(server.url, auth, 'POST', '/simple/testsets/', { testset: { data: { testcases: [{ data: { messages: [{ role: 'user', content: 'regex-stop' }] } }] } } });
+      const { evaluation } = await call(server.url, auth, 'POST', '/simple/evaluations/', {
+        evaluation: { data: { testset_steps: [testset.testset.revision_id], application_steps: ['agenta:builtin:agent:v0'], evaluators: [{ kind: 'regex', pattern: '^done' }] } },
+      });
+      const ended = await until(
+        () => call(server.url, auth, 'GET', `/simple/evaluations/${evaluation.id}`),
+        (r) => !['pending', 'running'].includes(r.evaluation.data.status),
+      );
+      expect(ended.evaluation.data.status).toBe('success');
+      server.child.kill('SIGTERM');
+      // Shutdown cuts idle connections after 5 s; a process still there well past that never exits.
+      const exit = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))]);
+      expect(exit).toBe(0);
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      await server.exited;
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
