@@ -5,6 +5,7 @@ import { TurnFolder, type FoldedTurn } from '../stream/fold.ts';
 import { parseCommand } from './args.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, sessionIdFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
+import { printable, printableFlow } from './text-table.ts';
 
 const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
 
@@ -50,28 +51,32 @@ function lineReader(): { ask: Answer; close(): void } {
   };
 }
 
+/** A value on one line of the terminal, cut at `max`; what the model or a tool wrote cannot steer the terminal. */
 const short = (value: unknown, max = 200) => {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text = printable(typeof value === 'string' ? value : JSON.stringify(value));
   return text.length > max ? `${text.slice(0, max)}…` : text;
 };
 
-/** Shows a frame as it arrives: text to stdout, tool activity to stderr. */
+/**
+ * Shows a frame as it arrives: text to stdout, tool activity to stderr. On a terminal the model's
+ * text keeps its lines but not its escape sequences; piped, it is written as the model wrote it.
+ */
 function render(frame: NativeFrame): void {
   switch (frame.type) {
     case 'message_delta':
-      process.stdout.write(frame.data.delta);
+      process.stdout.write(process.stdout.isTTY ? printableFlow(frame.data.delta) : frame.data.delta);
       break;
     case 'message_end':
       process.stdout.write('\n');
       break;
     case 'tool_call':
-      process.stderr.write(`  ↳ ${frame.data.name} ${short(frame.data.input)}\n`);
+      process.stderr.write(`  ↳ ${short(frame.data.name)} ${short(frame.data.input)}\n`);
       break;
     case 'tool_result':
       process.stderr.write(`  ← ${frame.data.denied ? 'denied: ' : frame.data.is_error ? 'error: ' : ''}${short(frame.data.output)}\n`);
       break;
     case 'error':
-      process.stderr.write(`error: ${frame.data.message}\n`);
+      process.stderr.write(`error: ${printable(frame.data.message)}\n`);
       break;
     default:
       break;
@@ -100,7 +105,7 @@ async function answerPause(output: Message[], ask: Answer, auto: boolean | undef
       let approved = auto;
       let reason: string | undefined;
       if (approved === undefined) {
-        const line = await ask(`allow ${message.tool_name} ${short(message.input)}? [y/N] `);
+        const line = await ask(`allow ${short(message.tool_name)} ${short(message.input)}? [y/N] `);
         if (line === undefined) throw unanswered('approval', message.approval.id);
         approved = /^y(es)?$/i.test(line.trim());
         reason = approved ? undefined : line.trim().replace(/^no?\b\s*/i, '') || undefined;
@@ -110,7 +115,7 @@ async function answerPause(output: Message[], ask: Answer, auto: boolean | undef
     }
     answered.push(message);
     if (message.tool_name !== undefined && !message.approval && !resulted.has(message.tool_call_id)) {
-      const line = await ask(`result of ${message.tool_name} ${short(message.input)}> `);
+      const line = await ask(`result of ${short(message.tool_name)} ${short(message.input)}> `);
       if (line === undefined) throw unanswered('result', undefined);
       answered.push({ role: 'tool', tool_call_id: message.tool_call_id!, content: line });
     }

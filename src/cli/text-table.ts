@@ -55,13 +55,18 @@ export const terminalWidth = (stream: { isTTY?: boolean; columns?: number } = pr
 export const terminalColumns = (stream: { isTTY?: boolean; columns?: number }): number | undefined =>
   stream.isTTY ? stream.columns || Number(process.env.COLUMNS) || 80 : undefined;
 
+/** A control character's picture (ESC as ␛, DEL as ␡; C1 as U+FFFD). */
+const picture = (c: string): string => (c === '\u007f' ? '\u2421' : c < ' ' ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : '\ufffd');
+
 /**
  * Text a model, a test set or a record wrote, safe to print: control characters show as their
  * pictures (ESC as ␛) instead of reaching the terminal, where an escape sequence in an answer
- * could retitle the window, clear the screen or recolour what follows.
+ * could retitle the window, clear the screen, recolour what follows or rewrite a line already shown.
  */
-export const printable = (text: string): string =>
-  text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, (c) => (c === '\u007f' ? '\u2421' : c < ' ' ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : '\ufffd'));
+export const printable = (text: string): string => text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, picture);
+
+/** The same for text that flows over lines (a model's answer): its line breaks and tabs are kept. */
+export const printableFlow = (text: string): string => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, picture);
 
 /** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
 export const fitLine = (text: string, width: number | undefined): string => {

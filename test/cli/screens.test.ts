@@ -44,3 +44,17 @@ describe.runIf(hasTmux())('the command line in a terminal', () => {
     }
   });
 });
+
+describe.runIf(hasTmux())('agentd invoke in a terminal', () => {
+  it("shows a model's escape sequences as their pictures instead of obeying them, its lines kept", async () => {
+    // Cleared and overwritten, the screen would show only what the model wanted seen.
+    h.model.script({ text: 'first line\nsecond \u001b[2J\u001b[Hhidden?\u0007 \u001b]0;retitled\u0007end' });
+    const term = await agentdInTerminal(['invoke', '--message', 'hi', '--session', 'tty-escapes'], env, 120);
+    try {
+      const screen = await term.waitFor(/end/);
+      expect(screen).toContain('first line\nsecond ␛[2J␛[Hhidden?␇ ␛]0;retitled␇end');
+    } finally {
+      await term.close();
+    }
+  });
+});
