@@ -1,3 +1,5 @@
+import stringWidth from 'string-width';
+
 /** Narrowest a shrunk column gets: a few letters and "…", enough to recognise what it holds. */
 const MIN_SHRUNK = 5;
 
@@ -10,7 +12,7 @@ const MIN_SHRUNK = 5;
 export function textTable(rows: string[][], options: { right?: readonly number[]; width?: number | undefined; shrink?: readonly number[] } = {}): string {
   const right = new Set(options.right ?? []);
   const flat = rows.map((row) => row.map((cell) => printable(cell.replace(/\s+/g, ' '))));
-  const widths = flat[0]!.map((_, column) => Math.max(...flat.map((row) => row[column]!.length)));
+  const widths = flat[0]!.map((_, column) => Math.max(...flat.map((row) => displayWidth(row[column]!))));
   const shrink = options.shrink ?? [];
   if (options.width !== undefined && shrink.length) {
     let over = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1) - options.width;
@@ -28,7 +30,9 @@ export function textTable(rows: string[][], options: { right?: readonly number[]
         row
           .map((cell, column) => {
             const fitted = fitLine(cell, widths[column]!);
-            return right.has(column) ? fitted.padStart(widths[column]!) : fitted.padEnd(widths[column]!);
+            // A cut before a wide character leaves its column short: padding makes it up.
+            const pad = ' '.repeat(widths[column]! - displayWidth(fitted));
+            return right.has(column) ? pad + fitted : fitted + pad;
           })
           .join('  ')
           .trimEnd(),
@@ -68,10 +72,33 @@ export const printable = (text: string): string => text.replace(/[\u0000-\u0009\
 /** The same for text that flows over lines (a model's answer): its line breaks and tabs are kept. */
 export const printableFlow = (text: string): string => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, picture);
 
+/**
+ * The columns text takes on a terminal, which its length does not say: a Chinese or Japanese
+ * character and most emoji take two, a combining accent none, and an emoji can be several
+ * UTF-16 code units (or several code points joined into one picture).
+ */
+export const displayWidth = (text: string): number => stringWidth(text);
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * The longest start of `text` that takes at most `width` columns. It is cut between what a reader
+ * sees as characters (graphemes), never inside one: half a surrogate pair shows as "�", and
+ * half an emoji sequence or a letter without its accent as something else.
+ */
+export function cutToWidth(text: string, width: number): string {
+  let used = 0;
+  for (const { segment, index } of graphemes.segment(text)) {
+    used += displayWidth(segment);
+    if (used > width) return text.slice(0, index);
+  }
+  return text;
+}
+
 /** A line of text cut with "…" to `width` (a terminal's), whole when there is none. */
 export const fitLine = (text: string, width: number | undefined): string => {
   const line = printable(text);
-  return width !== undefined && line.length > width ? `${line.slice(0, width - 1)}…` : line;
+  return width !== undefined && displayWidth(line) > width ? `${cutToWidth(line, width - 1)}…` : line;
 };
 
 /**
@@ -83,7 +110,7 @@ export function wrapWords(words: readonly string[], width: number | undefined): 
   const lines: string[] = [];
   let line = '';
   for (const word of words.map(printable)) {
-    if (line && width !== undefined && line.length + 1 + word.length > width) {
+    if (line && width !== undefined && displayWidth(line) + 1 + displayWidth(word) > width) {
       lines.push(line);
       line = `  ${word}`;
     } else line = line ? `${line} ${word}` : word;
