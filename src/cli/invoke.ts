@@ -5,7 +5,7 @@ import { TurnFolder, type FoldedTurn } from '../stream/fold.ts';
 import { parseCommand } from './args.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, CliError, exitWith, remoteClient, sessionIdFlag } from './remote.ts';
 import { readJsonFile, withConfiguration } from './requests.ts';
-import { printable, printableFlow } from './text-table.ts';
+import { cutToWidth, displayWidth, printable, printableFlow } from './text-table.ts';
 
 const USAGE = `Usage: agentd invoke [--message TEXT | --file request.json] [options]
 
@@ -51,10 +51,10 @@ function lineReader(): { ask: Answer; close(): void } {
   };
 }
 
-/** A value on one line of the terminal, cut at `max`; what the model or a tool wrote cannot steer the terminal. */
+/** A value on one line of the terminal, cut at `max` columns between characters; what the model or a tool wrote cannot steer the terminal. */
 const short = (value: unknown, max = 200) => {
   const text = printable(typeof value === 'string' ? value : JSON.stringify(value));
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return displayWidth(text) > max ? `${cutToWidth(text, max)}…` : text;
 };
 
 /**

@@ -29,6 +29,7 @@ function script(req: RecordedRequest) {
     if (last?.role === 'tool') return { text: `tool said: ${last.content}` };
     return { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: 'from the cli' } }] };
   }
+  if (text.startsWith('emoji')) return last?.role === 'tool' ? { text: 'done' } : { toolCalls: [{ name: 'write', input: { path: 'note.txt', content: `a${'😀'.repeat(150)}` } }] };
   if (text.startsWith('fail')) return { error: { status: 401, message: 'bad key' } };
   if (text.startsWith('slow')) return { text: `echo: ${text}`, latencyMs: 1500 };
   if (text.startsWith('held')) return { text: `echo: ${text}`, latencyMs: 3000 };
@@ -82,6 +83,14 @@ describe('agentd invoke', () => {
     expect(denied.stderr).toContain('denied:');
     expect(denied.stdout).toContain('not today');
     expect(existsSync(path.join(h.sessionDir('cli-deny'), 'note.txt'))).toBe(false);
+  });
+
+  it('cuts a long tool input between characters, never inside an emoji', async () => {
+    // The input's 200th UTF-16 unit is the first half of an emoji: cut there, it printed "�".
+    const run = await agentd(['invoke', '--message', 'emoji', '--template', templateFile, '--session', 'cli-emoji'], 'n\n');
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/allow write \{"path":"note.txt","content":"a(😀)+…\? \[y\/N\]/);
+    expect(run.stderr).not.toContain('\ufffd');
   });
 
   it('says the turn stays paused, and how to answer it, when stdin ends before an approval', async () => {
