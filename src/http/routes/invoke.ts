@@ -181,10 +181,11 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     async (request, reply) => {
       const principal = await authorize(deps.store, request, SERVICES);
       const sessionId = sessionIdParam(request);
+      const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
+      // No body, so nothing to negotiate: whatever the Accept, no live turn is a 204.
+      if (!turn) return reply.code(204).send();
       // As with invoke: an Accept that allows no stream is a 406, and a reader of NDJSON gets the chunks as lines.
       const wire = negotiateStream(request.headers.accept);
-      const turn = await deps.turns.liveTurn(principal.projectId, sessionId);
-      if (!turn) return reply.code(204).send();
       reply.hijack();
       const run = { sessionId: turn.sessionId, traceId: turn.traceId, spanId: turn.spanId };
       request.run = run;
