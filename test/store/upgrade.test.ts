@@ -1,27 +1,31 @@
-import { cp } from 'node:fs/promises';
+import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.ts';
 import { parseSecretKey } from '../../src/store/secret-box.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
 import { startServe } from '../support/child-server.ts';
-import { TEST_POSTGRES_URL } from '../support/database.ts';
+import { restoredDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
 import { tempDir } from './helpers.ts';
 
 /**
  * A data folder an old agentd (1d56837, migrations 0001–0007) wrote through its API, opened by
- * this one: everything it stored must still read and work. How it was made, and what fixture.json
- * holds, is in test/fixtures/upgrade-from-0007/README.md. The file is SQLite; PostgreSQL runs the
- * same migrations and was checked by hand (the audit's report).
+ * this one: everything it stored must still read and work. On SQLite it is the fixture's
+ * agentd.db; on PostgreSQL the same data the old version wrote there, restored from a dump into a
+ * schema of the test's own. How both were made, and what fixture.json and postgres.json hold, is
+ * in test/fixtures/upgrade-from-0007/README.md.
  */
 const FIXTURE = path.resolve(import.meta.dirname, '../fixtures/upgrade-from-0007');
-const fixture = (await import(path.join(FIXTURE, 'fixture.json'), { with: { type: 'json' } })).default;
+const fixture = (await import(path.join(FIXTURE, TEST_POSTGRES_URL ? 'postgres.json' : 'fixture.json'), { with: { type: 'json' } })).default;
+/** The schema postgres.sql was dumped from (make-postgres.ts). */
+const DUMP_SCHEMA = 'agentd_upgrade_from_0007';
 const auth = (key: string) => ({ projectId: fixture.project_id as string, key });
 const admin = auth(fixture.keys.admin);
 
-describe.skipIf(TEST_POSTGRES_URL)('a data folder written by an older agentd', () => {
+describe('a data folder written by an older agentd', () => {
   let model: FakeModelServer;
   let dataDir: string;
+  let database: TestDatabase;
   let server: Awaited<ReturnType<typeof startServe>>;
 
   async function call(method: string, route: string, body?: unknown, who = admin): Promise<{ status: number; body: any; text: string }> {
@@ -51,10 +55,16 @@ describe.skipIf(TEST_POSTGRES_URL)('a data folder written by an older agentd', (
   beforeAll(async () => {
     model = await startFakeModel();
     dataDir = path.join(await tempDir('upgrade'), 'data');
-    await cp(FIXTURE, dataDir, { recursive: true });
+    if (TEST_POSTGRES_URL) {
+      await cp(path.join(FIXTURE, 'sessions'), path.join(dataDir, 'sessions'), { recursive: true });
+      database = await restoredDatabase(await readFile(path.join(FIXTURE, 'postgres.sql'), 'utf8'), DUMP_SCHEMA);
+    } else {
+      await cp(FIXTURE, dataDir, { recursive: true });
+      database = { url: undefined, drop: async () => {} };
+    }
     server = await startServe({
       AGENTD_DATA_DIR: dataDir,
-      DATABASE_URL: undefined,
+      DATABASE_URL: database.url,
       AGENTD_SECRET_KEY: fixture.secret_key,
       OPENAI_API_KEY: 'sk-server',
       OPENAI_BASE_URL: model.url,
@@ -64,6 +74,7 @@ describe.skipIf(TEST_POSTGRES_URL)('a data folder written by an older agentd', (
     server?.child.kill('SIGTERM');
     await server?.exited;
     await model?.close();
+    await database?.drop();
   });
 
   it('keeps its projects and API keys: each still signs in, a revoked one stays revoked', async () => {
@@ -141,7 +152,7 @@ describe.skipIf(TEST_POSTGRES_URL)('a data folder written by an older agentd', (
 
   it('opens its connections with the same secret key', async () => {
     // Through the store: the connection's base_url is the old run's model server, gone now.
-    const store = await openStore({ dataDir: path.join(dataDir, 'check'), databaseUrl: `sqlite:${path.join(dataDir, 'agentd.db')}`, secretKey: parseSecretKey(fixture.secret_key, 'the fixture') });
+    const store = await openStore({ dataDir: path.join(dataDir, 'check'), databaseUrl: database.url ?? `sqlite:${path.join(dataDir, 'agentd.db')}`, secretKey: parseSecretKey(fixture.secret_key, 'the fixture') });
     try {
       const connection = await store.connections.open(fixture.project_id, 'team');
       expect(connection?.api_key).toBe(fixture.connection_key);

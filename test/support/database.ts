@@ -31,17 +31,37 @@ export async function freshDatabase(): Promise<TestDatabase> {
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
-  const url = new URL(TEST_POSTGRES_URL);
+  return { url: schemaUrl(TEST_POSTGRES_URL, schema), drop: () => dropSchema(TEST_POSTGRES_URL, schema) };
+}
+
+function schemaUrl(serverUrl: string, schema: string): string {
+  const url = new URL(serverUrl);
   url.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA ${schema} CASCADE`);
-      await client.end();
-    },
-  };
+  return url.toString();
+}
+
+async function dropSchema(serverUrl: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA ${schema} CASCADE`);
+  await client.end();
+}
+
+/**
+ * A fresh schema holding what a `pg_dump --schema=<dumpSchema> --inserts` wrote (the schema's name
+ * in it rewritten), so a test can open data an older agentd left on PostgreSQL.
+ */
+export async function restoredDatabase(dump: string, dumpSchema: string): Promise<TestDatabase> {
+  if (!TEST_POSTGRES_URL) throw new Error('restoredDatabase needs AGENTD_TEST_DATABASE_URL');
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+  await admin.connect();
+  try {
+    await admin.query(dump.replaceAll(dumpSchema, schema));
+  } finally {
+    await admin.end();
+  }
+  return { url: schemaUrl(TEST_POSTGRES_URL, schema), drop: () => dropSchema(TEST_POSTGRES_URL, schema) };
 }
 
 /**
