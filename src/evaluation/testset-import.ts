@@ -122,7 +122,7 @@ const TEXT_COLUMNS = ['input', 'question'];
  * conversation a run sends in `messages`, either given as such or built from a text column.
  */
 export function toTestcases(rows: Record<string, unknown>[], options: { input?: string } = {}): { data: Record<string, unknown> }[] {
-  if (rows.length === 0) throw new AppError('invalid-request', 'the file has no rows');
+  if (rows.length === 0) throw new AppError('invalid-request', 'the file has no test cases: a CSV needs a row under its header, JSONL one object a line');
   if (rows.length > MAX_TESTCASES) {
     throw new AppError('invalid-request', `the file has ${rows.length} rows; a test set holds at most ${MAX_TESTCASES}`);
   }

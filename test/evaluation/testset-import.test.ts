@@ -145,7 +145,8 @@ describe('toTestcases', () => {
   });
 
   it('rejects a file with no rows or too many', () => {
-    invalid(() => toTestcases([]), 'the file has no rows');
+    invalid(() => toTestcases([]), 'the file has no test cases: a CSV needs a row under its header, JSONL one object a line');
+    invalid(() => toTestcases(parseCsv('input,expected\n')), 'the file has no test cases: a CSV needs a row under its header');
     const rows = Array.from({ length: MAX_TESTCASES + 1 }, () => ({ input: 'x' }));
     invalid(() => toTestcases(rows), `${MAX_TESTCASES + 1} rows`, `at most ${MAX_TESTCASES}`);
   });

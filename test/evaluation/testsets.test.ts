@@ -254,7 +254,7 @@ describe('importing a file', () => {
     const before = (await okJsonText(await api('GET', '/simple/testsets/'))).body.count;
     await expectError(await post('/simple/testsets/import', 'question,expected\nfine,1\nnot, fine, at all\n', 'text/csv'), 400, 'invalid-request', /CSV line 3 has 3 fields; the header has 2/);
     await expectError(await post('/simple/testsets/import', '{"messages": []}\nnot json\n', 'application/x-ndjson'), 400, 'invalid-request', /JSONL line 2/);
-    await expectError(await post('/simple/testsets/import', 'question\n', 'text/csv'), 400, 'invalid-request', /no rows/);
+    await expectError(await post('/simple/testsets/import', 'question\n', 'text/csv'), 400, 'invalid-request', /no test cases: a CSV needs a row under its header/);
     await expectError(await post('/simple/testsets/import', '<rows><row>hi</row></rows>', 'application/xml'), 415, 'unsupported-media-type');
     expect((await okJsonText(await api('GET', '/simple/testsets/'))).body.count).toBe(before);
   });
