@@ -1,4 +1,4 @@
-import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import path from 'node:path';
 
@@ -14,6 +14,8 @@ const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const HOW_TO_MAKE = 'make one with: openssl rand -base64 32';
+/** `${SECRET_KEY_FILE}.<pid>.<12 hex digits>.tmp`, as loadSecretKey names its temporary file. */
+const TEMPORARY = /^secret\.key\.(\d+)\.[0-9a-f]{12}\.tmp$/;
 
 export interface SecretBox {
   seal(plaintext: string, context: string): string;
@@ -52,6 +54,7 @@ export function loadSecretKey(dataDir: string, configured: Buffer | undefined): 
   if (configured) return configured;
   if (dataDir === ':memory:') return randomBytes(KEY_BYTES);
   const file = path.join(path.resolve(dataDir), SECRET_KEY_FILE);
+  removeLeftTemporaries(file);
   const existing = readKeyFile(file);
   if (existing) return existing;
   mkdirSync(path.dirname(file), { recursive: true });
@@ -68,6 +71,35 @@ export function loadSecretKey(dataDir: string, configured: Buffer | undefined): 
     unlinkSync(tmp);
   }
   return readKeyFile(file)!;
+}
+
+/**
+ * A start killed between writing its temporary key file and removing it left the file behind: a
+ * copy of a key, or of one never used. Those of processes still running are theirs to remove.
+ */
+function removeLeftTemporaries(file: string): void {
+  const folder = path.dirname(file);
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  for (const name of names) {
+    const pid = TEMPORARY.exec(name)?.[1];
+    if (pid !== undefined && !running(Number(pid))) rmSync(path.join(folder, name), { force: true });
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function readKeyFile(file: string): Buffer | undefined {

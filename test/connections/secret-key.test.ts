@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -60,6 +61,17 @@ describe('the generated key file', () => {
     expect(loadSecretKey(data, undefined).equals(first)).toBe(true);
     // No temporary file is left behind.
     expect(await readdir(data)).toEqual([SECRET_KEY_FILE]);
+  });
+
+  it("left half-made by a start killed while writing it is cleared at the next start, unless its process still runs", async () => {
+    const data = path.join(dir, 'killed');
+    await mkdir(data, { recursive: true });
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const left = `${SECRET_KEY_FILE}.${gone}.0123456789ab.tmp`;
+    const starting = `${SECRET_KEY_FILE}.${process.pid}.0123456789ab.tmp`;
+    for (const name of [left, starting, 'secret.key.notes.tmp']) await writeFile(path.join(data, name), `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    loadSecretKey(data, undefined);
+    expect((await readdir(data)).sort()).toEqual([SECRET_KEY_FILE, 'secret.key.notes.tmp', starting].sort());
   });
 
   it('that is not a key stops the start', async () => {
