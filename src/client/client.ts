@@ -22,6 +22,8 @@ type In<S extends z.ZodType> = z.input<S>;
 type Out<S extends z.ZodType> = z.output<S>;
 
 export type InvokeBody = In<typeof InvokeRequest>;
+/** A page of a list the server sends whole unless `limit` is given; `cursor` is the previous page's `next`. */
+export type ListPage = { limit?: number; cursor?: string };
 export type InvokeReply = Out<typeof InvokeResponse>;
 export type NativeFrame = Out<typeof AgentEvent>;
 /** A chunk of the Vercel AI SDK UI message stream (`{type: 'text-delta', …}` and the rest). */
@@ -129,7 +131,8 @@ export function createClient(options: ClientOptions) {
     keys: {
       /** The calling key and its project. */
       self: () => json<Out<typeof Keys.KeySelf>>('GET', 'api/keys/self'),
-      list: () => json<Out<typeof Keys.KeyList>>('GET', 'api/keys'),
+      /** Every key, oldest first; with `limit`, one page of them and `next` to pass back as `cursor`. */
+      list: (page: ListPage = {}) => json<Out<typeof Keys.KeyList>>('GET', 'api/keys', undefined, page),
       /** The reply's `key` is the secret, shown this once. */
       create: (body: In<typeof Keys.KeyCreate> = {}) => json<Out<typeof Keys.KeyCreated>>('POST', 'api/keys', body),
       revoke: (id: string) => json<void>('DELETE', `api/keys/${seg(id)}`),
@@ -137,14 +140,17 @@ export function createClient(options: ClientOptions) {
 
     connections: {
       create: (body: In<typeof Connections.ConnectionCreate>) => json<Out<typeof Connections.ConnectionView>>('POST', 'api/connections', body),
-      list: () => json<Out<typeof Connections.ConnectionList>>('GET', 'api/connections'),
+      /** Every connection, by slug; with `limit`, one page of them and `next` to pass back as `cursor`. */
+      list: (page: ListPage = {}) => json<Out<typeof Connections.ConnectionList>>('GET', 'api/connections', undefined, page),
       get: (slug: string) => json<Out<typeof Connections.ConnectionView>>('GET', `api/connections/${seg(slug)}`),
       delete: (slug: string) => json<void>('DELETE', `api/connections/${seg(slug)}`),
     },
 
     workflows: {
       create: (body: In<typeof Configs.WorkflowCreate>) => json<Out<typeof Configs.WorkflowCreated>>('POST', 'api/workflows', body),
-      list: (family?: Configs.WorkflowFamily) => json<Out<typeof Configs.WorkflowList>>('GET', 'api/workflows', undefined, { family }),
+      /** Every workflow (of `family`), by slug; with `limit`, one page of them and `next` to pass back as `cursor`. */
+      list: (query: Configs.WorkflowFamily | (ListPage & { family?: Configs.WorkflowFamily }) = {}) =>
+        json<Out<typeof Configs.WorkflowList>>('GET', 'api/workflows', undefined, typeof query === 'string' ? { family: query } : query),
       get: (idOrSlug: string) => json<Out<typeof Configs.WorkflowView>>('GET', `api/workflows/${seg(idOrSlug)}`),
       commit: (idOrSlug: string, body: In<typeof Configs.RevisionCommit>) => json<Out<typeof Configs.RevisionView>>('POST', `api/workflows/${seg(idOrSlug)}/revisions`, body),
       revisions: (idOrSlug: string, query: { variant?: string; limit?: number; cursor?: string } = {}) =>
@@ -154,7 +160,8 @@ export function createClient(options: ClientOptions) {
 
     environments: {
       create: (body: In<typeof Configs.EnvironmentCreate>) => json<Out<typeof Configs.EnvironmentView>>('POST', 'api/environments', body),
-      list: () => json<Out<typeof Configs.EnvironmentList>>('GET', 'api/environments'),
+      /** Every environment, by slug; with `limit`, one page of them and `next` to pass back as `cursor`. */
+      list: (page: ListPage = {}) => json<Out<typeof Configs.EnvironmentList>>('GET', 'api/environments', undefined, page),
       get: (idOrSlug: string) => json<Out<typeof Configs.EnvironmentView>>('GET', `api/environments/${seg(idOrSlug)}`),
       revisions: (idOrSlug: string, page: { limit?: number; cursor?: string } = {}) =>
         json<Out<typeof Configs.EnvironmentRevisionList>>('GET', `api/environments/${seg(idOrSlug)}/revisions`, undefined, page),
@@ -170,7 +177,10 @@ export function createClient(options: ClientOptions) {
           query,
           raw: { data: file, contentType: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' },
         }),
-      list: () => json<Out<typeof Evaluations.TestsetList>>('GET', 'api/simple/testsets/'),
+      /** Every test set, by slug; with `limit`, one page of them and `next` to pass back as `cursor`. */
+      list: (page: ListPage = {}) => json<Out<typeof Evaluations.TestsetList>>('GET', 'api/simple/testsets/', undefined, page),
+      /** The reference's query; with `windowing.limit`, one page of the matches and `next` to pass back as `windowing.next`. */
+      query: (query: In<typeof Evaluations.TestsetQuery> = {}) => json<Out<typeof Evaluations.TestsetList>>('POST', 'api/simple/testsets/query', query),
       get: (idOrSlug: string) => json<Out<typeof Evaluations.TestsetReply>>('GET', `api/simple/testsets/${seg(idOrSlug)}`),
       edit: (idOrSlug: string, testset: In<typeof Evaluations.TestsetEdit>['testset']) => json<Out<typeof Evaluations.TestsetReply>>('PUT', `api/simple/testsets/${seg(idOrSlug)}`, { testset }),
     },

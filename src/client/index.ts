@@ -2,7 +2,7 @@
  * agentd's client: `import { createClient } from 'agentd/client'`. Browser-safe: it uses `fetch`
  * and web streams only.
  */
-export { createClient, type AgentdClient, type InvokeBody, type InvokeReply, type NativeFrame, type TurnOptions, type VercelChunk } from './client.ts';
+export { createClient, type AgentdClient, type InvokeBody, type InvokeReply, type ListPage, type NativeFrame, type TurnOptions, type VercelChunk } from './client.ts';
 export { AgentdError } from './errors.ts';
 export {
   allResults,

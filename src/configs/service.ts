@@ -17,7 +17,7 @@ import { describeIssue } from '../contract/zod-errors.ts';
 import { AppError } from '../errors.ts';
 import { optional } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord, VariantRecord } from '../store/configs.ts';
-import type { Page, PageRequest } from '../store/cursor.ts';
+import type { ListWindow, Page, PageRequest } from '../store/cursor.ts';
 import { findEmbed, resolveEmbeds } from './embeds.ts';
 import { referencedFamily, resolveReferences, type Selector } from './references.ts';
 import { resolveRunConfig } from './run-config.ts';
@@ -118,8 +118,8 @@ export class ConfigService {
     return { workflow: toWorkflowView({ ...artifact, updated_at: revision.created_at }, [{ ...variant, latest_version: revision.version }]), revision: toRevisionView(revision) };
   }
 
-  async listWorkflows(projectId: string, family?: WorkflowFamily): Promise<WorkflowView[]> {
-    const artifacts = await this.repo.listArtifacts(projectId, 'workflow', family);
+  async listWorkflows(projectId: string, family?: WorkflowFamily, window: ListWindow = {}): Promise<WorkflowView[]> {
+    const artifacts = await this.repo.listArtifacts(projectId, 'workflow', family, window);
     const variants = await this.repo.variantsOf(artifacts.map((a) => a.id));
     return artifacts.map((a) => toWorkflowView(a, variants));
   }
@@ -180,8 +180,8 @@ export class ConfigService {
     return { artifact, variant: (await this.repo.variantsOf([artifact.id]))[0]! };
   }
 
-  async listEnvironments(projectId: string): Promise<EnvironmentView[]> {
-    const artifacts = await this.repo.listArtifacts(projectId, 'environment');
+  async listEnvironments(projectId: string, window: ListWindow = {}): Promise<EnvironmentView[]> {
+    const artifacts = await this.repo.listArtifacts(projectId, 'environment', undefined, window);
     const variants = await this.repo.variantsOf(artifacts.map((a) => a.id));
     return Promise.all(
       artifacts.map(async (artifact) => {

@@ -109,7 +109,7 @@ export type RevisionView = z.infer<typeof RevisionView>;
 
 export const WorkflowCreated = z.object({ workflow: WorkflowView, revision: RevisionView.optional() });
 
-export const WorkflowList = z.object({ count: z.number().int(), workflows: z.array(WorkflowView) });
+export const WorkflowList = z.object({ count: z.number().int(), workflows: z.array(WorkflowView), next: z.string().optional() });
 
 export const RevisionList = z.object({ count: z.number().int(), revisions: z.array(RevisionView), next: z.string().optional() });
 
@@ -166,7 +166,7 @@ export const EnvironmentView = z.object({
 });
 export type EnvironmentView = z.infer<typeof EnvironmentView>;
 
-export const EnvironmentList = z.object({ count: z.number().int(), environments: z.array(EnvironmentView) });
+export const EnvironmentList = z.object({ count: z.number().int(), environments: z.array(EnvironmentView), next: z.string().optional() });
 
 export const EnvironmentRevisionList = z.object({ count: z.number().int(), revisions: z.array(EnvironmentRevisionView), next: z.string().optional() });
 

@@ -66,5 +66,6 @@ export type ConnectionView = z.infer<typeof ConnectionView>;
 export const ConnectionList = z.object({
   count: z.number().int(),
   connections: z.array(ConnectionView),
+  next: z.string().optional(),
 });
 export type ConnectionList = z.infer<typeof ConnectionList>;

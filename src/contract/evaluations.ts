@@ -73,7 +73,8 @@ export type TestsetView = z.infer<typeof TestsetView>;
 
 /**
  * The reference's test set query: every attribute given in `testset` must match, `testset_refs`
- * keeps the test sets named (by id or slug), `windowing.limit` caps the list.
+ * keeps the test sets named (by id or slug). Without `windowing.limit` every match comes back; with
+ * it, one page, and the reply's `next` passed back as `windowing.next` reads the following one.
  */
 export const TestsetQuery = z.strictObject({
   testset: z
@@ -82,13 +83,13 @@ export const TestsetQuery = z.strictObject({
   testset_refs: z.array(z.strictObject({ id: z.string().min(1).optional(), slug: z.string().min(1).optional(), version: z.union([z.string(), z.number()]).optional() })).optional(),
   /** Nothing is archived here: with or without, every test set is listed. */
   include_archived: z.boolean().optional(),
-  windowing: z.strictObject({ limit: Paging.limit }).optional(),
+  windowing: z.strictObject({ ...Paging, next: Paging.cursor }).optional(),
 });
 export type TestsetQuery = z.infer<typeof TestsetQuery>;
 
 /** `revision_id` also at the top: spec §4.5 says the creation's response carries it. */
 export const TestsetReply = z.object({ count: z.number().int(), revision_id: z.string(), testset: TestsetView });
-export const TestsetList = z.object({ count: z.number().int(), testsets: z.array(TestsetView) });
+export const TestsetList = z.object({ count: z.number().int(), testsets: z.array(TestsetView), next: z.string().optional() });
 
 // ---------------------------------------------------------------- evaluators
 

@@ -21,7 +21,7 @@ export const KeyCreate = z.strictObject({ role: KeyRole.default('editor') });
 /** The new key with its secret, shown this once. */
 export const KeyCreated = KeyView.extend({ key: z.string() });
 
-export const KeyList = z.object({ count: z.number().int(), keys: z.array(KeyView) });
+export const KeyList = z.object({ count: z.number().int(), keys: z.array(KeyView), next: z.string().optional() });
 
 /** The calling key and its project: what a console shows after signing in. */
 export const KeySelf = z.object({ project: z.object({ id: z.string(), name: z.string() }), key: KeyView });

@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { optional, own } from '../objects.ts';
 import type { ArtifactRecord, ConfigsRepo, RevisionRecord } from '../store/configs.ts';
+import type { ListWindow } from '../store/cursor.ts';
 
 /**
  * Test sets are artifacts of kind `testset` (store/configs.ts): each edit commits a new revision
@@ -112,9 +113,9 @@ export class TestsetService {
     return toTestsetView(owner, revision);
   }
 
-  /** Every test set with its newest revision's row ids (rows themselves: read one test set). */
-  async list(projectId: string): Promise<TestsetView[]> {
-    const artifacts = await this.repo.listArtifacts(projectId, 'testset');
+  /** Every test set (in the window) with its newest revision's row ids (rows themselves: read one test set). */
+  async list(projectId: string, window: ListWindow = {}): Promise<TestsetView[]> {
+    const artifacts = await this.repo.listArtifacts(projectId, 'testset', undefined, window);
     return Promise.all(
       artifacts.map(async (artifact) => {
         const { revision } = await this.latest(projectId, artifact.id);
@@ -123,15 +124,20 @@ export class TestsetService {
     );
   }
 
-  /** The test sets the reference's query asks for: named ones, whose given attributes all match. */
-  async query(projectId: string, query: TestsetQuery): Promise<TestsetView[]> {
+  /**
+   * The test sets the reference's query asks for: named ones, whose given attributes all match.
+   * The attributes are matched here, not by the database, so the window's limit applies to the
+   * matches (one more than it, as toListPage expects) while its start is the database's.
+   */
+  async query(projectId: string, query: TestsetQuery, window: ListWindow = {}): Promise<TestsetView[]> {
     const { testset: filter = {}, testset_refs: refs } = query;
     const matches = (view: TestsetView) =>
       (filter.name === undefined || view.name === filter.name) &&
       (filter.slug === undefined || view.slug === filter.slug) &&
       (['tags', 'meta', 'flags'] as const).every((field) => Object.entries(filter[field] ?? {}).every(([key, value]) => isDeepStrictEqual(own(view[field] ?? {}, key), value))) &&
       (refs === undefined || refs.some((ref) => (ref.id === undefined || ref.id === view.id) && (ref.slug === undefined || ref.slug === view.slug)));
-    return (await this.list(projectId)).filter(matches).slice(0, query.windowing?.limit);
+    const found = (await this.list(projectId, { after: window.after })).filter(matches);
+    return window.limit === undefined ? found : found.slice(0, window.limit + 1);
   }
 
   /** Commits the rows as they now are; tags, meta and flags carry over unless sent. */

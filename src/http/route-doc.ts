@@ -50,6 +50,12 @@ export const paging = (what: string): Record<string, Parameter> => ({
   cursor: parameter('The next value of the previous page', Paging.cursor),
 });
 
+/** `limit` and `cursor` of a list read whole without a limit, as listQuery (list-request.ts) reads them. */
+export const listPaging = (what: string): Record<string, Parameter> => ({
+  limit: parameter(`${what} per page, 1-200; absent, the whole list (and no next)`, Paging.limit),
+  cursor: parameter('The next value of the previous page (of this list)', Paging.cursor),
+});
+
 /** Route options that document the route, beside the rest of its config. */
 export function documented(doc: RouteDoc, config: Omit<FastifyContextConfig, 'doc'> = {}): { config: FastifyContextConfig } {
   return { config: { ...config, doc } };

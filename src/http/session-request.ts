@@ -36,7 +36,8 @@ export function sessionNotFound(sessionId: string): AppError {
 const asNumber = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value);
 const PageQuery = z.object({ limit: z.preprocess(asNumber, Paging.limit), cursor: Paging.cursor });
 
-export function pageQuery(request: FastifyRequest): PageRequest {
+/** `limit` and `cursor` as given; `absent` says what no limit means, for the error. */
+export function pagingQuery(request: FastifyRequest, absent: string): { limit?: number | undefined; cursor?: string | undefined } {
   const query = request.query as Query;
   const parsed = PageQuery.safeParse({ limit: query?.limit, cursor: query?.cursor });
   if (!parsed.success) {
@@ -45,10 +46,15 @@ export function pageQuery(request: FastifyRequest): PageRequest {
       'invalid-request',
       name === 'cursor'
         ? 'the query parameter cursor must be the "next" value of the previous page'
-        : `the query parameter limit must be a whole number from 1 to 200 (default ${DEFAULT_PAGE_SIZE}), got ${JSON.stringify(query?.limit)}`,
+        : `the query parameter limit must be a whole number from 1 to 200 (${absent}), got ${JSON.stringify(query?.limit)}`,
     );
   }
-  return { limit: parsed.data.limit ?? DEFAULT_PAGE_SIZE, cursor: parsed.data.cursor };
+  return parsed.data;
+}
+
+export function pageQuery(request: FastifyRequest): PageRequest {
+  const { limit, cursor } = pagingQuery(request, `default ${DEFAULT_PAGE_SIZE}`);
+  return { limit: limit ?? DEFAULT_PAGE_SIZE, cursor };
 }
 
 /** The start of a session id, as `GET /api/sessions?id_prefix=` takes it. */

@@ -2,6 +2,7 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { makeRoom } from '../bounded.ts';
 import { nowIso } from './columns.ts';
+import { pageSize, type ListWindow } from './cursor.ts';
 import type { Notifications } from './notifications.ts';
 import type { ApiKeysTable, Database, Role } from './schema.ts';
 
@@ -196,8 +197,13 @@ export function createApiKeysRepo(db: Kysely<Database>, options: ApiKeysOptions 
   });
 
   /** Keys of a project for display; never the hash. */
-  async function list(projectId: string): Promise<ApiKeyInfo[]> {
-    const rows = await db.selectFrom('api_keys').select(infoColumns).where('project_id', '=', projectId).orderBy('created_at').orderBy('id').execute();
+  /** Oldest first (then by id); a window's limit reads one more, as toListPage expects. */
+  async function list(projectId: string, window: ListWindow = {}): Promise<ApiKeyInfo[]> {
+    let query = db.selectFrom('api_keys').select(infoColumns).where('project_id', '=', projectId);
+    const { after, limit } = window;
+    if (after) query = query.where((eb) => eb.or([eb('created_at', '>', after.key), eb.and([eb('created_at', '=', after.key), eb('id', '>', after.id)])]));
+    if (limit !== undefined) query = query.limit(pageSize(limit) + 1);
+    const rows = await query.orderBy('created_at').orderBy('id').execute();
     return rows.map(toInfo);
   }
 

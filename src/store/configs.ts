@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { AppError } from '../errors.ts';
 import { fromJson, nowIso } from './columns.ts';
-import { decodeCursor, pageSize, toPage, type Page, type PageRequest } from './cursor.ts';
+import { decodeCursor, pageSize, toPage, type ListWindow, type Page, type PageRequest } from './cursor.ts';
 import type { ArtifactKind, ArtifactsTable, Database } from './schema.ts';
 
 /**
@@ -168,10 +168,14 @@ export function createConfigsRepo(db: Kysely<Database>, engine: 'sqlite' | 'post
     return updated;
   }
 
-  async function listArtifacts(projectId: string, kind: ArtifactKind, family?: string): Promise<ArtifactRecord[]> {
+  /** By slug (then id); a window's limit reads one more, as toListPage expects. */
+  async function listArtifacts(projectId: string, kind: ArtifactKind, family?: string, window: ListWindow = {}): Promise<ArtifactRecord[]> {
     let query = db.selectFrom('artifacts').selectAll().where('project_id', '=', projectId).where('kind', '=', kind);
     if (family) query = query.where('family', '=', family);
-    return query.orderBy('slug').execute();
+    const { after, limit } = window;
+    if (after) query = query.where((eb) => eb.or([eb('slug', '>', after.key), eb.and([eb('slug', '=', after.key), eb('id', '>', after.id)])]));
+    if (limit !== undefined) query = query.limit(pageSize(limit) + 1);
+    return query.orderBy('slug').orderBy('id').execute();
   }
 
   /** Oldest first: the first is the artifact's default variant. */

@@ -3,6 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { ConnectionCreate, ConnectionView, ProjectConnection } from '../contract/connections.ts';
 import { AppError } from '../errors.ts';
 import { nowIso } from './columns.ts';
+import { pageSize, type ListWindow } from './cursor.ts';
 import type { ConnectionsTable, Database } from './schema.ts';
 import type { SecretBox } from './secret-box.ts';
 
@@ -62,9 +63,13 @@ export function createConnectionsRepo(db: Kysely<Database>, box: SecretBox) {
     return toView(row);
   }
 
-  /** A project's connections, by slug. */
-  async function list(projectId: string): Promise<ConnectionView[]> {
-    const rows = await db.selectFrom('connections').selectAll().where('project_id', '=', projectId).orderBy('slug').execute();
+  /** A project's connections, by slug (then id); a window's limit reads one more, as toListPage expects. */
+  async function list(projectId: string, window: ListWindow = {}): Promise<ConnectionView[]> {
+    let query = db.selectFrom('connections').selectAll().where('project_id', '=', projectId);
+    const { after, limit } = window;
+    if (after) query = query.where((eb) => eb.or([eb('slug', '>', after.key), eb.and([eb('slug', '=', after.key), eb('id', '>', after.id)])]));
+    if (limit !== undefined) query = query.limit(pageSize(limit) + 1);
+    const rows = await query.orderBy('slug').orderBy('id').execute();
     return rows.map(toView);
   }
 

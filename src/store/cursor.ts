@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { AppError } from '../errors.ts';
 
 /**
@@ -63,4 +64,64 @@ export function toPage<R, T>(rows: R[], limit: number, key: (row: R) => CursorKe
 /** Clamps a page size the store was given to something a query can use. */
 export function pageSize(limit: number): number {
   return Math.max(1, Math.trunc(limit));
+}
+
+/**
+ * A list read whole unless a page is asked for (test sets, workflows, environments, keys,
+ * connections): `limit` absent, every item after `after` comes back. A store given a limit reads
+ * `limit + 1` items, as toPage expects, in the list's order: by `key` (a slug, a creation time),
+ * ties broken by id.
+ */
+export interface ListWindow {
+  limit?: number | undefined;
+  after?: ListPosition | undefined;
+}
+
+/** The item a page ended with: its sort key and its id. */
+export interface ListPosition {
+  key: string;
+  id: string;
+}
+
+/** Which list of which project a cursor continues; it is refused by any other. */
+export interface ListScope {
+  list: string;
+  projectId: string;
+}
+
+// A digest, not the project id itself: a cursor that travels in a URL says nothing of the project.
+const scopeTag = (scope: ListScope) => createHash('sha256').update(`${scope.list}\n${scope.projectId}`).digest('base64url').slice(0, 16);
+
+export function encodeListCursor(scope: ListScope, position: ListPosition): string {
+  return Buffer.from(JSON.stringify([scopeTag(scope), position.key, position.id]), 'utf8').toString('base64url');
+}
+
+/**
+ * The position a cursor names, when this list of this project gave it out. A cursor of another
+ * list or project is refused rather than read as a position: it could only be a mistake, and a
+ * page it started would be some other list's. `name` is the parameter the cursor came in.
+ */
+export function decodeListCursor(scope: ListScope, cursor: string, name = 'cursor'): ListPosition {
+  let triple: unknown;
+  try {
+    triple = /^[A-Za-z0-9_-]+$/.test(cursor) ? JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) : undefined;
+  } catch {
+    triple = undefined;
+  }
+  const shown = cursor.length > 80 ? `${cursor.slice(0, 80)}…` : cursor;
+  // No slug, time or id holds a control character; PostgreSQL would refuse a NUL in the query with a message naming no parameter.
+  if (!Array.isArray(triple) || triple.length !== 3 || !triple.every((part) => typeof part === 'string' && part !== '' && !/\p{Cc}/u.test(part))) {
+    throw new AppError('invalid-request', `${name} "${shown}" is not valid; pass the "next" value of the previous page`);
+  }
+  if (triple[0] !== scopeTag(scope)) {
+    throw new AppError('invalid-request', `${name} "${shown}" was not given by this list in this project; pass the "next" value of the previous page of ${scope.list}`);
+  }
+  return { key: triple[1] as string, id: triple[2] as string };
+}
+
+/** The page a window's `limit + 1` items make (all of them when no limit was asked for). */
+export function toListPage<T>(items: T[], window: ListWindow, scope: ListScope, position: (item: T) => ListPosition): Page<T> {
+  if (window.limit === undefined || items.length <= window.limit) return { items };
+  const kept = items.slice(0, window.limit);
+  return { items: kept, next: encodeListCursor(scope, position(kept.at(-1)!)) };
 }

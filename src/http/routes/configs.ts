@@ -22,7 +22,8 @@ import type { ConfigService } from '../../configs/service.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { EMBEDS_HEADER, embedsHeader } from '../invoke-request.ts';
-import { documented, paging, parameter } from '../route-doc.ts';
+import { bySlug, listQuery, listReply } from '../list-request.ts';
+import { documented, listPaging, paging, parameter } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
 import { parseWith } from '../validate.ts';
@@ -76,13 +77,15 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "List the project's workflows, by slug",
       role: 'viewer',
-      query: { family: parameter('Only this family', WorkflowFamily) },
-      ok: { status: 200, schema: WorkflowList, description: 'The workflows with their variants' },
+      query: { family: parameter('Only this family', WorkflowFamily), ...listPaging('Workflows') },
+      ok: { status: 200, schema: WorkflowList, description: 'The workflows with their variants (one page of them with limit)' },
     }),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      const workflows = await configs.listWorkflows(projectId, queryValue(request, 'family', WorkflowFamily));
-      return { count: workflows.length, workflows };
+      const scope = { list: 'GET /api/workflows', projectId };
+      const family = queryValue(request, 'family', WorkflowFamily);
+      const window = listQuery(request, scope);
+      return listReply('workflows', await configs.listWorkflows(projectId, family, window), window, scope, bySlug);
     },
   );
 
@@ -166,14 +169,16 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
   app.get(
     '/api/environments',
     documented({
-      summary: "List the project's environments with what each deploys",
+      summary: "List the project's environments with what each deploys, by slug",
       role: 'viewer',
-      ok: { status: 200, schema: EnvironmentList, description: 'The environments' },
+      query: listPaging('Environments'),
+      ok: { status: 200, schema: EnvironmentList, description: 'The environments (one page of them with limit)' },
     }),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      const environments = await configs.listEnvironments(projectId);
-      return { count: environments.length, environments };
+      const scope = { list: 'GET /api/environments', projectId };
+      const window = listQuery(request, scope);
+      return listReply('environments', await configs.listEnvironments(projectId, window), window, scope, bySlug);
     },
   );
 

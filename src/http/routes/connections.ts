@@ -3,7 +3,8 @@ import { ConnectionCreate, ConnectionList, ConnectionSlug, ConnectionView } from
 import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
-import { documented } from '../route-doc.ts';
+import { bySlug, listQuery, listReply } from '../list-request.ts';
+import { documented, listPaging } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { parseWith } from '../validate.ts';
 
@@ -50,13 +51,16 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
     documented({
       summary: "List the project's connections, by slug",
       role: 'viewer',
-      ok: { status: 200, schema: ConnectionList, description: 'Every connection of the project, without keys' },
+      query: listPaging('Connections'),
+      ok: { status: 200, schema: ConnectionList, description: 'Every connection of the project (one page of them with limit), without keys' },
     }),
     async (request, reply): Promise<ConnectionList> => {
       const { projectId } = await authorize(store, request);
-      const connections = await store.connections.list(projectId);
+      const scope = { list: 'GET /api/connections', projectId };
+      const window = listQuery(request, scope);
+      const connections = await store.connections.list(projectId, window);
       reply.headers(runHeaders({}));
-      return { count: connections.length, connections };
+      return listReply('connections', connections, window, scope, bySlug);
     },
   );
 

@@ -25,7 +25,8 @@ import { AppError } from '../../errors.ts';
 import { allOf } from '../../objects.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
-import { documented, paging, parameter } from '../route-doc.ts';
+import { bySlug, listQuery, listReply, listWindowing } from '../list-request.ts';
+import { documented, listPaging, paging, parameter } from '../route-doc.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
 import { checkBodyDepth, parseWith } from '../validate.ts';
@@ -129,14 +130,16 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
   app.get(
     '/api/simple/testsets/',
     documented({
-      summary: "List the project's test sets (row ids, without the rows)",
+      summary: "List the project's test sets by slug (row ids, without the rows)",
       role: 'viewer',
-      ok: { status: 200, schema: TestsetList, description: 'The test sets' },
+      query: listPaging('Test sets'),
+      ok: { status: 200, schema: TestsetList, description: 'The test sets (one page of them with limit)' },
     }),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      const all = await testsets.list(projectId);
-      return { count: all.length, testsets: all };
+      const scope = { list: 'GET /api/simple/testsets/', projectId };
+      const window = listQuery(request, scope);
+      return listReply('testsets', await testsets.list(projectId, window), window, scope, bySlug);
     },
   );
 
@@ -144,17 +147,19 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     '/api/simple/testsets/query',
     documented(
       {
-        summary: "List test sets by the reference's query: attributes, names, a limit",
+        summary: "List test sets by the reference's query: attributes, names; windowing.limit pages (windowing.next continues), by slug",
         role: 'viewer',
         body: TestsetQuery,
-        ok: { status: 200, schema: TestsetList, description: 'The test sets that match' },
+        ok: { status: 200, schema: TestsetList, description: 'The test sets that match (one page of them with windowing.limit)' },
       },
       { optionalBody: true },
     ),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      const found = await testsets.query(projectId, parseWith(TestsetQuery, request.body));
-      return { count: found.length, testsets: found };
+      const query = parseWith(TestsetQuery, request.body);
+      const scope = { list: 'POST /api/simple/testsets/query', projectId };
+      const window = listWindowing(query.windowing, scope);
+      return listReply('testsets', await testsets.query(projectId, query, window), window, scope, bySlug);
     },
   );
 

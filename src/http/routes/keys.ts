@@ -4,7 +4,8 @@ import { AppError } from '../../errors.ts';
 import type { ApiKeyInfo } from '../../store/api-keys.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
-import { documented } from '../route-doc.ts';
+import { listQuery, listReply } from '../list-request.ts';
+import { documented, listPaging } from '../route-doc.ts';
 import { parseWith } from '../validate.ts';
 
 export interface KeyRoutesDeps {
@@ -57,12 +58,15 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
     documented({
       summary: "The project's API keys, revoked ones included",
       role: 'admin',
-      ok: { status: 200, schema: KeyList, description: 'Every key of the project, oldest first' },
+      query: listPaging('Keys'),
+      ok: { status: 200, schema: KeyList, description: 'Every key of the project (one page of them with limit), oldest first' },
     }),
     async (request) => {
       const { projectId } = await authorize(store, request);
-      const keys = (await store.apiKeys.list(projectId)).map(toKeyView);
-      return { count: keys.length, keys };
+      const scope = { list: 'GET /api/keys', projectId };
+      const window = listQuery(request, scope);
+      const keys = (await store.apiKeys.list(projectId, window)).map(toKeyView);
+      return listReply('keys', keys, window, scope, (key) => ({ key: key.created_at, id: key.id }));
     },
   );
 
