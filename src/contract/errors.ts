@@ -47,6 +47,7 @@ export const ERROR_TYPES = {
   'turn-timeout': 504,
   'internal': 500,
   'unavailable': 503,
+  'insufficient-storage': 507,
 } as const;
 export type ErrorType = keyof typeof ERROR_TYPES;
 

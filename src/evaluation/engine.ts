@@ -10,6 +10,7 @@ import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
+import { databaseUnavailable } from '../store/unavailable.ts';
 import type { ServiceMetrics } from '../telemetry/metrics.ts';
 import type { ResultError, ResultRecord, ResultUpdate, RunRecord } from '../store/evaluations.ts';
 import { evaluate, type Complete } from './evaluators.ts';
@@ -232,10 +233,10 @@ class RunDriver {
     const { store } = this.deps;
     const runId = this.run.id;
     try {
-      await store.evaluations.updateRun(runId, { status: 'running', started_at: this.startedAt });
+      await this.whileUnavailable(() => store.evaluations.updateRun(runId, { status: 'running', started_at: this.startedAt }));
       let prepared: PreparedRun;
       try {
-        prepared = await this.deps.prepare(this.run);
+        prepared = await this.whileUnavailable(() => this.deps.prepare(this.run));
       } catch (error) {
         const failure = isAppError(error) ? error : new AppError('internal', 'the run could not be prepared', { cause: error });
         await store.evaluations.moveResults(runId, 'pending', 'cancelled');
@@ -243,9 +244,30 @@ class RunDriver {
         return;
       }
       await this.loop(prepared);
-      await this.finish();
+      await this.whileUnavailable(() => this.finish());
     } finally {
       this.resolveDone();
+    }
+  }
+
+  /**
+   * A statement the run cannot go on without, tried again every `pollMs` while the database is
+   * unavailable (down, restarting, its disk full), so the run carries on once it is back rather
+   * than stay `running` with no one driving it; SQLite has no other replica to pick it up. Gives
+   * up when the run is stopped.
+   */
+  private async whileUnavailable<T>(statement: () => Promise<T>): Promise<T> {
+    let waited = false;
+    for (;;) {
+      try {
+        return await statement();
+      } catch (error) {
+        const down = databaseUnavailable(error);
+        if (!down || this.controller.signal.aborted) throw error;
+        if (!waited) this.deps.log.warn({ run_id: this.run.id, error: { type: down.type, message: down.message } }, 'an evaluation run waits for the database');
+        waited = true;
+        await pause(this.deps.pollMs, this.controller.signal, () => {});
+      }
     }
   }
 
@@ -268,33 +290,38 @@ class RunDriver {
       while (!signal.aborted) {
         ended = false;
         const room = batch_size - inFlight.size;
-        const claimed = room > 0 ? await store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs) : [];
+        const claimed = room > 0 ? await this.whileUnavailable(() => store.evaluations.claim(this.run.id, this.holder, room, batch_size, claimTtlMs)) : [];
         let lastStart = -Infinity;
         for (const result of claimed) {
           await spacedFrom(lastStart);
           lastStart = performance.now();
-          const run = this.runCase(result, prepared).finally(() => {
-            inFlight.delete(result.id);
-            ended = true;
-            wake?.();
-          });
+          // A case whose outcome could not be written (the database went away) keeps its claim
+          // until it lapses; then it is claimed again, here or elsewhere, and runs once more.
+          const run = this.runCase(result, prepared)
+            .catch((error: unknown) => this.deps.log.warn({ err: error, run_id: this.run.id, result_id: result.id }, 'could not record an evaluation case; it runs again once its claim lapses'))
+            .finally(() => {
+              inFlight.delete(result.id);
+              ended = true;
+              wake?.();
+            });
           inFlight.set(result.id, run);
         }
         if (claimed.length > 0 && inFlight.size < batch_size) continue;
         if (claimed.length === 0 && inFlight.size === 0) {
-          const progress = await store.evaluations.progress(this.run.id);
+          const progress = await this.whileUnavailable(() => store.evaluations.progress(this.run.id));
           if (progress.pending === 0 && progress.running === 0) break;
         }
         // Wait for a case here to end, a retry to come due, or the next look around.
-        const due = claimed.length === 0 ? await store.evaluations.nextDue(this.run.id) : undefined;
+        const due = claimed.length === 0 ? await this.whileUnavailable(() => store.evaluations.nextDue(this.run.id)) : undefined;
         const waitMs = due === undefined ? pollMs : Math.min(pollMs, Math.max(0, Date.parse(due) - Date.now()));
         if (!ended) await pause(waitMs, signal, (resolve) => (wake = resolve));
         wake = undefined;
       }
     } finally {
       clearInterval(renewal);
+      // Also when the loop failed: a case still running must not outlive its driver.
+      await Promise.allSettled(inFlight.values());
     }
-    await Promise.allSettled(inFlight.values());
   }
 
   private async renew(ids: string[]): Promise<void> {
@@ -373,8 +400,9 @@ class RunDriver {
         error = new AppError('invalid-request', 'the turn paused for a human decision; evaluation runs are unattended, so use permissions that do not ask (runner.permissions.default "allow" or "deny")');
       }
     } catch (caught) {
-      error = isAppError(caught) ? caught : new AppError('internal', 'the case failed unexpectedly', { cause: caught });
-      if (!isAppError(caught)) this.deps.log.error({ err: caught, run_id: this.run.id, result_id: result.id }, 'evaluation case failed');
+      const down = isAppError(caught) ? undefined : databaseUnavailable(caught);
+      error = isAppError(caught) ? caught : (down ?? new AppError('internal', 'the case failed unexpectedly', { cause: caught }));
+      if (!isAppError(caught) && !down) this.deps.log.error({ err: caught, run_id: this.run.id, result_id: result.id }, 'evaluation case failed');
     } finally {
       if (turn) this.turns.delete(turn);
     }

@@ -13,6 +13,7 @@ import { serverKeys } from '../agent/model.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { TurnService } from '../sessions/turn-service.ts';
 import { refusedValue, type Store } from '../store/db.ts';
+import { databaseUnavailable } from '../store/unavailable.ts';
 import { AccessLog } from './access-log.ts';
 import { clientErrorHandler, discardUnreadBody } from './client-errors.ts';
 import { errorEnvelope } from './envelope.ts';
@@ -291,8 +292,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const appError = isAppError(error) ? error : (fromFastifyError(error, config.maxBodyBytes) ?? refusedValue(error));
-    if (!appError) request.log.error({ err: error }, 'unhandled error');
-    const failure = appError ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
+    const down = appError ? undefined : databaseUnavailable(error);
+    // The operator's sign of a database outage besides /ready: one line a request, with the driver's words, no stack.
+    if (down) request.log.warn({ error: { type: down.type, message: down.message }, driver: error.message }, 'database unavailable');
+    else if (!appError) request.log.error({ err: error }, 'unhandled error');
+    const failure = appError ?? down ?? new AppError('internal', 'the server failed to handle the request; it has been logged with the request id', { cause: error });
     const run = request.run ?? {};
     const body = errorEnvelope(failure, run, config.debug, makeRedactor([...serverKeys(config), ...requestSecrets(request.body)]));
     discardUnreadBody(request.raw, reply);

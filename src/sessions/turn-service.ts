@@ -13,6 +13,7 @@ import type { Store } from '../store/db.ts';
 import type { Lease } from '../store/leases.ts';
 import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
+import { databaseUnavailable } from '../store/unavailable.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
 import type { ServiceMetrics, TurnMetrics } from '../telemetry/metrics.ts';
@@ -526,9 +527,9 @@ export class TurnService {
           ? (reason as AppError)
           : isAppError(error)
             ? error
-            : new AppError('internal', 'the turn failed unexpectedly', { cause: error });
+            : (databaseUnavailable(error) ?? new AppError('internal', 'the turn failed unexpectedly', { cause: error }));
       const ids = { turn_id: turn.id, session_id: turn.sessionId, trace_id: turn.traceId };
-      const unexpected = !isAppError(error) && !aborted && !timedOut;
+      const unexpected = !isAppError(error) && failure.type === 'internal';
       if (unexpected) log.error({ err: redactError(error, redact), ...ids }, 'turn failed');
       status = aborted ? (isCancel(reason) ? 'cancelled' : 'interrupted') : 'failed';
       if (aborted && isCancel(reason) && (await store.interactions.cancelPending(turn.projectId, turn.sessionId, [], OPEN_INTERACTION_STATUSES)) > 0) {
@@ -551,22 +552,52 @@ export class TurnService {
       usage: folded.usage,
       error: folded.error,
     };
-    const notRecorded = (error: unknown) => log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
+    let unstored: AppError | undefined;
+    const notRecorded = (error: unknown) => {
+      unstored = databaseUnavailable(error, "agentd stores it once the database is back, to be read in the session's turns; sending the turn again would run it again");
+      log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn');
+    };
     if (unrecorded) {
       await store.turns.create(unrecorded, end).catch(notRecorded);
     } else {
       this.letLeaseGo(turn);
       await store.turns.finish(turn.id, end, { project_id: turn.projectId, session_id: turn.sessionId }).catch(async (error: unknown) => {
         notRecorded(error);
+        if (unstored) this.recordLater(turn, end);
         // The lease goes back even when the turn's row could not be written (on PostgreSQL both were one statement).
         await store.leases.release(turn.projectId, turn.sessionId, turn.id).catch((failed: unknown) => log.error({ err: failed, turn_id: turn.id }, 'could not release a lease'));
       });
+    }
+    // The database went away before the turn's end was stored: it is not told as having ended
+    // well (a pause stored nowhere cannot be answered); its end is stored once the database is back.
+    if (unstored && !turn.failure) {
+      turn.failure = new AppError(unstored.type, `the turn ran, but its end could not be stored: ${unstored.message}`, { status: unstored.status });
+      turn.push({ type: 'error', data: { code: turn.failure.status, type: turn.failure.type, message: turn.failure.message } });
+      done = doneEvent('error');
     }
     span?.end({ status, stopReason: folded.stop_reason, usage: folded.usage, error: turn.failure });
     metrics?.end(status, turn.failure, folded.usage);
     this.live.delete(turn.id);
     if (done) turn.push(done);
     turn.finish(folded);
+  }
+
+  /**
+   * The end of a turn the database could not take (down, its disk full), written once it is back:
+   * until then the turn reads as running. Only a turn still running changes, so one the lease
+   * sweep has meanwhile recorded as interrupted stays so.
+   */
+  private recordLater(turn: LiveTurn, end: TurnEnd, delayMs = 1_000): void {
+    const { store, log } = this.deps;
+    const ids = { project_id: turn.projectId, session_id: turn.sessionId };
+    const retry = setTimeout(() => {
+      store.turns.finish(turn.id, end, ids).then(
+        () => log.info({ turn_id: turn.id }, 'recorded the end of a turn once the database was back'),
+        (error: unknown) => (databaseUnavailable(error) ? this.recordLater(turn, end, Math.min(delayMs * 2, RECORD_RETRY_MAX_MS)) : log.error({ err: error, turn_id: turn.id }, 'could not record the end of a turn')),
+      );
+    }, delayMs);
+    // Never what keeps a stopping server alive: the next start records the turn as interrupted.
+    retry.unref();
   }
 
   /** A turn's lease joins those this process renews while the turn runs. */
@@ -677,6 +708,9 @@ interface DriveOptions {
   span: TurnSpan | undefined;
   metrics: TurnMetrics | undefined;
 }
+
+/** The longest wait between two tries at storing a turn's end while the database is away. */
+const RECORD_RETRY_MAX_MS = 30_000;
 
 /** The abort reason that marks a turn cut short by the server stopping, as opposed to cancelled. */
 const INTERRUPTED = new Error('the server is shutting down; the turn was interrupted');

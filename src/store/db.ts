@@ -21,6 +21,7 @@ import { createSecretBox, loadSecretKey } from './secret-box.ts';
 import { createSessionsRepo, type SessionsRepo } from './sessions.ts';
 import { checkpointInBackground, createNodeSqliteDialect, openSqliteDatabase } from './sqlite-dialect.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
+import { databaseUnavailable } from './unavailable.ts';
 
 export interface Store {
   db: Kysely<Database>;
@@ -135,6 +136,10 @@ async function openPostgres(url: string, poolSize: number | undefined, listenUrl
   const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
   // An idle connection the server drops (a restart, a failover) must not crash the process.
   pool.on('error', () => {});
+  // Nor one checked out: pg-pool listens for an idle connection's errors only, and a socket reset
+  // or pg_terminate_backend on a connection lent to a query or a transaction is emitted on it
+  // (the query itself fails with the error too, and the pool drops the connection on release).
+  pool.on('connect', (client) => client.on('error', () => {}));
   const timer = queryTimer();
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }), log: timer.log });
   let notifications: Notifications | undefined;
@@ -196,7 +201,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     await migrateToLatest(db, schema);
   } catch (error) {
     await engine.close();
-    throw new Error(`cannot open the database at ${location}: ${(error as Error).message}`, { cause: error });
+    // A server that is down or refuses connections for now is the operator's to bring up; agentd does not wait for it.
+    const hint = databaseUnavailable(error) ? `; make sure the database is running and reachable there (${postgres ? 'DATABASE_URL' : 'its folder writable, its disk not full'}), then start agentd again` : '';
+    throw new Error(`cannot open the database at ${location}: ${(error as Error).message}${hint}`, { cause: error });
   }
 
   const notifications = engine.notifications(schema);
