@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { withExample } from './example.ts';
 import { REFERENCE_FAMILIES, References } from './invoke.ts';
+import { EXAMPLE_TEMPLATE } from './template.ts';
 
 const REFERENCE_FAMILY_KEYS = [...REFERENCE_FAMILIES.workflow, ...REFERENCE_FAMILIES.application, ...REFERENCE_FAMILIES.evaluator];
 const ENVIRONMENT_KEYS = [...REFERENCE_FAMILIES.environment];
@@ -55,25 +57,31 @@ export type RevisionData = z.infer<typeof RevisionData>;
 
 const CommitMessage = z.string().max(4096);
 
-export const WorkflowCreate = z.strictObject({
-  slug: ConfigSlug,
-  family: WorkflowFamily.default('workflow'),
-  name: z.string().min(1).max(256).optional(),
-  description: z.string().max(4096).optional(),
-  /** The first variant's slug. */
-  variant: ConfigSlug.default('default'),
-  /** When given, committed as the first revision of the first variant. */
-  data: RevisionData.optional(),
-  message: CommitMessage.optional(),
-});
+export const WorkflowCreate = withExample(
+  z.strictObject({
+    slug: ConfigSlug,
+    family: WorkflowFamily.default('workflow'),
+    name: z.string().min(1).max(256).optional(),
+    description: z.string().max(4096).optional(),
+    /** The first variant's slug. */
+    variant: ConfigSlug.default('default'),
+    /** When given, committed as the first revision of the first variant. */
+    data: RevisionData.optional(),
+    message: CommitMessage.optional(),
+  }),
+  { slug: 'support-bot', family: 'application', name: 'Support bot', data: { parameters: { agent: EXAMPLE_TEMPLATE } }, message: 'First version' },
+);
 export type WorkflowCreate = z.input<typeof WorkflowCreate>;
 
-export const RevisionCommit = z.strictObject({
-  /** The variant to commit to; one that does not exist yet is created (a branch). */
-  variant: ConfigSlug.default('default'),
-  data: RevisionData,
-  message: CommitMessage.optional(),
-});
+export const RevisionCommit = withExample(
+  z.strictObject({
+    /** The variant to commit to; one that does not exist yet is created (a branch). */
+    variant: ConfigSlug.default('default'),
+    data: RevisionData,
+    message: CommitMessage.optional(),
+  }),
+  { variant: 'default', data: { parameters: { agent: { ...EXAMPLE_TEMPLATE, llm: { provider: 'openai', model: 'gpt-5' } } } }, message: 'A larger model' },
+);
 
 const VariantView = z.object({
   id: z.string(),
@@ -114,11 +122,14 @@ export const WorkflowList = z.object({ count: z.number().int(), workflows: z.arr
 export const RevisionList = z.object({ count: z.number().int(), revisions: z.array(RevisionView), next: z.string().optional() });
 
 /** `POST /api/workflows/resolve`: what invoke would run for these references. */
-export const ResolveRequest = z.strictObject({
-  references: References,
-  selector: z.strictObject({ key: DeploymentKey.optional(), path: z.string().max(512).optional() }).optional(),
-  flags: z.strictObject({ resolve: z.boolean().optional() }).optional(),
-});
+export const ResolveRequest = withExample(
+  z.strictObject({
+    references: References,
+    selector: z.strictObject({ key: DeploymentKey.optional(), path: z.string().max(512).optional() }).optional(),
+    flags: z.strictObject({ resolve: z.boolean().optional() }).optional(),
+  }),
+  { references: { application: { slug: 'support-bot' }, environment: { slug: 'production' } }, flags: { resolve: true } },
+);
 
 export const ResolvedRevision = z.object({
   revision: RevisionView,
@@ -137,11 +148,14 @@ export type Deployment = z.infer<typeof Deployment>;
 export const EnvironmentData = z.object({ references: z.record(z.string(), Deployment) });
 export type EnvironmentData = z.infer<typeof EnvironmentData>;
 
-export const EnvironmentCreate = z.strictObject({
-  slug: ConfigSlug,
-  name: z.string().min(1).max(256).optional(),
-  description: z.string().max(4096).optional(),
-});
+export const EnvironmentCreate = withExample(
+  z.strictObject({
+    slug: ConfigSlug,
+    name: z.string().min(1).max(256).optional(),
+    description: z.string().max(4096).optional(),
+  }),
+  { slug: 'production', name: 'Production', description: 'What customers talk to' },
+);
 export type EnvironmentCreate = z.infer<typeof EnvironmentCreate>;
 
 export const EnvironmentRevisionView = z.object({
@@ -170,19 +184,22 @@ export const EnvironmentList = z.object({ count: z.number().int(), environments:
 
 export const EnvironmentRevisionList = z.object({ count: z.number().int(), revisions: z.array(EnvironmentRevisionView), next: z.string().optional() });
 
-export const DeployBody = z.strictObject({
-  /** Which revision to deploy: one workflow family's references, resolved as invoke resolves them. */
-  references: References.meta({
-    description: 'The revision to deploy: one of the workflow, application and evaluator families (else 400), without environment keys (else 400); naming a stored revision (else 404)',
-    anyOf: REFERENCE_FAMILY_KEYS.map((key) => ({ required: [key] })),
-    not: { anyOf: ENVIRONMENT_KEYS.map((key) => ({ required: [key] })) },
+export const DeployBody = withExample(
+  z.strictObject({
+    /** Which revision to deploy: one workflow family's references, resolved as invoke resolves them. */
+    references: References.meta({
+      description: 'The revision to deploy: one of the workflow, application and evaluator families (else 400), without environment keys (else 400); naming a stored revision (else 404)',
+      anyOf: REFERENCE_FAMILY_KEYS.map((key) => ({ required: [key] })),
+      not: { anyOf: ENVIRONMENT_KEYS.map((key) => ({ required: [key] })) },
+    }),
+    /** Defaults to the workflow's slug. */
+    key: DeploymentKey.optional(),
+    message: CommitMessage.optional(),
   }),
-  /** Defaults to the workflow's slug. */
-  key: DeploymentKey.optional(),
-  message: CommitMessage.optional(),
-});
+  { references: { application: { slug: 'support-bot' } }, message: 'Ship the first version' },
+);
 
-export const UndeployBody = z.strictObject({ key: DeploymentKey, message: CommitMessage.optional() });
+export const UndeployBody = withExample(z.strictObject({ key: DeploymentKey, message: CommitMessage.optional() }), { key: 'support-bot', message: 'Take the bot offline' });
 
 /**
  * An embed: `{"@ag.embed": {"@ag.references": {...}, "@ag.selector": {"path": ...}}}` stands for

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withExample } from './example.ts';
 import { PROVIDERS, type Provider } from './providers.ts';
 
 /**
@@ -23,31 +24,34 @@ export const ConnectionSlug = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'a slug is 1-63 lowercase letters, digits, "_" or "-", starting with a letter or digit' });
 
-export const ConnectionCreate = z
-  .strictObject({
-    slug: ConnectionSlug,
-    provider: z.enum(PROVIDERS),
-    base_url: z
-      .url({ protocol: /^https?$/, message: 'base_url must be an http(s) URL' })
-      .max(2048)
-      // Viewers read base_url back; a key belongs in api_key, which is sealed and never returned.
-      .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), { message: 'base_url must not carry a user name or password; put the key in api_key' })
-      .optional(),
-    api_key: z
-      .string()
-      .min(1)
-      .max(4096)
-      // An HTTP header cannot carry anything else: such a key would fail every call as the provider's fault.
-      .regex(HEADER_VALUE, { message: 'api_key must be the key itself, printable ASCII without spaces (a placeholder such as "sk-…" is not one)' })
-      .describe("The provider's API key: stored encrypted, never returned"),
-    model: z.string().min(1).max(256).optional(),
-  })
-  // Such an endpoint has no default address: without one the connection could not be used.
-  .refine((c) => c.provider !== 'openai-compatible' || c.base_url !== undefined, {
-    message: 'provider "openai-compatible" needs base_url',
-    path: ['base_url'],
-  })
-  .meta({ anyOf: [{ properties: { provider: { enum: PROVIDERS.filter((p) => p !== 'openai-compatible') } } }, { required: ['base_url'] }] });
+export const ConnectionCreate = withExample(
+  z
+    .strictObject({
+      slug: ConnectionSlug,
+      provider: z.enum(PROVIDERS),
+      base_url: z
+        .url({ protocol: /^https?$/, message: 'base_url must be an http(s) URL' })
+        .max(2048)
+        // Viewers read base_url back; a key belongs in api_key, which is sealed and never returned.
+        .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), { message: 'base_url must not carry a user name or password; put the key in api_key' })
+        .optional(),
+      api_key: z
+        .string()
+        .min(1)
+        .max(4096)
+        // An HTTP header cannot carry anything else: such a key would fail every call as the provider's fault.
+        .regex(HEADER_VALUE, { message: 'api_key must be the key itself, printable ASCII without spaces (a placeholder such as "sk-…" is not one)' })
+        .describe("The provider's API key: stored encrypted, never returned"),
+      model: z.string().min(1).max(256).optional(),
+    })
+    // Such an endpoint has no default address: without one the connection could not be used.
+    .refine((c) => c.provider !== 'openai-compatible' || c.base_url !== undefined, {
+      message: 'provider "openai-compatible" needs base_url',
+      path: ['base_url'],
+    })
+    .meta({ anyOf: [{ properties: { provider: { enum: PROVIDERS.filter((p) => p !== 'openai-compatible') } } }, { required: ['base_url'] }] }),
+  { slug: 'team-openai', provider: 'openai', api_key: 'sk-proj-REPLACE-WITH-YOUR-KEY', model: 'gpt-5-mini' },
+);
 export type ConnectionCreate = z.infer<typeof ConnectionCreate>;
 
 export const ConnectionView = z.object({

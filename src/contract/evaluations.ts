@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigSlug } from './configs.ts';
+import { withExample } from './example.ts';
 import { Paging } from './interactions.ts';
 import { RUN_LIMITS } from './evaluation-limits.ts';
 
@@ -32,23 +33,40 @@ const TestsetFields = {
   flags: record.optional(),
 };
 
-export const TestsetCreate = z.strictObject({
-  testset: z.strictObject({
-    slug: ConfigSlug.optional(),
-    ...TestsetFields,
-    data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
+/** Rows as the examples write them: the conversation a case starts with, and what the answer should hold. */
+const EXAMPLE_TESTCASES = [
+  { data: { messages: [{ role: 'user', content: 'How do I reset my password?' }], expected: 'Settings' } },
+  { data: { messages: [{ role: 'user', content: 'Can I pay by invoice?' }], expected: 'invoice' } },
+];
+
+export const TestsetCreate = withExample(
+  z.strictObject({
+    testset: z.strictObject({
+      slug: ConfigSlug.optional(),
+      ...TestsetFields,
+      data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
+    }),
   }),
-});
+  { testset: { slug: 'support-questions', name: 'Support questions', data: { testcases: EXAMPLE_TESTCASES } } },
+);
 export type TestsetCreate = z.infer<typeof TestsetCreate>;
 
 /** A new revision: the rows as they now are (rows sent with their `id` keep it). */
-export const TestsetEdit = z.strictObject({
-  testset: z.strictObject({
-    ...TestsetFields,
-    data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
-    message: z.string().max(4096).optional(),
+export const TestsetEdit = withExample(
+  z.strictObject({
+    testset: z.strictObject({
+      ...TestsetFields,
+      data: z.strictObject({ testcases: z.array(TestcaseInput).min(1).max(MAX_TESTCASES) }),
+      message: z.string().max(4096).optional(),
+    }),
   }),
-});
+  {
+    testset: {
+      data: { testcases: [...EXAMPLE_TESTCASES, { data: { messages: [{ role: 'user', content: 'Where is my order?' }], expected: 'tracking' } }] },
+      message: 'One more question',
+    },
+  },
+);
 export type TestsetEdit = z.infer<typeof TestsetEdit>;
 
 export const Testcase = z.object({ id: z.string(), data: record, ...TestcaseLabels });
@@ -76,15 +94,18 @@ export type TestsetView = z.infer<typeof TestsetView>;
  * keeps the test sets named (by id or slug). Without `windowing.limit` every match comes back; with
  * it, one page, and the reply's `next` passed back as `windowing.next` reads the following one.
  */
-export const TestsetQuery = z.strictObject({
-  testset: z
-    .strictObject({ name: z.string().optional(), slug: z.string().optional(), tags: record.optional(), meta: record.optional(), flags: record.optional() })
-    .optional(),
-  testset_refs: z.array(z.strictObject({ id: z.string().min(1).optional(), slug: z.string().min(1).optional(), version: z.union([z.string(), z.number()]).optional() })).optional(),
-  /** Nothing is archived here: with or without, every test set is listed. */
-  include_archived: z.boolean().optional(),
-  windowing: z.strictObject({ ...Paging, next: Paging.cursor }).optional(),
-});
+export const TestsetQuery = withExample(
+  z.strictObject({
+    testset: z
+      .strictObject({ name: z.string().optional(), slug: z.string().optional(), tags: record.optional(), meta: record.optional(), flags: record.optional() })
+      .optional(),
+    testset_refs: z.array(z.strictObject({ id: z.string().min(1).optional(), slug: z.string().min(1).optional(), version: z.union([z.string(), z.number()]).optional() })).optional(),
+    /** Nothing is archived here: with or without, every test set is listed. */
+    include_archived: z.boolean().optional(),
+    windowing: z.strictObject({ ...Paging, next: Paging.cursor }).optional(),
+  }),
+  { testset: { name: 'Support questions' }, windowing: { limit: 10 } },
+);
 export type TestsetQuery = z.infer<typeof TestsetQuery>;
 
 /** `revision_id` also at the top: spec §4.5 says the creation's response carries it. */
@@ -157,25 +178,39 @@ const Concurrency = z.strictObject({
   retry_delay: z.number().int().min(0).max(RUN_LIMITS.retryDelayS).default(0),
 });
 
-export const EvaluationCreate = z.strictObject({
-  evaluation: z.strictObject({
-    name: z.string().min(1).max(256).optional(),
-    description: z.string().max(4096).optional(),
-    tags: record.optional(),
-    meta: record.optional(),
-    flags: record.optional(),
-    data: z.strictObject({
-      status: z.string().optional(),
-      query_steps: StepMap.optional(),
-      testset_steps: StepMap,
-      application_steps: StepMap,
-      evaluator_steps: StepMap.optional(),
-      evaluators: z.array(EvaluatorSpec).max(20).optional(),
-      repeats: z.number().int().min(1).max(RUN_LIMITS.repeats).default(1),
-      concurrency: Concurrency.default({ batch_size: 10, max_retries: 0, retry_delay: 0 }),
+export const EvaluationCreate = withExample(
+  z.strictObject({
+    evaluation: z.strictObject({
+      name: z.string().min(1).max(256).optional(),
+      description: z.string().max(4096).optional(),
+      tags: record.optional(),
+      meta: record.optional(),
+      flags: record.optional(),
+      data: z.strictObject({
+        status: z.string().optional(),
+        query_steps: StepMap.optional(),
+        testset_steps: StepMap,
+        application_steps: StepMap,
+        evaluator_steps: StepMap.optional(),
+        evaluators: z.array(EvaluatorSpec).max(20).optional(),
+        repeats: z.number().int().min(1).max(RUN_LIMITS.repeats).default(1),
+        concurrency: Concurrency.default({ batch_size: 10, max_retries: 0, retry_delay: 0 }),
+      }),
     }),
   }),
-});
+  {
+    evaluation: {
+      name: 'Support bot, nightly',
+      data: {
+        testset_steps: ['<test set revision id>'],
+        application_steps: ['<application revision id>'],
+        evaluators: [{ kind: 'contains', column: 'expected' }],
+        repeats: 1,
+        concurrency: { batch_size: 4, max_retries: 1 },
+      },
+    },
+  },
+);
 export type EvaluationCreate = z.infer<typeof EvaluationCreate>;
 
 const RUN_STATUSES = ['pending', 'running', 'success', 'errors', 'failure', 'cancelled'] as const;
@@ -268,26 +303,29 @@ const oneOrMany = <T extends z.ZodType>(schema: T) => z.union([schema, z.array(s
 const Windowing = z.strictObject({ ...Paging, next: Paging.cursor });
 
 /** Each filter in the singular or, as the reference also names them, the plural (`statuses`, `scenario_ids`, …). */
-export const ResultsQuery = z.strictObject({
-  result: z
-    .strictObject({
-      run_id: z.string().optional(),
-      run_ids: z.array(z.string()).min(1).optional(),
-      ids: z.array(z.string()).min(1).optional(),
-      testcase_id: oneOrMany(z.string()).optional(),
-      testcase_ids: z.array(z.string()).min(1).optional(),
-      scenario_id: oneOrMany(z.string()).optional(),
-      scenario_ids: z.array(z.string()).min(1).optional(),
-      step_key: oneOrMany(z.string()).optional(),
-      step_keys: z.array(z.string()).min(1).optional(),
-      repeat_idx: oneOrMany(RepeatIdx).optional(),
-      repeat_idxs: z.array(RepeatIdx).min(1).optional(),
-      status: oneOrMany(ResultStatus).optional(),
-      statuses: z.array(ResultStatus).min(1).optional(),
-    })
-    .default({}),
-  windowing: Windowing.optional(),
-});
+export const ResultsQuery = withExample(
+  z.strictObject({
+    result: z
+      .strictObject({
+        run_id: z.string().optional(),
+        run_ids: z.array(z.string()).min(1).optional(),
+        ids: z.array(z.string()).min(1).optional(),
+        testcase_id: oneOrMany(z.string()).optional(),
+        testcase_ids: z.array(z.string()).min(1).optional(),
+        scenario_id: oneOrMany(z.string()).optional(),
+        scenario_ids: z.array(z.string()).min(1).optional(),
+        step_key: oneOrMany(z.string()).optional(),
+        step_keys: z.array(z.string()).min(1).optional(),
+        repeat_idx: oneOrMany(RepeatIdx).optional(),
+        repeat_idxs: z.array(RepeatIdx).min(1).optional(),
+        status: oneOrMany(ResultStatus).optional(),
+        statuses: z.array(ResultStatus).min(1).optional(),
+      })
+      .default({}),
+    windowing: Windowing.optional(),
+  }),
+  { result: { run_id: '<evaluation id>', status: 'failure' }, windowing: { limit: 20 } },
+);
 export type ResultsQuery = z.infer<typeof ResultsQuery>;
 
 export const ResultList = z.object({ count: z.number().int(), results: z.array(EvaluationResult), next: z.string().optional() });
@@ -323,20 +361,23 @@ const MetricsFilter = z.strictObject({
   .meta({ anyOf: [{ required: ['run_id'] }, { required: ['run_ids'] }] });
 
 /** The reference also takes the filter under `metric`. */
-export const MetricsQuery = z
-  .strictObject({
-    metrics: MetricsFilter.optional(),
-    metric: MetricsFilter.optional(),
-    windowing: z.strictObject({ limit: Paging.limit }).optional(),
-  })
-  .transform(({ metric, metrics, windowing }, ctx) => {
-    if ((metrics ?? metric) === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['metrics'], message: 'metrics must name the runs whose metrics to read' });
-      return z.NEVER;
-    }
-    return { metrics: metrics ?? metric!, windowing };
-  })
-  .meta({ anyOf: [{ required: ['metrics'] }, { required: ['metric'] }] });
+export const MetricsQuery = withExample(
+  z
+    .strictObject({
+      metrics: MetricsFilter.optional(),
+      metric: MetricsFilter.optional(),
+      windowing: z.strictObject({ limit: Paging.limit }).optional(),
+    })
+    .transform(({ metric, metrics, windowing }, ctx) => {
+      if ((metrics ?? metric) === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['metrics'], message: 'metrics must name the runs whose metrics to read' });
+        return z.NEVER;
+      }
+      return { metrics: metrics ?? metric!, windowing };
+    })
+    .meta({ anyOf: [{ required: ['metrics'] }, { required: ['metric'] }] }),
+  { metrics: { run_id: '<evaluation id>', scenario_ids: true } },
+);
 
 export const MetricsRecord = z.object({
   run_id: z.string(),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InteractionKind } from './events.ts';
+import { withExample } from './example.ts';
 import { SessionId } from './invoke.ts';
 
 /** Interaction records and the interactions API (spec §2.7, §3.1, §4.4; design.md §4). */
@@ -83,6 +84,9 @@ export const WindowedInteractionQuery = z
     };
   });
 
+/** The list's query in either form. */
+export const InteractionListQuery = withExample(z.union([InteractionQuery, WindowedInteractionQuery]), { session_id: 'chat-42', status: 'pending', limit: 20 });
+
 /** Which of the two query forms a body is written in. */
 export const isWindowedQuery = (body: unknown): boolean => typeof body === 'object' && body !== null && ('query' in body || 'windowing' in body);
 
@@ -115,32 +119,38 @@ export const ClientToolAnswer = z.union([z.strictObject({ output: z.unknown() })
 /** `user_input` answers are free-form objects. */
 export const InputAnswer = record;
 
-export const RespondBody = z.strictObject({
-  answer: record.meta({
-    description:
-      'By the interaction\'s kind (else 400): user_approval {approved, reason?, message?, tool_call_id?} (tool_call_id, when given, the gated call\'s); client_tool {output} or {error}; user_input any object',
+export const RespondBody = withExample(
+  z.strictObject({
+    answer: record.meta({
+      description:
+        'By the interaction\'s kind (else 400): user_approval {approved, reason?, message?, tool_call_id?} (tool_call_id, when given, the gated call\'s); client_tool {output} or {error}; user_input any object',
+    }),
   }),
-});
+  { answer: { approved: true, reason: 'Writing haiku.txt is fine' } },
+);
 
 /**
  * The interaction is named by `interaction_id`, or as the reference's clients name it: `token` (the
  * paused turn's `pending_interaction.id`, which is the interaction's id) with its `session_id`.
  */
-export const TransitionBody = z
-  .strictObject({
-    interaction_id: z.string().min(1).optional(),
-    session_id: SessionId.optional(),
-    token: z.string().min(1).optional(),
-    status: InteractionStatus,
-    resolution: record
-      .meta({
-        description:
-          'Moving a pending interaction on: its answer, as respond takes it by kind (else 400); an approval\'s may also be the reference\'s {verdict: "approved"|"denied", tool_call_id?, reason?}',
-      })
-      .optional(),
-  })
-  .refine((b) => (b.interaction_id ?? b.token) !== undefined, { message: 'name the interaction with interaction_id (or token)', path: ['interaction_id'] })
-  .refine((b) => b.interaction_id === undefined || b.token === undefined || b.interaction_id === b.token, { message: 'interaction_id and token name different interactions', path: ['token'] })
-  // The refinements above, as the document says them.
-  .meta({ anyOf: [{ required: ['interaction_id'] }, { required: ['token'] }] });
+export const TransitionBody = withExample(
+  z
+    .strictObject({
+      interaction_id: z.string().min(1).optional(),
+      session_id: SessionId.optional(),
+      token: z.string().min(1).optional(),
+      status: InteractionStatus,
+      resolution: record
+        .meta({
+          description:
+            'Moving a pending interaction on: its answer, as respond takes it by kind (else 400); an approval\'s may also be the reference\'s {verdict: "approved"|"denied", tool_call_id?, reason?}',
+        })
+        .optional(),
+    })
+    .refine((b) => (b.interaction_id ?? b.token) !== undefined, { message: 'name the interaction with interaction_id (or token)', path: ['interaction_id'] })
+    .refine((b) => b.interaction_id === undefined || b.token === undefined || b.interaction_id === b.token, { message: 'interaction_id and token name different interactions', path: ['token'] })
+    // The refinements above, as the document says them.
+    .meta({ anyOf: [{ required: ['interaction_id'] }, { required: ['token'] }] }),
+  { interaction_id: '<interaction id>', status: 'resolved', resolution: { verdict: 'approved', reason: 'Writing haiku.txt is fine' } },
+);
 export type TransitionBody = z.infer<typeof TransitionBody>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withExample } from './example.ts';
 
 /** API keys over HTTP (design.md §4 "Auth"): who a key is, and an admin's keys of the project. */
 
@@ -16,7 +17,7 @@ export const KeyView = z.object({
 });
 export type KeyView = z.infer<typeof KeyView>;
 
-export const KeyCreate = z.strictObject({ role: KeyRole.default('editor') });
+export const KeyCreate = withExample(z.strictObject({ role: KeyRole.default('editor') }), { role: 'viewer' });
 
 /** The new key with its secret, shown this once. */
 export const KeyCreated = KeyView.extend({ key: z.string() });

@@ -147,6 +147,14 @@ export const AgentTemplate = z.strictObject({
 });
 export type AgentTemplate = z.infer<typeof AgentTemplate>;
 
+/** A template as the API reference's examples write one: a model, a tool, and its calls asked for approval. */
+export const EXAMPLE_TEMPLATE: z.input<typeof AgentTemplate> = {
+  instructions: { agents_md: 'You answer customer questions briefly and politely.' },
+  llm: { provider: 'openai', model: 'gpt-5-mini' },
+  tools: [{ type: 'builtin', name: 'write' }],
+  runner: { permissions: { default: 'ask' } },
+};
+
 /**
  * Keys of the pre-migration flat layout (`agent_config`). Spec §2.3 and §9.3: a template that
  * still uses them is refused, never half-understood.

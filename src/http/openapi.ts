@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { AgentEvent } from '../contract/events.ts';
 import { ErrorEnvelope, ERROR_TYPES } from '../contract/errors.ts';
+import { exampleOf } from '../contract/example.ts';
 import { CONTRACT_VERSION } from '../contract/invoke.ts';
 import { Message, UIMessage } from '../contract/messages.ts';
 import { AgentTemplate } from '../contract/template.ts';
 import type { DocumentedRoute } from './route-doc.ts';
+import { errorResponses, routeErrorTypes } from './route-errors.ts';
 
 /**
  * The OpenAPI 3.1 document, generated from the routes the server registered, each with the doc it
@@ -32,24 +34,51 @@ const TAGS: Array<[prefix: string, tag: string]> = [
 
 const tagOf = (path: string) => TAGS.findIndex(([prefix]) => path.startsWith(prefix));
 
+const ENVELOPE = { $ref: '#/components/schemas/ErrorEnvelope' };
+
+/** A parameter's example (withExample on its schema), which Swagger UI fills its field with. */
+const parameterExample = (schema: z.ZodType) => {
+  const example = exampleOf(schema);
+  return example ? { example: example.value } : {};
+};
+
+/**
+ * The request body: its schema, and the example Swagger UI's "Try it out" starts from: the route's
+ * named ones, else the schema's own. A file's type with a text example is text to edit, not a file to pick.
+ */
+function requestBody(route: DocumentedRoute, schema: Record<string, unknown> | undefined) {
+  if (route.body) {
+    const own = exampleOf(route.body);
+    const example = route.examples ? { examples: route.examples } : own ? { example: own.value } : {};
+    return { requestBody: { required: !route.bodyOptional, content: { 'application/json': { schema, ...example } } } };
+  }
+  if (route.rawBody) {
+    const media = (type: string) => {
+      const text = route.rawExamples?.[type];
+      return text === undefined ? { schema: { type: 'string', format: 'binary' } } : { schema: { type: 'string' }, example: text };
+    };
+    return { requestBody: { required: !route.bodyOptional, content: Object.fromEntries(route.rawBody.map((type) => [type, media(type)])) } };
+  }
+  return {};
+}
+
 function operation(route: DocumentedRoute) {
+  const body = route.body ? jsonSchema(route.body, 'input') : undefined;
   const parameters = [
     route.path.startsWith('/api/')
       ? { name: 'project_id', in: 'query', required: false, schema: { type: 'string' }, description: "The project to act in; absent, the API key's own project" }
       : { name: 'project_id', in: 'query', required: true, schema: { type: 'string' }, description: 'The project to act in' },
     ...route.params.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
-    ...Object.entries(route.query ?? {}).map(([name, query]) => ({ name, in: 'query', required: query.required ?? false, schema: jsonSchema(query.schema, 'input'), description: query.description })),
+    ...Object.entries(route.query ?? {}).map(([name, query]) => ({ name, in: 'query', required: query.required ?? false, schema: jsonSchema(query.schema, 'input'), description: query.description, ...parameterExample(query.schema) })),
     ...Object.entries(route.headers ?? {}).map(([name, header]) => ({ name, in: 'header', required: false, schema: jsonSchema(header.schema, 'input'), description: header.description })),
   ];
-  const errors = { description: 'An error, in the envelope; status.type names it', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
   return {
     tags: [TAGS[tagOf(route.path)]![1]],
     summary: route.summary,
     description: `Needs an API key with the "${route.role}" role or higher.`,
     security: [{ apiKey: [] }],
     parameters,
-    ...(route.body ? { requestBody: { required: !route.bodyOptional, content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.examples ? { examples: route.examples } : {}) } } } } : {}),
-    ...(route.rawBody ? { requestBody: { required: !route.bodyOptional, content: Object.fromEntries(route.rawBody.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) } } : {}),
+    ...requestBody(route, body),
     responses: {
       [String(route.ok.status)]: {
         description: route.ok.description,
@@ -63,8 +92,7 @@ function operation(route: DocumentedRoute) {
           : {}),
         ...(route.ok.content ? { content: { [route.ok.content]: { schema: { type: 'string' } } } } : {}),
       },
-      '4XX': errors,
-      '5XX': errors,
+      ...errorResponses(routeErrorTypes(route, body), ENVELOPE),
     },
   };
 }

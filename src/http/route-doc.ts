@@ -1,5 +1,6 @@
 import type { FastifyContextConfig, FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { ErrorType } from '../contract/errors.ts';
 import { Paging } from '../contract/interactions.ts';
 import type { Role } from '../store/schema.ts';
 
@@ -18,12 +19,19 @@ export interface RouteDoc {
   bodyOptional?: true;
   /** Content types of a body that is a file, not JSON. */
   rawBody?: readonly string[];
+  /** A file to send, by content type of rawBody: shown as text to edit where a type has one, else a file to pick. */
+  rawExamples?: Readonly<Record<string, string>>;
   ok: { status: number; schema?: z.ZodType; description: string; content?: string };
   query?: Record<string, Parameter>;
   /** Request headers the route reads (spec §4.1). */
   headers?: Record<string, Parameter>;
-  /** Named request bodies a reader can copy. */
+  /** Named request bodies a reader can copy; without them, the body schema's own example (withExample, src/contract/example.ts). */
   examples?: Record<string, { summary: string; value: unknown }>;
+  /**
+   * The error types the route's own work answers with; those of every route and of its shape (a
+   * body, a session id) are added to them (route-errors.ts), as /openapi.json lists its statuses.
+   */
+  errors?: readonly ErrorType[];
   /** The reply's other content types (streams), each with what it carries and a sample. */
   streams?: Record<string, { description: string; example: string }>;
 }

@@ -56,4 +56,25 @@ describe.runIf(run)('the API reference', () => {
     expect(problems).toEqual([]);
     expect(elsewhere).toEqual([]);
   });
+
+  it("starts each body from the example its contract gives, which the server takes as it is: a workflow's JSON, a test set's CSV", async () => {
+    const { page, problems } = await openPage(browser, `${h.url}/docs`);
+    await page.getByRole('button', { name: 'Authorize' }).first().click();
+    await page.locator('.modal-ux input').fill(`ApiKey ${h.apiKey}`);
+    await page.locator('.modal-ux button.authorize').click();
+    await page.locator('.modal-ux .btn-done').click();
+    const operation = (path: string) => page.locator('.opblock', { has: page.locator(`[data-path="${path}"]`) }).filter({ has: page.locator('.opblock-summary-method', { hasText: 'POST' }) });
+    for (const [path, status, answer] of [
+      ['/api/workflows', '201', '"slug": "support-bot"'],
+      ['/api/simple/testsets/import', '200', 'How do I reset my password?'],
+    ] as const) {
+      const block = operation(path);
+      await block.locator('.opblock-summary-control').click();
+      await block.getByRole('button', { name: 'Try it out' }).click();
+      await block.getByRole('button', { name: 'Execute' }).click();
+      await block.locator('.live-responses-table .response-col_status').filter({ hasText: status }).waitFor();
+      expect(await block.locator('.live-responses-table').innerText(), path).toContain(answer);
+    }
+    expect(problems).toEqual([]);
+  });
 });

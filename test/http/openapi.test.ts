@@ -1,4 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -9,6 +10,7 @@ import { invokeBody, startHarness, template, type Harness } from '../support/har
 
 let h: Harness;
 let doc: any;
+const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 /** Every route the test server registered, as Fastify added it (HEAD routes aside), seen apart from the app's own collection. */
 const registered: Array<{ method: string; url: string }> = [];
 const watchRoutes = ({ fastify }: { fastify: FastifyInstance }) =>
@@ -103,9 +105,42 @@ describe('GET /openapi.json', () => {
     for (const method of METHODS) {
       for (const op of Object.values(doc.paths).map((p: any) => p[method]).filter(Boolean)) {
         expect(op.parameters.some((p: { name: string }) => p.name === 'project_id')).toBe(true);
-        expect(op.responses['4XX'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorEnvelope');
       }
     }
+  });
+
+  it('lists the error statuses each route answers, each in the envelope, described by the types it stands for', () => {
+    const types = new Map([...read('docs/errors.md').matchAll(/^\| `([a-z-]+)` \| (\d{3}) \|/gm)].map((m) => [m[1]!, Number(m[2])]));
+    const errorsOf = (method: string, path: string) => Object.keys(doc.paths[path][method].responses).filter((status) => Number(status) >= 400).map(Number);
+    for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        // Every route of the API reads its query and needs a key, which may be of another project or role, read from a database that may fail.
+        expect(errorsOf(method, path), where).toEqual(expect.arrayContaining([400, 401, 403, 503, 507]));
+        // Statuses as they are, no ranges standing for whatever else.
+        expect(Object.keys(op.responses).filter((status) => !/^\d{3}$/.test(status)), where).toEqual([]);
+        for (const status of errorsOf(method, path)) {
+          const response = op.responses[String(status)];
+          expect(response.content['application/json'].schema.$ref, `${where} ${status}`).toBe('#/components/schemas/ErrorEnvelope');
+          // Each type named is one docs/errors.md gives this status.
+          const named = [...response.description.matchAll(/^- `([a-z-]+)`: \S/gm)].map((m) => m[1]!);
+          expect(named.length, `${where} ${status}`).toBeGreaterThan(0);
+          for (const type of named) expect(types.get(type), `${where} ${status} ${type}`).toBe(status);
+        }
+      }
+    }
+    // What the routes are known to send (docs/errors.md), route by route for those that send the most.
+    expect(errorsOf('post', '/services/agent/v0/invoke')).toEqual([400, 401, 403, 404, 406, 408, 409, 413, 415, 424, 429, 500, 502, 503, 504, 507]);
+    expect(errorsOf('get', '/services/agent/v0/invoke/{session_id}/stream')).toEqual([400, 401, 403, 406, 500, 503, 507]);
+    expect(errorsOf('post', '/api/sessions/interactions/{interaction_id}/respond')).toEqual(expect.arrayContaining([404, 409, 413, 415, 424]));
+    expect(errorsOf('delete', '/api/sessions/{session_id}')).toEqual(expect.arrayContaining([404, 409]));
+    expect(errorsOf('post', '/api/connections')).toEqual(expect.arrayContaining([409, 413, 415]));
+    expect(errorsOf('post', '/api/workflows/resolve')).toEqual(expect.arrayContaining([404]));
+    expect(errorsOf('post', '/api/simple/evaluations/{evaluation_id}/rerun-failed')).toEqual(expect.arrayContaining([404, 409]));
+    // A route that reads no body answers none of a body's errors; one that names nothing has no 404.
+    expect(errorsOf('get', '/api/sessions')).toEqual([400, 401, 403, 500, 503, 507]);
+    const invoke409 = doc.paths['/services/agent/v0/invoke'].post.responses['409'].description;
+    for (const type of ['session-busy', 'turn-cancelled', 'interaction-not-pending']) expect(invoke409).toContain(`\`${type}\``);
   });
 });
 

@@ -24,6 +24,7 @@ import { authorize } from '../auth.ts';
 import { EMBEDS_HEADER, embedsHeader } from '../invoke-request.ts';
 import { bySlug, listQuery, listReply } from '../list-request.ts';
 import { documented, listPaging, paging, parameter } from '../route-doc.ts';
+import { EMBED_ERRORS, REFERENCE_ERRORS, RUN_CONFIG_ERRORS, TEMPLATE_ERRORS } from '../route-errors.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
 import { parseWith } from '../validate.ts';
@@ -61,6 +62,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: 'Create a workflow (family workflow, application or evaluator) with its first variant and, when data is given, its first revision',
       role: 'editor',
+      errors: [...TEMPLATE_ERRORS, ...EMBED_ERRORS, 'conflict'],
       body: WorkflowCreate,
       ok: { status: 201, schema: WorkflowCreated, description: 'The workflow, and its first revision when data was given' },
     }),
@@ -94,6 +96,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: 'The revision some references name, and its parameters as invoke would run them (x-ag-workflow-embeds: resolve, or flags.resolve, resolves embeds)',
       role: 'viewer',
+      errors: RUN_CONFIG_ERRORS,
       body: ResolveRequest,
       headers: EMBEDS_HEADER,
       ok: { status: 200, schema: ResolvedRevision, description: 'The revision and its parameters' },
@@ -110,6 +113,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: 'Read a workflow, by id or slug, with its variants',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: WorkflowView, description: 'The workflow' },
     }),
     async (request) => {
@@ -123,6 +127,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "Commit a variant's next revision (a variant that does not exist yet is created); the template is checked as invoke checks it",
       role: 'editor',
+      errors: [...TEMPLATE_ERRORS, ...EMBED_ERRORS, 'not-found'],
       body: RevisionCommit,
       ok: { status: 201, schema: RevisionView, description: 'The new revision' },
     }),
@@ -139,6 +144,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "List a workflow's revisions, newest first",
       role: 'viewer',
+      errors: ['not-found'],
       query: { variant: parameter('Only this variant (id or slug)', IdOrSlug), ...paging('Revisions') },
       ok: { status: 200, schema: RevisionList, description: 'One page of revisions' },
     }),
@@ -155,6 +161,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: 'Create an environment (e.g. development, production)',
       role: 'editor',
+      errors: ['conflict'],
       body: EnvironmentCreate,
       ok: { status: 201, schema: EnvironmentView, description: 'The environment, deploying nothing yet' },
     }),
@@ -187,6 +194,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: 'Read an environment, by id or slug, with what it deploys now',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: EnvironmentView, description: 'The environment and its newest revision' },
     }),
     async (request) => {
@@ -200,6 +208,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "List an environment's revisions (its deploy history), newest first",
       role: 'viewer',
+      errors: ['not-found'],
       query: paging('Revisions'),
       ok: { status: 200, schema: EnvironmentRevisionList, description: 'One page of environment revisions' },
     }),
@@ -215,6 +224,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "Deploy a workflow revision under a key (default: the workflow's slug): commits the environment's next revision",
       role: 'editor',
+      errors: [...REFERENCE_ERRORS, 'not-found'],
       body: DeployBody,
       ok: { status: 200, schema: EnvironmentView, description: 'The environment with its new revision' },
     }),
@@ -229,6 +239,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRoutesDeps)
     documented({
       summary: "Remove a key from what an environment deploys: commits the environment's next revision",
       role: 'editor',
+      errors: ['not-found'],
       body: UndeployBody,
       ok: { status: 200, schema: EnvironmentView, description: 'The environment with its new revision' },
     }),

@@ -34,6 +34,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
     documented({
       summary: 'Store a project connection: a provider, its base URL and API key (encrypted at rest, never returned), for llm.connection {mode: "project", slug}',
       role: 'admin',
+      errors: ['conflict'],
       body: ConnectionCreate,
       ok: { status: 201, schema: ConnectionView, description: 'The connection, without its key' },
     }),
@@ -69,6 +70,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
     documented({
       summary: 'Read one connection',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: ConnectionView, description: 'The connection, without its key' },
     }),
     async (request, reply): Promise<ConnectionView> => {
@@ -87,6 +89,7 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
       {
         summary: 'Delete a connection; templates naming it get 404 from then on',
         role: 'admin',
+        errors: ['not-found'],
         ok: { status: 204, description: 'Deleted' },
       },
       { optionalBody: true },

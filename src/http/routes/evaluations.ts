@@ -27,6 +27,7 @@ import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { bySlug, listQuery, listReply, listWindowing } from '../list-request.ts';
 import { documented, listPaging, paging, parameter } from '../route-doc.ts';
+import { EMBED_ERRORS, TEMPLATE_ERRORS } from '../route-errors.ts';
 import { runHeaders } from '../run-headers.ts';
 import { pageQuery } from '../session-request.ts';
 import { checkBodyDepth, parseWith } from '../validate.ts';
@@ -56,6 +57,12 @@ const CSV = 'text/csv';
 const JSONL = ['application/x-ndjson', 'application/jsonl'];
 /** The content types an import's file may come as. */
 const IMPORT_TYPES = [CSV, ...JSONL] as const;
+const JSONL_EXAMPLE = '{"input": "How do I reset my password?", "expected": "Settings"}\n{"input": "Can I pay by invoice?", "expected": "invoice"}\n';
+/** A file of each type, as the API reference offers it to send: two questions and what their answers should hold. */
+const IMPORT_EXAMPLES = {
+  [CSV]: 'input,expected\nHow do I reset my password?,Settings\nCan I pay by invoice?,invoice\n',
+  ...Object.fromEntries(JSONL.map((type) => [type, JSONL_EXAMPLE])),
+};
 
 const testsetReply = (testset: TestsetView) => ({ count: 1, revision_id: testset.revision_id, testset });
 const evaluationReply = (evaluation: EvaluationView) => ({ count: 1, evaluation, data: evaluation.data });
@@ -84,6 +91,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Create a test set and its rows in one call; the reply carries revision_id',
       role: 'editor',
+      errors: ['conflict'],
       body: TestsetCreate,
       ok: { status: 200, schema: TestsetReply, description: 'The test set, its first revision and its rows with their ids' },
     }),
@@ -99,7 +107,9 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Create a test set from a CSV or JSONL file (or commit it as a new revision of ?testset=); a messages column holds a JSON array of messages, else the input/question column (or ?input=) becomes one user message',
       role: 'editor',
+      errors: ['conflict', 'not-found'],
       rawBody: [...IMPORT_TYPES],
+      rawExamples: IMPORT_EXAMPLES,
       query: {
         format: parameter('csv or jsonl (else from Content-Type)', ImportQuery.shape.format),
         slug: parameter("The new test set's slug", ImportQuery.shape.slug),
@@ -168,6 +178,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Read a test set (id or slug): its newest revision and rows',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: TestsetReply, description: 'The test set' },
     }),
     async (request) => {
@@ -181,6 +192,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Commit a new revision of a test set with the rows as they now are (rows sent with their id keep it)',
       role: 'editor',
+      errors: ['not-found'],
       body: TestsetEdit,
       ok: { status: 200, schema: TestsetReply, description: 'The test set at its new revision' },
     }),
@@ -196,6 +208,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Create an evaluation run and start it: one application revision over one test set revision, repeats, concurrency, evaluators',
       role: 'editor',
+      errors: [...TEMPLATE_ERRORS, ...EMBED_ERRORS],
       body: EvaluationCreate,
       ok: { status: 200, schema: EvaluationReply, description: 'The run; its status is at data.status' },
     }),
@@ -226,6 +239,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: 'Read a run: data.status and data.progress',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: EvaluationReply, description: 'The run' },
     }),
     async (request) => {
@@ -240,6 +254,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: "Read an evaluation run as the reference's SDK does, its status at run.status",
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: RunReply, description: 'The run' },
     }),
     async (request) => {
@@ -255,6 +270,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       {
         summary: 'Stop a running run: cases in flight are cancelled, the rest never start; the run ends cancelled (a run that already ended stays as it is)',
         role: 'editor',
+        errors: ['not-found'],
         ok: { status: 200, schema: EvaluationReply, description: 'The run: cancelled, or as it ended' },
       },
       { optionalBody: true },
@@ -271,6 +287,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       {
         summary: 'Run the failed and cancelled cases of an ended run again (fresh retry budget) and merge their results; resumes a stopped run',
         role: 'editor',
+        errors: ['not-found', 'conflict'],
         ok: { status: 200, schema: EvaluationReply, description: 'The run, running again' },
       },
       { optionalBody: true },
@@ -288,6 +305,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
       {
         summary: 'Per-case results: status, outputs, error, duration, tokens, cost, scores, trace id and every attempt',
         role: 'viewer',
+        errors: ['not-found'],
         body: ResultsQuery,
         ok: { status: 200, schema: ResultList, description: 'One page of results, in case order' },
       },
@@ -305,6 +323,7 @@ export async function evaluationRoutes(app: FastifyInstance, deps: EvaluationRou
     documented({
       summary: "A run's metrics (and per test case across repeats): count, sum, mean, min, max, stddev, p50, p90, p95, p99",
       role: 'viewer',
+      errors: ['not-found'],
       body: MetricsQuery,
       ok: { status: 200, schema: MetricsList, description: 'Metrics records' },
     }),

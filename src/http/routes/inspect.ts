@@ -8,6 +8,7 @@ import type { Store } from '../../store/db.ts';
 import { authorize, SERVICES } from '../auth.ts';
 import { EMBEDS_HEADER, embedsHeader } from '../invoke-request.ts';
 import { documented } from '../route-doc.ts';
+import { RUN_CONFIG_ERRORS, TEMPLATE_ERRORS } from '../route-errors.ts';
 import { parseWith } from '../validate.ts';
 
 /** `POST /services/agent/v0/inspect` (spec §4.3). */
@@ -20,6 +21,7 @@ export async function inspectRoutes(app: FastifyInstance, deps: { store: Store; 
       {
         summary: 'The resolved agent workflow revision (schemas, default template) and a ready-made invoke request',
         role: 'viewer',
+        errors: [...TEMPLATE_ERRORS, ...RUN_CONFIG_ERRORS, 'unsupported-version'],
         body: InspectRequest,
         headers: EMBEDS_HEADER,
         ok: { status: 200, schema: InspectResponse, description: 'The revision and a request that runs as is' },

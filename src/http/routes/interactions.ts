@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
-import { InteractionList, InteractionQuery, InteractionReply, isWindowedQuery, RespondBody, TransitionBody, WindowedInteractionQuery, type InteractionRecord } from '../../contract/interactions.ts';
+import { InteractionList, InteractionListQuery, InteractionQuery, InteractionReply, isWindowedQuery, RespondBody, TransitionBody, WindowedInteractionQuery, type InteractionRecord } from '../../contract/interactions.ts';
 import type { InteractionService } from '../../interactions/service.ts';
 import type { Store } from '../../store/db.ts';
 import { authorize } from '../auth.ts';
 import { documented } from '../route-doc.ts';
+import { CONTINUATION_ERRORS } from '../route-errors.ts';
 import { parseWith } from '../validate.ts';
 
 export interface InteractionRoutesDeps {
@@ -25,7 +25,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
       {
         summary: 'List interactions',
         role: 'viewer',
-        body: z.union([InteractionQuery, WindowedInteractionQuery]),
+        body: InteractionListQuery,
         ok: { status: 200, schema: InteractionList, description: 'One page of interactions, oldest first' },
       },
       { optionalBody: true },
@@ -43,6 +43,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
     documented({
       summary: 'Read one interaction',
       role: 'viewer',
+      errors: ['not-found'],
       ok: { status: 200, schema: InteractionReply, description: 'The interaction' },
     }),
     async (request) => {
@@ -56,6 +57,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
     documented({
       summary: 'Answer a pending interaction; the paused turn then continues by itself',
       role: 'editor',
+      errors: [...CONTINUATION_ERRORS, 'interaction-not-pending'],
       body: RespondBody,
       ok: { status: 200, schema: InteractionReply, description: 'The interaction, now responded' },
     }),
@@ -71,6 +73,7 @@ export async function interactionRoutes(app: FastifyInstance, deps: InteractionR
     documented({
       summary: 'Move an interaction to resolved or cancelled',
       role: 'editor',
+      errors: [...CONTINUATION_ERRORS, 'interaction-not-pending'],
       body: TransitionBody,
       ok: { status: 200, schema: InteractionReply, description: 'The interaction after the move' },
     }),

@@ -12,6 +12,7 @@ import { authorize, SERVICES } from '../auth.ts';
 import { INVOKE_HEADERS, readInvokeCall, type InvokeCall } from '../invoke-request.ts';
 import { negotiate, negotiateStream } from '../negotiate.ts';
 import { documented, type RouteDoc } from '../route-doc.ts';
+import { TURN_ERRORS } from '../route-errors.ts';
 import { replyHeaders, runHeaders } from '../run-headers.ts';
 import { sessionIdParam } from '../session-request.ts';
 import { writeStream } from '../stream-reply.ts';
@@ -124,6 +125,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     documented({
       summary: 'Run one agent turn (JSON, SSE, NDJSON or the Vercel UI message stream, by Accept and flags)',
       role: 'editor',
+      errors: TURN_ERRORS,
       body: InvokeRequest,
       headers: INVOKE_HEADERS,
       examples: INVOKE_EXAMPLES,
@@ -172,6 +174,7 @@ export async function invokeRoutes(app: FastifyInstance, deps: InvokeDeps): Prom
     documented({
       summary: "The session's live turn from its start, as the Vercel UI message stream: what useChat's resume asks for after a reload",
       role: 'viewer',
+      errors: ['not-acceptable'],
       ok: {
         status: 200,
         description: 'The Vercel UI message stream of the live turn (its chunks as NDJSON lines with Accept: application/x-ndjson or application/jsonl); 204 when the session runs none',

@@ -97,6 +97,7 @@ export async function keyRoutes(app: FastifyInstance, deps: KeyRoutesDeps): Prom
       {
         summary: 'Revoke an API key',
         role: 'admin',
+        errors: ['not-found'],
         ok: { status: 204, description: 'Revoked' },
       },
       { optionalBody: true },

@@ -2,6 +2,7 @@ import { rmdir, stat } from 'node:fs/promises';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
+import { withExample } from '../../contract/example.ts';
 import { FileListing, FileUploaded } from '../../contract/sessions.ts';
 import { AppError } from '../../errors.ts';
 import { listFolder, locate, openDownload, writeUpload } from '../../sessions/files.ts';
@@ -66,6 +67,7 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
     documented({
       summary: "List a folder of the session's working folder, or download a file",
       role: 'viewer',
+      errors: ['not-found'],
       query: { path: parameter('Relative to the session folder (default ".")') },
       ok: { status: 200, schema: FileListing, description: 'A folder listing (JSON) or the file (application/octet-stream)' },
     }),
@@ -96,7 +98,7 @@ export async function sessionFileRoutes(app: FastifyInstance, deps: SessionFileR
       ...documented({
         summary: 'Upload a file into the session folder',
         role: 'editor',
-        query: { path: parameter('Where to write it, relative to the session folder', z.string().min(1), true) },
+        query: { path: parameter('Where to write it, relative to the session folder', withExample(z.string().min(1), 'notes/todo.md'), true) },
         rawBody: [UPLOAD_TYPE],
         // No body writes an empty file.
         bodyOptional: true,

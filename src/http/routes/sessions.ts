@@ -54,6 +54,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
     documented({
       summary: 'Read a session, its live turn and its turns (newest first, paged)',
       role: 'viewer',
+      errors: ['not-found'],
       query: paging('Turns'),
       ok: { status: 200, schema: SessionView, description: 'The session' },
     }),
@@ -75,6 +76,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       {
         summary: "Stop the session's live turn: it ends cancelled, and its pending interactions with it",
         role: 'editor',
+        errors: ['not-found'],
         ok: { status: 200, schema: SessionStopped, description: 'The turn stopped (or, on another replica, asked to stop at its next lease renewal); 404 when none runs' },
       },
       { optionalBody: true },
@@ -95,6 +97,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: SessionRoutesDep
       {
         summary: 'Delete a session: its folder and every record',
         role: 'editor',
+        errors: ['not-found', 'session-busy'],
         ok: { status: 204, description: 'Deleted' },
       },
       { optionalBody: true },
