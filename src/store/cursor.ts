@@ -45,9 +45,11 @@ export function decodeCursor(cursor: string): CursorKey {
   ) {
     return { at: pair[0], id: pair[1], ...(pair.length === 3 ? { rank: pair[2] as number } : {}) };
   }
-  const shown = cursor.length > 80 ? `${cursor.slice(0, 80)}…` : cursor;
-  throw new AppError('invalid-request', `cursor "${shown}" is not valid; pass the "next" value of the previous page`);
+  throw new AppError('invalid-request', `cursor "${shownCursor(cursor)}" is not valid; pass the "next" value of the previous page`);
 }
+
+/** A cursor as an error quotes it: cut after 80 characters, so a huge one does not fill the reply. */
+const shownCursor = (cursor: string) => (cursor.length > 80 ? `${cursor.slice(0, 80)}…` : cursor);
 
 /**
  * Turns `limit + 1` fetched rows into a page: the extra row only says that another page exists,
@@ -108,7 +110,7 @@ export function decodeListCursor(scope: ListScope, cursor: string, name = 'curso
   } catch {
     triple = undefined;
   }
-  const shown = cursor.length > 80 ? `${cursor.slice(0, 80)}…` : cursor;
+  const shown = shownCursor(cursor);
   // No slug, time or id holds a control character; PostgreSQL would refuse a NUL in the query with a message naming no parameter.
   if (!Array.isArray(triple) || triple.length !== 3 || !triple.every((part) => typeof part === 'string' && part !== '' && !/\p{Cc}/u.test(part))) {
     throw new AppError('invalid-request', `${name} "${shown}" is not valid; pass the "next" value of the previous page`);

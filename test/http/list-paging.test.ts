@@ -143,8 +143,8 @@ describe.each(LISTS)('GET $name', (list) => {
       const res = await call(a, 'GET', withQuery(list.path, { limit: '2', cursor }));
       const body = await expectError(res, 400, 'invalid-request');
       expect(body.status.message).toMatch(/^cursor /);
-      // Beside the cursor the caller sent, nothing of project B (expectError: no data either).
-      expect(JSON.stringify(body).replace(cursor, '')).not.toMatch(B_SLUG);
+      // Beside the cursor the caller sent (its first 80 characters), nothing of project B (expectError: no data either).
+      expect(JSON.stringify(body).replace(cursor.slice(0, 80), '')).not.toMatch(B_SLUG);
     }
     for (const limit of ['0', '201', '1.5', 'many', '']) {
       const res = await call(a, 'GET', withQuery(list.path, { limit }));
@@ -188,7 +188,7 @@ describe('POST /api/simple/testsets/query', () => {
     for (const next of [foreign, listed, 'garbage!']) {
       const body = await expectError(await call(a, 'POST', '/api/simple/testsets/query', { windowing: { limit: 2, next } }), 400, 'invalid-request');
       expect(body.status.message).toMatch(/^windowing\.next /);
-      expect(JSON.stringify(body).replace(next, '')).not.toMatch(B_SLUG);
+      expect(JSON.stringify(body).replace(next.slice(0, 80), '')).not.toMatch(B_SLUG);
     }
     const listCursor = await expectError(await call(a, 'GET', `/api/simple/testsets/?limit=1&cursor=${(await query(a, { windowing: { limit: 1 } })).next}`), 400, 'invalid-request');
     expect(listCursor.status.message).toMatch(/^cursor .*GET \/api\/simple\/testsets\//);
