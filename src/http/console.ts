@@ -31,8 +31,8 @@ const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsaf
 
 /**
  * Swagger UI's colours that fall under WCAG AA's 4.5:1 on their background: white on its light
- * method badges, version pills and Execute button, light text on white or pale green, the
- * strings of its example code. Darker (lighter on the dark code), mostly from its own dark theme.
+ * method badges, version pills, Execute and Download buttons, light text on white or pale green,
+ * the strings of its example code. Darker (lighter on the dark code), mostly from its own dark theme.
  */
 const DOCS_CSS = `
 .swagger-ui .opblock .opblock-summary-method { color: #080a0b; text-shadow: none; }
@@ -44,7 +44,25 @@ const DOCS_CSS = `
 .swagger-ui .opblock .opblock-section-header .try-out__btn.cancel { color: #c01f1f; border-color: #c01f1f; }
 .swagger-ui .opblock .parameter__in { color: #595959; }
 .swagger-ui .btn.execute { background-color: #1f69c0; border-color: #1f69c0; }
+.swagger-ui .download-contents { background: #595959; }
 .swagger-ui .microlight span[style*="211, 99, 99"], .swagger-ui .microlight span[style*="d36363"] { color: #f08d8d !important; }
+`;
+
+/**
+ * Names for what Swagger UI renders without one, set again whenever it renders: its dialog's close
+ * button, the selects of enum parameters and of examples, the request body's editor; a keyboard
+ * stop on example code that scrolls; and its dialog's Authorize button, named "Apply credentials"
+ * where it reads "Authorize", which a voice user says as they see it.
+ */
+const DOCS_JS = `
+const NAMES = [['.close-modal', 'Close'], ['.examples-select-element', 'Example'], ['textarea.body-param__text', 'Request body']];
+function name() {
+  for (const [selector, label] of NAMES) for (const el of document.querySelectorAll(selector + ':not([aria-label])')) el.setAttribute('aria-label', label);
+  for (const el of document.querySelectorAll('tr[data-param-name] select:not([aria-label]), tr[data-param-name] textarea:not([aria-label])')) el.setAttribute('aria-label', el.closest('tr').dataset.paramName);
+  for (const el of document.querySelectorAll('.auth-btn-wrapper button[aria-label]')) el.removeAttribute('aria-label');
+  for (const el of document.querySelectorAll('.microlight:not([tabindex]), .body-param__example:not([tabindex])')) el.setAttribute('tabindex', '0');
+}
+new MutationObserver(name).observe(document.documentElement, { childList: true, subtree: true });
 `;
 
 function securityHeaders(reply: { setHeader(name: string, value: string): unknown }, csp: string): void {
@@ -92,7 +110,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: { openapi: Recor
     });
     await docs.register(fastifySwaggerUi, {
       routePrefix: '/docs',
-      theme: { title: 'agentd API reference', css: [{ filename: 'agentd.css', content: DOCS_CSS }] },
+      theme: { title: 'agentd API reference', css: [{ filename: 'agentd.css', content: DOCS_CSS }], js: [{ filename: 'agentd.js', content: DOCS_JS }] },
       uiConfig: {
         // Swagger's top bar is a box to load any other document (unlabelled, its logo without alt text), which this page has no use for.
         layout: 'BaseLayout',

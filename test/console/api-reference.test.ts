@@ -6,14 +6,8 @@ import { startHarness, type Harness } from '../support/harness.ts';
 /**
  * The API reference at /docs as a person meets it in a real Chromium: named, from this server
  * alone, under the console's security headers, "Try it out" answered by this server with the key
- * given to Authorize, and no accessibility problem agentd's configuration of Swagger UI can mend.
+ * given to Authorize, and no serious accessibility problem, in its dialog, its forms or its answers.
  */
-
-/**
- * What Swagger UI's own markup fails and no option or stylesheet reaches: its selects and body
- * editor have no label, its example code scrolls without focus, its dialog's close button has no name.
- */
-const SWAGGER_UI_OWN = ['select-name', 'label', 'scrollable-region-focusable', 'button-name', 'label-content-name-mismatch'];
 
 const run = browserTestsRun({ console: false });
 
@@ -30,7 +24,7 @@ describe.runIf(run)('the API reference', () => {
     await h?.close();
   });
 
-  it('is named, served with the security headers, and runs an invoke example with the key given to Authorize, without an accessibility problem of its configuration', async () => {
+  it('is named, served with the security headers, and runs an invoke example with the key given to Authorize, without a serious accessibility problem in its dialog, its forms or its answer', async () => {
     const { page, problems } = await openPage(browser, `${h.url}/docs`);
     const elsewhere: string[] = [];
     page.on('request', (request) => void (new URL(request.url()).origin !== h.url && elsewhere.push(request.url())));
@@ -42,15 +36,19 @@ describe.runIf(run)('the API reference', () => {
     const invoke = page.locator('.opblock', { has: page.locator('[data-path="/services/agent/v0/invoke"]') }).filter({ has: page.locator('.opblock-summary-method', { hasText: 'POST' }) });
     await invoke.locator('.opblock-summary-control').click();
     await page.getByRole('button', { name: 'Authorize' }).first().click();
+    const found = await accessibilityProblems(page);
     await page.locator('.modal-ux input').fill(`ApiKey ${h.apiKey}`);
-    await page.locator('.modal-ux button.authorize').click();
-    await page.locator('.modal-ux .btn-done').click();
+    await page.getByRole('button', { name: 'Authorize', exact: true }).last().click();
+    await page.getByRole('button', { name: 'Close', exact: true }).last().click();
     await invoke.getByRole('button', { name: 'Try it out' }).click();
     await invoke.locator('input[placeholder="project_id"]').fill(h.projectId);
-    const found = (await accessibilityProblems(page)).filter((line) => !SWAGGER_UI_OWN.includes(line.split(' ')[0]!));
+    found.push(...(await accessibilityProblems(page)));
     await invoke.getByRole('button', { name: 'Execute' }).click();
     await invoke.locator('.live-responses-table .response-col_status').filter({ hasText: '200' }).waitFor();
     expect(await invoke.locator('.live-responses-table').innerText()).toContain('You said: Write a haiku into haiku.txt');
+    // Off the operation: under the pointer its copy button is still growing to its 24 px.
+    await page.mouse.move(0, 0);
+    found.push(...(await accessibilityProblems(page)));
 
     expect(found).toEqual([]);
     expect(problems).toEqual([]);
