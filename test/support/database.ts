@@ -26,25 +26,28 @@ const PGBOUNCER_URL = process.env.AGENTD_TEST_PGBOUNCER ? inject('pgbouncerUrl')
 export async function freshDatabase(): Promise<TestDatabase> {
   if (!TEST_POSTGRES_URL) return { url: undefined, drop: async () => {} };
   if (PGBOUNCER_URL) return freshPooledDatabase(TEST_POSTGRES_URL, PGBOUNCER_URL);
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
-  return { url: schemaUrl(TEST_POSTGRES_URL, schema), drop: () => dropSchema(TEST_POSTGRES_URL, schema) };
+  return schemaMadeBy((schema) => `CREATE SCHEMA ${schema}`);
 }
 
-function schemaUrl(serverUrl: string, schema: string): string {
-  const url = new URL(serverUrl);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-}
-
-async function dropSchema(serverUrl: string, schema: string): Promise<void> {
+/** Runs SQL on its own connection to the server at `serverUrl`. */
+async function onServer(serverUrl: string, statements: string): Promise<void> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
-  await client.query(`DROP SCHEMA ${schema} CASCADE`);
-  await client.end();
+  try {
+    await client.query(statements);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A schema of a fresh name on the test server, made by the SQL `make` gives for that name. */
+async function schemaMadeBy(make: (schema: string) => string): Promise<TestDatabase> {
+  const server = TEST_POSTGRES_URL!;
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  await onServer(server, make(schema));
+  const url = new URL(server);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url: url.toString(), drop: () => onServer(server, `DROP SCHEMA ${schema} CASCADE`) };
 }
 
 /**
@@ -53,15 +56,7 @@ async function dropSchema(serverUrl: string, schema: string): Promise<void> {
  */
 export async function restoredDatabase(dump: string, dumpSchema: string): Promise<TestDatabase> {
   if (!TEST_POSTGRES_URL) throw new Error('restoredDatabase needs AGENTD_TEST_DATABASE_URL');
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
-  await admin.connect();
-  try {
-    await admin.query(dump.replaceAll(dumpSchema, schema));
-  } finally {
-    await admin.end();
-  }
-  return { url: schemaUrl(TEST_POSTGRES_URL, schema), drop: () => dropSchema(TEST_POSTGRES_URL, schema) };
+  return schemaMadeBy((schema) => dump.replaceAll(dumpSchema, schema));
 }
 
 /**
@@ -97,15 +92,7 @@ export async function storedContent(where: { dataDir: string; databaseUrl: strin
  */
 async function freshPooledDatabase(serverUrl: string, poolerUrl: string): Promise<TestDatabase> {
   const name = `t_${randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: serverUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
+  const admin = (statement: string) => onServer(serverUrl, statement);
   await admin(`CREATE DATABASE ${name}`);
   const at = (base: string) => {
     const url = new URL(base);
