@@ -10,6 +10,7 @@ import type { LiveTurn } from '../sessions/live-turn.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
+import { outageLog, type OutageLog } from '../store/outage-log.ts';
 import { databaseUnavailable } from '../store/unavailable.ts';
 import type { ServiceMetrics } from '../telemetry/metrics.ts';
 import type { ResultError, ResultRecord, ResultUpdate, RunRecord } from '../store/evaluations.ts';
@@ -48,7 +49,7 @@ export interface EngineDeps {
   pollMs: number;
   prepare(run: EvaluationRun): Promise<PreparedRun>;
   complete?: Complete | undefined;
-  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** The operator's metrics, when `/metrics` is on. */
   metrics?: ServiceMetrics | undefined;
 }
@@ -156,11 +157,15 @@ export class EvaluationEngine {
    * yet, wherever they were created. Returns the function that stops watching.
    */
   watch(): () => void {
+    const failures = outageLog(this.deps.log, 'look for evaluation runs');
     const timer = setInterval(() => {
       void this.deps.store.evaluations
         .listUnfinished<EvaluationSpec>()
-        .then((runs) => runs.filter((run) => !run.cancel_requested).forEach((run) => this.start(run)))
-        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'could not look for evaluation runs'));
+        .then((runs) => {
+          failures.succeeded();
+          for (const run of runs) if (!run.cancel_requested) this.start(run);
+        })
+        .catch((error: unknown) => failures.failed(error));
     }, this.deps.pollMs);
     timer.unref();
     return () => clearInterval(timer);
@@ -207,6 +212,7 @@ class RunDriver {
   private readonly turns = new Set<LiveTurn>();
   /** When this drive of the run began: retries count failures since then (a rerun starts afresh). */
   private readonly startedAt: string;
+  private readonly renewFailures: OutageLog;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
 
@@ -214,6 +220,7 @@ class RunDriver {
     this.run = run;
     this.deps = deps;
     this.holder = holder;
+    this.renewFailures = outageLog(deps.log, 'renew evaluation claims');
     this.startedAt = run.started_at ?? new Date().toISOString();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
@@ -325,13 +332,14 @@ class RunDriver {
   }
 
   private async renew(ids: string[]): Promise<void> {
-    const { store, claimTtlMs, log } = this.deps;
+    const { store, claimTtlMs } = this.deps;
     try {
       await store.evaluations.renewClaims(this.holder, ids, claimTtlMs);
       const run = await store.evaluations.getRun(this.run.project_id, this.run.id);
+      this.renewFailures.succeeded();
       if (run?.cancel_requested) this.abort(STOPPED);
     } catch (error) {
-      log.warn({ err: error, run_id: this.run.id }, 'could not renew evaluation claims');
+      this.renewFailures.failed(error, { run_id: this.run.id });
     }
   }
 

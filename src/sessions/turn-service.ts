@@ -13,6 +13,7 @@ import type { Store } from '../store/db.ts';
 import type { Lease } from '../store/leases.ts';
 import type { NewTurn, TurnEnd } from '../store/turns.ts';
 import { OPEN_INTERACTION_STATUSES } from '../store/interactions.ts';
+import { outageLog, type OutageLog } from '../store/outage-log.ts';
 import { databaseUnavailable } from '../store/unavailable.ts';
 import { TurnFolder } from '../stream/fold.ts';
 import { makeEventRedactor, makeRedactor, redactError } from '../telemetry/redact.ts';
@@ -65,9 +66,11 @@ export class TurnService {
   /** Turns whose leases this process renews, all in one statement each period (`renewLeases`). */
   private readonly leased = new Map<string, LiveTurn>();
   private renewals: NodeJS.Timeout | undefined;
+  private readonly renewFailures: OutageLog;
 
   constructor(deps: TurnServiceDeps) {
     this.deps = deps;
+    this.renewFailures = outageLog(deps.log, 'renew the session leases');
     this.engines = new TurnEngines(deps.config);
     this.serverSecrets = serverKeys(deps.config);
   }
@@ -622,13 +625,14 @@ export class TurnService {
    * run beside its successor.
    */
   private async renewLeases(): Promise<void> {
-    const { store, config, log } = this.deps;
+    const { store, config } = this.deps;
     const turns = [...this.leased.values()];
     let renewed: Lease[];
     try {
       renewed = await store.leases.renewHeld(this.holder, turns.map((turn) => turn.id), config.leaseTtlMs);
+      this.renewFailures.succeeded();
     } catch (error) {
-      log.warn({ err: error, turns: turns.length }, 'could not renew the session leases');
+      this.renewFailures.failed(error, { turns: turns.length });
       return;
     }
     const byTurn = new Map(renewed.map((lease) => [lease.turn_id, lease]));
@@ -653,7 +657,12 @@ export class TurnService {
         if (await store.leases.releaseExpired(lease)) await store.turns.markRunningAsInterrupted([lease.turn_id]);
       }
     };
-    const run = () => void sweep().catch((error: unknown) => log.warn({ err: error }, 'could not sweep expired session leases'));
+    const failures = outageLog(log, 'sweep expired session leases');
+    const run = () =>
+      void sweep().then(
+        () => failures.succeeded(),
+        (error: unknown) => failures.failed(error),
+      );
     run();
     const timer = setInterval(run, intervalMs);
     timer.unref();

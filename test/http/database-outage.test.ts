@@ -83,7 +83,7 @@ async function relayTo(target: URL) {
 }
 
 describe.skipIf(!TEST_POSTGRES_URL)('PostgreSQL going away under a running server', () => {
-  async function serverBehindRelay() {
+  async function serverBehindRelay(options: { logs?: boolean; env?: Record<string, string> } = {}) {
     const database: TestDatabase = await freshDatabase();
     cleanups.push(() => database.drop());
     const direct = new URL(database.url!);
@@ -93,7 +93,7 @@ describe.skipIf(!TEST_POSTGRES_URL)('PostgreSQL going away under a running serve
     relayed.host = `127.0.0.1:${relay.port()}`;
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-outage-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const h = await startHarness({ dataDir, databaseUrl: relayed.toString(), script: { text: 'fine' } });
+    const h = await startHarness({ ...options, dataDir, databaseUrl: relayed.toString(), script: { text: 'fine' } });
     cleanups.push(() => h.close());
     return { h, relay };
   }
@@ -114,6 +114,28 @@ describe.skipIf(!TEST_POSTGRES_URL)('PostgreSQL going away under a running serve
     expect((await h.invoke(hi())).status).toBe(200);
     const sessions = await fetch(`${h.url}/api/sessions?project_id=${h.projectId}`, { headers: { authorization: `ApiKey ${h.apiKey}` } });
     expect(sessions.status).toBe(200);
+  });
+
+  it('logs an outage once per background loop, without a stack, and once more when the database answers again', async () => {
+    const { h, relay } = await serverBehindRelay({ logs: true, env: { AGENTD_EVAL_POLL_MS: '20' } });
+    const stops = [h.app.turns.sweepExpiredLeases(20), h.app.evaluations.watch()];
+    cleanups.push(async () => stops.forEach((stop) => stop()));
+    const lines = (text: string) => h.logs.filter((line) => line.includes(text));
+    const loops = ['sweep expired session leases', 'look for evaluation runs'];
+
+    await relay.stop();
+    await until(async () => loops.every((what) => lines(`could not ${what}`).length > 0), (logged) => logged);
+    // Many more attempts fail meanwhile, one every 20 ms.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    for (const what of loops) {
+      const warnings = lines(`could not ${what}`);
+      expect(warnings, what).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, error: { type: 'unavailable', message: expect.stringMatching(/^the database .*; agentd tries again until it answers, and logs once more then$/) } });
+      expect(warnings[0], what).not.toContain('stack');
+    }
+
+    await relay.start();
+    await until(async () => loops.every((what) => lines(`the database answers again: agentd can ${what}`).length === 1), (logged) => logged);
   });
 
   it('survives a connection of its pool cut while lent out (pg_terminate_backend), and the pool recovers', async () => {
