@@ -1,6 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeReply, RecordedRequest } from '../../src/testing/fake-model.ts';
 import { accessibilityProblems, browserTestsRun, launchBrowser, openPage, signIn } from '../support/browser.ts';
@@ -16,6 +16,8 @@ import { startHarness, type Harness } from '../support/harness.ts';
 const MAX_UPLOAD = 50_000;
 const userTexts = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').map((m) => m.content);
 const script = (req: RecordedRequest): FakeReply => ({ text: `You said: ${userTexts(req).at(-1) ?? ''}` });
+/** The messages of a request the page posted to invoke, as far as the tests read them. */
+type Posted = Array<{ role: string; parts: Array<{ type: string; url?: string }> }>;
 const line = (name: string, type: string, bytes: number) => `[attached file: attachments/${name} (${type}, ${bytes.toLocaleString('en-US')} bytes)]`;
 
 // A 1×1 PNG.
@@ -78,6 +80,41 @@ describe.runIf(run)('the console: attaching files in the chat', () => {
     expect(await message.locator('img').getAttribute('src')).toBe(`data:image/png;base64,${PNG.toString('base64')}`);
     expect(await message.locator('a, iframe, object, embed').count()).toBe(0);
     expect(await accessibilityProblems(page)).toEqual([]);
+  });
+
+  it('goes on after a message with a file: the agent reads the whole conversation, the file\'s line as before, and the folder keeps one copy', async () => {
+    await newChat();
+    // The server runs each turn on the conversation its request carries (it keeps no conversation
+    // of a session): a later message goes with every one before it, the file's bytes included,
+    // which are what the server finds in the folder again and names on the same line.
+    const posted: Posted[] = [];
+    const record = (request: Request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === '/services/agent/v0/invoke') posted.push(request.postDataJSON().messages);
+    };
+    page.on('request', record);
+    try {
+      await attach().setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: NOTES });
+      await page.getByLabel('Message').fill('keep these');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await conversation().getByText(/^You said: keep these/).waitFor();
+      await page.getByLabel('Message').fill('what did I send?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await conversation().getByText('You said: what did I send?').waitFor();
+    } finally {
+      page.off('request', record);
+    }
+
+    const noted = `keep these\n${line('notes.txt', 'text/plain', NOTES.length)}`;
+    const seen = h.model.requests.at(-1)!.messages.filter((m) => m.role !== 'system');
+    expect(seen.map((m) => [m.role, m.content])).toEqual([
+      ['user', noted],
+      ['assistant', `You said: ${noted}`],
+      ['user', 'what did I send?'],
+    ]);
+    expect(await readdir(path.join(h.sessionDir(sessionId()), 'attachments'))).toEqual(['notes.txt']);
+    expect(posted.map((messages) => messages.map((m) => m.role))).toEqual([['user'], ['user', 'assistant', 'user']]);
+    const fileUrl = (messages: Posted) => messages[0]!.parts.find((p) => p.type === 'file')?.url;
+    expect(fileUrl(posted[1]!)).toBe(fileUrl(posted[0]!));
   });
 
   it('removes a chosen file before sending; a message of files alone is sent', async () => {

@@ -13,7 +13,8 @@ import { builtin, invokeBody, readJson, startHarness, template, type Harness } f
  * the middle of a turn, a viewer, and a model that writes HTML.
  */
 
-const userText = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+const userTexts = (req: RecordedRequest) => req.messages.filter((m) => m.role === 'user').map((m) => m.content);
+const userText = (req: RecordedRequest) => userTexts(req).at(-1) ?? '';
 
 function script(req: RecordedRequest): FakeReply {
   const last = req.messages.at(-1);
@@ -114,6 +115,8 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await screenshot(page, 'chat-approval');
     await approve.click();
     await conversation().getByText('Tool said: wrote').waitFor();
+    // The answer goes back with the conversation it belongs to: the model goes on knowing what was said before.
+    expect(userTexts(h.model.requests.at(-1)!)).toEqual(['hello there', 'think', 'write approved words']);
     const file = path.join(h.sessionDir(sessionId()), 'note.txt');
     expect(await readFile(file, 'utf8')).toBe('approved words');
     await screenshot(page, 'chat');
@@ -125,6 +128,7 @@ describe.runIf(run)('the console: chat and sessions', () => {
     await page.getByLabel(/Why deny write/).fill('not today');
     await page.getByRole('button', { name: 'Deny', exact: true }).click();
     await conversation().getByText(/Tool said:.*not today/).waitFor();
+    expect(userTexts(h.model.requests.at(-1)!)).toEqual(['hello there', 'think', 'write approved words', 'write denied words']);
     expect(await readFile(path.join(h.sessionDir(sessionId()), 'note.txt'), 'utf8')).toBe('approved words');
   });
 
