@@ -31,14 +31,25 @@ export class ToolListing {
   private count = 0;
   private readonly firstAt = new Map<string, number>();
 
+  /** Past it, across pages or in one, the listing is refused before a tool of the page is read. */
+  private readonly maxTools: number;
+
+  constructor(maxTools: number) {
+    this.maxTools = maxTools;
+  }
+
   /**
    * The page with its faulty tools taken out and its malformed descriptions dropped, or why it is
-   * no tool listing at all.
+   * no tool listing agentd takes.
    */
   page(result: Record<string, unknown>): Record<string, unknown> | string {
     const { tools, nextCursor } = result;
-    if (!Array.isArray(tools)) return tools === undefined ? 'with a result that has no "tools" array' : `with a result whose "tools" is ${kind(tools)}, not an array`;
-    if (nextCursor !== undefined && nextCursor !== null && typeof nextCursor !== 'string') return `with a result whose "nextCursor" is ${kind(nextCursor)}, not a string`;
+    const none = (why: string) => `${why}, which is no tool listing`;
+    if (!Array.isArray(tools)) return none(tools === undefined ? 'with a result that has no "tools" array' : `with a result whose "tools" is ${kind(tools)}, not an array`);
+    if (nextCursor !== undefined && nextCursor !== null && typeof nextCursor !== 'string') return none(`with a result whose "nextCursor" is ${kind(nextCursor)}, not a string`);
+    // Each tool costs the server's shared thread work and the model request bytes: 100,000 of them
+    // in one page held that thread for seconds, and 200,000 overflowed the stack.
+    if (this.count + tools.length > this.maxTools) return `with more than ${this.maxTools} tools (${this.count + tools.length} so far), more than agentd offers a model`;
     const kept: Record<string, unknown>[] = [];
     for (const entry of tools) {
       const index = this.count++;

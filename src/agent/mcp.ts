@@ -447,7 +447,7 @@ export const MCP_MAX_TOOL_PAGES = 100;
 export const MCP_MAX_TOOLS = 10_000;
 
 async function listAllTools(client: MCPClient, server: McpServer, opts: ConnectOptions, signal: AbortSignal): Promise<{ listing: ListToolsResult['tools']; faults: ToolFault[] }> {
-  const check = new ToolListing();
+  const check = new ToolListing(MCP_MAX_TOOLS);
   let malformed: string | undefined;
   const transport = transportOf(client);
   const deliver = transport.onmessage!;
@@ -455,8 +455,10 @@ async function listAllTools(client: MCPClient, server: McpServer, opts: ConnectO
   transport.onmessage = (message) => {
     if (!('result' in message)) return deliver(message);
     const page = check.page(message.result);
-    if (typeof page === 'string') malformed = page;
-    deliver(typeof page === 'string' ? message : ({ ...message, result: page } as JSONRPCMessage));
+    if (typeof page !== 'string') return deliver({ ...message, result: page } as JSONRPCMessage);
+    malformed = page;
+    // Refused here: the SDK would validate every tool of a page agentd is about to refuse anyway.
+    deliver({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: page } });
   };
   const tools: ListToolsResult['tools'] = [];
   let cursor: string | undefined;
@@ -465,7 +467,7 @@ async function listAllTools(client: MCPClient, server: McpServer, opts: ConnectO
     do {
       const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } }).catch((error: unknown) => {
         if (malformed === undefined) throw error;
-        throw new AppError('mcp-unavailable', `${serverAt(server, opts)} answered tools/list ${malformed}, which is no tool listing: see the server's logs`);
+        throw new AppError('mcp-unavailable', `${serverAt(server, opts)} answered tools/list ${malformed}: see the server's logs`);
       });
       tools.push(...page.tools);
       cursor = page.nextCursor ?? undefined;

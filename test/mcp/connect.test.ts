@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ToolSet } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectMcpServers, MCP_MAX_MESSAGE_BYTES, MCP_MAX_TOOL_PAGES, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
+import { connectMcpServers, MCP_MAX_MESSAGE_BYTES, MCP_MAX_TOOL_PAGES, MCP_MAX_TOOLS, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
 import { defaultMcpTools, startMcpServer, startRawMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
@@ -294,6 +294,32 @@ describe('hostile listings', () => {
       expect(pages).toBe(MCP_MAX_TOOL_PAGES);
     } finally {
       await endless.close();
+    }
+  });
+
+  it('a listing of more than MCP_MAX_TOOLS tools is a 424 whether it pages or not (one page of 200,000 overflowed the stack)', async () => {
+    const tool = (i: number) => ({ name: `t${i}`, inputSchema: { type: 'object' } });
+    const oneRequest = await startRawMcpServer(() => ({ result: { tools: Array.from({ length: 200_000 }, (_, i) => tool(i)) } }));
+    let pages = 0;
+    // Two pages, each under the limit, together past it.
+    const twoPages = await startRawMcpServer((request) => {
+      const first = pages++ * 6_000;
+      return { result: { tools: Array.from({ length: 6_000 }, (_, i) => tool(first + i)), ...(request.params?.cursor ? {} : { nextCursor: 'more' }) } };
+    });
+    try {
+      for (const [target, count] of [[oneRequest, 200_000], [twoPages, 12_000]] as const) {
+        const error = await failure(connectMcpServers([server('many', target.url)], OPTS));
+        expect(error.type).toBe('mcp-unavailable');
+        expect(error.message).toBe(`MCP server "many" at ${target.url} answered tools/list with more than ${MCP_MAX_TOOLS} tools (${count} so far), more than agentd offers a model: see the server's logs`);
+      }
+      const under = await startRawMcpServer(() => ({ result: { tools: Array.from({ length: MCP_MAX_TOOLS }, (_, i) => tool(i)) } }));
+      try {
+        expect(Object.keys((await connect([server('many', under.url)])).tools)).toHaveLength(MCP_MAX_TOOLS);
+      } finally {
+        await under.close();
+      }
+    } finally {
+      await Promise.all([oneRequest.close(), twoPages.close()]);
     }
   });
 
