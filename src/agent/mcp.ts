@@ -618,9 +618,12 @@ function endpointOf(server: McpServer): string {
 function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   const connection = server.connection;
   if (connection.type === 'stdio') return [];
-  // Short header values are flags and content types, and would blot out ordinary words.
+  // Short header values are flags and content types, and would blot out ordinary words. A server
+  // that refuses `Bearer <token>` tends to quote the token alone, as one refusing `?key=<token>`
+  // quotes the key: each is masked on its own too.
   const headerValues = Object.values(connection.headers ?? {});
-  const secrets = [...urlForms(server), ...headerValues.filter((v) => v.length >= 8)];
+  const tokens = headerValues.map((v) => /^[A-Za-z][\w.+-]*\s+(\S+)$/.exec(v)?.[1]).filter((v) => v !== undefined);
+  const secrets = [...urlForms(server), ...[...headerValues, ...tokens].filter((v) => v.length >= 8)];
   // The request's secrets that the url or a header was filled with, short ones too (not a letter or
   // two), and as the URL carries them: a value with a space or a quote in it reaches the server,
   // and its errors, percent-encoded.
@@ -630,6 +633,7 @@ function secretsOf(server: McpServer, opts: ConnectOptions): string[] {
   try {
     const url = new URL(connection.url);
     if (url.search) secrets.push(url.search.slice(1));
+    for (const value of url.searchParams.values()) if (value.length >= 8) secrets.push(...secretForms(value));
   } catch {
     // Not a URL: nothing more to hide.
   }

@@ -748,6 +748,23 @@ describe('why a connection failed', () => {
     }
   });
 
+  it("a refusal that quotes a template header's bearer token, or a query parameter's value, alone shows neither", async () => {
+    const token = 'literal-bearer-token-5678';
+    const key = 'query key/98765';
+    const strict = await plainHttp((req, res) => {
+      const sent = new URL(req.url ?? '/', 'http://h').searchParams.get('key');
+      res.writeHead(401, { 'content-type': 'text/plain' }).end(`token ${String(req.headers.authorization).split(' ')[1]} is unknown; key ${sent} is unknown`);
+    });
+    try {
+      const url = `${strict.url}/mcp?key=${encodeURIComponent(key)}&v=1`;
+      const error = await failure(connectMcpServers([server('strict', url, { headers: { authorization: `Bearer ${token}` } })], OPTS));
+      expect(error.message).toContain('(HTTP 401: token [redacted] is unknown; key [redacted] is unknown)');
+      expect(error.message).not.toMatch(/literal-bearer|98765/);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('a body that is not JSON, or JSON that is not JSON-RPC, is no MCP answer', async () => {
     for (const [body, what] of [
       ['not json', 'with a body that is not JSON'],
