@@ -79,6 +79,30 @@ export function connectFailure(f: FailedConnect): AppError {
   return fail(f.stage === 'connect' ? handshakeFailure(at, f, chain, reason) : `${at} could not list its tools (tools/list): ${serverSays(chain[0]) ? `${reason}; see the server's logs` : reason}`);
 }
 
+/**
+ * Why a tool call failed, for the model and whoever reads the turn: what the server answered
+ * instead of a tool result, in agentd's words; the SDK's would be its validator's issue list as
+ * JSON, or the whole JSON-RPC message the server sent. Anything else as `reasonOf` says it.
+ */
+export function callFailure(error: unknown, mask: (text: string) => string): string {
+  const chain = causes(error);
+  const [outer] = chain;
+  const message = outer instanceof Error ? outer.message : '';
+  if (chain.some((e) => e instanceof SyntaxError)) return 'the server answered with a body that is not JSON, not as an MCP server does';
+  if (chain.some(isZodError)) {
+    return message.startsWith('Failed to parse server response')
+      ? 'the server answered with a result that is not a tool result (a "content" array of text, image, audio or resource parts)'
+      : 'the server answered with JSON that is not a JSON-RPC message, not as an MCP server does';
+  }
+  if (message.startsWith('Protocol error: Received a response for an unknown message ID')) return "the server answered with the id of no request agentd sent, not with this call's";
+  const { statusCode, responseBody } = outer as { statusCode?: unknown; responseBody?: unknown };
+  if (typeof statusCode === 'number' && statusCode >= 400) {
+    const text = typeof responseBody === 'string' ? bodyText(responseBody, '') : undefined;
+    return `the server answered HTTP ${statusCode}${text ? `: ${cut(mask(text), MAX_TEXT)}` : ''}${statusCode >= 500 ? '; it failed on its side' : ''}`;
+  }
+  return reasonOf(error, mask);
+}
+
 /** What an answer no MCP client reads says, and what to do about it. */
 function answered(odd: HttpAnswer, f: FailedConnect): string {
   const text = odd.text ? `: ${cut(f.mask(odd.text), MAX_TEXT)}` : '';

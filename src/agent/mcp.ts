@@ -4,7 +4,7 @@ import { dynamicTool } from '@ai-sdk/provider-utils';
 import type { ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError, isAppError } from '../errors.ts';
-import { bodyText, connectFailure, noteUnreadable, reasonOf, type Answers, type HttpAnswer } from './mcp-failure.ts';
+import { bodyText, callFailure, connectFailure, noteUnreadable, type Answers, type HttpAnswer } from './mcp-failure.ts';
 import { ToolListing, type ToolFault } from './mcp-listing.ts';
 import { ToolError } from './tools/tool-error.ts';
 import { own } from '../objects.ts';
@@ -568,7 +568,7 @@ async function callTool(client: MCPClient, server: McpServer, secrets: string[],
     });
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${reasonOf(error, (text) => scrub(text, secrets))}`);
+    throw new ToolError(`MCP server "${server.name}" could not run "${tool}": ${callFailure(error, (text) => scrub(text, secrets))}`);
   }
   const text = capped(resultText(result));
   // Thrown so the AI SDK reports a tool error: the model must see the call failed.

@@ -177,6 +177,35 @@ describe('tools', () => {
     }
   });
 
+  it("a call answered with something other than a tool result fails in agentd's words, never the SDK's validator dump", async () => {
+    const answers: Record<string, [status: number, type: string, body: (id: unknown) => string]> = {
+      text: [200, 'application/json', () => 'not json {'],
+      rpc: [200, 'application/json', () => JSON.stringify({ hello: 'world' })],
+      result: [200, 'application/json', (id) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: 'a string' } })],
+      other: [200, 'application/json', () => JSON.stringify({ jsonrpc: '2.0', id: 9999, result: { content: [] } })],
+      page: [500, 'text/html', () => '<html><body>Internal Server Error</body></html>'],
+      down: [503, 'text/plain', () => 'maintenance until noon'],
+    };
+    const http = await startRawMcpServer((request, res) => {
+      if (request.method === 'tools/list') return { result: { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) } };
+      const [status, type, body] = answers[(request.params as { name: string }).name]!;
+      res.writeHead(status, { 'content-type': type }).end(body(request.id));
+      return undefined;
+    });
+    try {
+      const mcp = await connect([server('h', http.url)]);
+      const why = async (tool: string) => (await run(mcp.tools, `h__${tool}`, {}).then(() => '', (e: Error) => e.message)).replace('MCP server "h" could not run ', '');
+      expect(await why('text')).toBe('"text": the server answered with a body that is not JSON, not as an MCP server does');
+      expect(await why('rpc')).toBe('"rpc": the server answered with JSON that is not a JSON-RPC message, not as an MCP server does');
+      expect(await why('result')).toBe('"result": the server answered with a result that is not a tool result (a "content" array of text, image, audio or resource parts)');
+      expect(await why('other')).toBe('"other": the server answered with the id of no request agentd sent, not with this call\'s');
+      expect(await why('page')).toBe('"page": the server answered HTTP 500; it failed on its side');
+      expect(await why('down')).toBe('"down": the server answered HTTP 503: maintenance until noon; it failed on its side');
+    } finally {
+      await http.close();
+    }
+  });
+
   it('an answer past MCP_MAX_MESSAGE_BYTES fails its call, as a JSON body and as an event, without reading it whole', async () => {
     const tools = { result: { tools: [{ name: 'json', inputSchema: { type: 'object' } }, { name: 'event', inputSchema: { type: 'object' } }] } };
     const sent = { json: 0, event: 0 };
