@@ -5,6 +5,7 @@ import type { ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { bodyText, callFailure, connectFailure, noteUnreadable, type Answers, type HttpAnswer } from './mcp-failure.ts';
+import { cancelAbandonedCalls } from './mcp-cancel.ts';
 import { ToolListing, type ToolFault } from './mcp-listing.ts';
 import { ToolError } from './tools/tool-error.ts';
 import { own } from '../objects.ts';
@@ -193,7 +194,9 @@ async function connectOne(server: McpServer, template: McpServer, index: number,
     if (!client.initializeResult.capabilities.tools) {
       throw new AppError('mcp-unavailable', `${serverAt(server, opts)} offers no tools (its answer to the MCP handshake declares no "tools" capability): take it out of ${WHERE}[${index}]`);
     }
-    return listAllTools(client, server, opts, signal);
+    const listed = await listAllTools(client, server, opts, signal);
+    cancelAbandonedCalls(transportOf(client));
+    return listed;
   })();
   try {
     // The client honours the signal on its own, but a transport that ignores it must not hang us.

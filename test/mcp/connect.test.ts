@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ToolSet } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { connectMcpServers, MCP_MAX_MESSAGE_BYTES, MCP_MAX_TOOL_PAGES, MCP_MAX_TOOLS, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
@@ -137,6 +138,33 @@ describe('tools', () => {
       const call = Promise.resolve(untimed.tools.u__hang!.execute!({} as never, { toolCallId: 'c', messages: [], context: {}, abortSignal: controller.signal } as never));
       setTimeout(() => controller.abort(), 50);
       await expect(call).rejects.toThrow();
+    } finally {
+      await stuck.close();
+    }
+  });
+
+  it('a call given up on, at its deadline or by the turn, is cancelled on the server, as MCP asks', async () => {
+    // On `sse` a call is a POST the server answers at once: nothing dropped tells it the client left.
+    const cancelled: string[] = [];
+    const stuck = await startMcpServer({
+      transport: 'sse',
+      tools: [
+        { name: 'hang', input: { why: z.string() }, handler: ({ why }, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve(void cancelled.push(why as string) as never))) },
+        { name: 'quick', handler: () => ({ content: [{ type: 'text', text: 'done' }] }) },
+      ],
+    });
+    try {
+      const mcp = await connect([server('s', stuck.url, { type: 'sse' })], { callTimeoutMs: 300 });
+      expect(await run(mcp.tools, 's__quick', {})).toBe('done');
+      await expect(run(mcp.tools, 's__hang', { why: 'deadline' })).rejects.toThrow(/timed out/);
+      await expect.poll(() => cancelled).toEqual(['deadline']);
+
+      const controller = new AbortController();
+      const call = Promise.resolve(mcp.tools.s__hang!.execute!({ why: 'stop' } as never, { toolCallId: 'c', messages: [], context: {}, abortSignal: controller.signal } as never));
+      await expect.poll(() => stuck.calls.length).toBe(3);
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      await expect.poll(() => cancelled).toEqual(['deadline', 'stop']);
     } finally {
       await stuck.close();
     }

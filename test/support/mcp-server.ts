@@ -12,7 +12,8 @@ export interface TestMcpTool {
   description?: string;
   input?: Record<string, z.ZodType>;
   annotations?: ToolAnnotations;
-  handler: (args: Record<string, unknown>) => CallToolResult | Promise<CallToolResult>;
+  /** `signal` aborts when the client cancels the call (`notifications/cancelled`) or the server closes. */
+  handler: (args: Record<string, unknown>, extra: { signal: AbortSignal }) => CallToolResult | Promise<CallToolResult>;
 }
 
 export interface TestMcpServer {
@@ -73,9 +74,9 @@ export async function startMcpServer(options: { tools?: TestMcpTool[]; transport
   const build = () => {
     const server = new McpServer({ name: options.name ?? 'agentd-test', version: '1.0.0' });
     for (const spec of tools) {
-      const handler = async (args: Record<string, unknown>) => {
+      const handler = async (args: Record<string, unknown>, extra: { signal: AbortSignal }) => {
         calls.push({ name: spec.name, args });
-        return spec.handler(args);
+        return spec.handler(args, extra);
       };
       server.registerTool(
         spec.name,
@@ -85,7 +86,7 @@ export async function startMcpServer(options: { tools?: TestMcpTool[]; transport
           ...(spec.annotations ? { annotations: spec.annotations } : {}),
         },
         // The SDK's callback type depends on the literal shape; ours is only known at run time.
-        (spec.input ? (args: Record<string, unknown>) => handler(args) : () => handler({})) as never,
+        (spec.input ? (args: Record<string, unknown>, extra: { signal: AbortSignal }) => handler(args, extra) : (extra: { signal: AbortSignal }) => handler({}, extra)) as never,
       );
     }
     return server;
