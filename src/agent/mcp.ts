@@ -5,6 +5,7 @@ import type { ToolSet } from 'ai';
 import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { bodyText, callFailure, connectFailure, noteUnreadable, type Answers, type HttpAnswer } from './mcp-failure.ts';
+import { answerOneAtATime } from './mcp-answers.ts';
 import { cancelAbandonedCalls } from './mcp-cancel.ts';
 import { ToolListing, type ToolFault } from './mcp-listing.ts';
 import { ToolError } from './tools/tool-error.ts';
@@ -190,6 +191,7 @@ async function connectOne(server: McpServer, template: McpServer, index: number,
       // left waiting: noted, for the message of the failure that follows.
       onUncaughtError: (error) => noteUnreadable(answers, error),
     });
+    answerOneAtATime(transportOf(client));
     stage = 'list';
     if (!client.initializeResult.capabilities.tools) {
       throw new AppError('mcp-unavailable', `${serverAt(server, opts)} offers no tools (its answer to the MCP handshake declares no "tools" capability): take it out of ${WHERE}[${index}]`);

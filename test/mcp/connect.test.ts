@@ -170,6 +170,50 @@ describe('tools', () => {
     }
   });
 
+  it("a server's requests are answered one at a time: a stream of pings does not have agentd send as many requests back at once", async () => {
+    let inFlight = 0;
+    let most = 0;
+    let answers = 0;
+    const flood = await plainHttp((req, res) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += String(chunk)));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number | string; method?: string };
+        if (message.method === undefined) {
+          // An answer of the client's: held a moment, so others would overlap it.
+          most = Math.max(most, ++inFlight);
+          answers++;
+          return void setTimeout(() => {
+            inFlight--;
+            res.writeHead(202).end();
+          }, 20);
+        }
+        if (message.id === undefined) return void res.writeHead(202).end();
+        const reply = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        if (message.method === 'initialize') return reply({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } });
+        if (message.method === 'server/discover') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'method not found' } }));
+        if (message.method === 'tools/list') return reply({ tools: [{ name: 'x', inputSchema: { type: 'object' } }] });
+        // The call: a burst of pings, then its answer once some of them were answered.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(Array.from({ length: 2_000 }, (_, i) => `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' })}\n\n`).join(''));
+        const done = setInterval(() => {
+          if (answers === 0) return;
+          clearInterval(done);
+          res.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'done' }] } })}\n\n`);
+        }, 10);
+      });
+    });
+    try {
+      const mcp = await connect([server('f', `${flood.url}/mcp`)]);
+      expect(await run(mcp.tools, 'f__x', {})).toBe('done');
+      expect(answers).toBeGreaterThan(0);
+      expect(most).toBe(1);
+    } finally {
+      await flood.close();
+    }
+  });
+
   it('a server that closes the connection before it answers a call fails the call at once, not at its deadline', async () => {
     const tools = { result: { tools: [{ name: 'x', inputSchema: { type: 'object' } }] } };
     const http = await startRawMcpServer((request, res) => {
