@@ -5,6 +5,7 @@ import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
 import { DEMO_PROVIDER, PROVIDERS } from './contract/providers.ts';
 import { isPostgresUrl, sqlitePathFromUrl } from './store/database-url.ts';
+import type { PgBounds } from './store/pg-bounds.ts';
 import { parseSecretKey } from './store/secret-box.ts';
 import type { OtlpSettings } from './telemetry/tracing.ts';
 
@@ -19,6 +20,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** PostgreSQL connections per process. */
   pgPoolSize: number;
+  /** PostgreSQL: how long a request waits for a connection, and for a statement's answer (0: no bound). */
+  pgBounds: PgBounds;
   /** PostgreSQL: where the LISTEN connection goes when DATABASE_URL is a pooler in transaction mode. */
   databaseListenUrl: string | undefined;
   /** How often an idle evaluation driver (or, on PostgreSQL, the search for runs to share) looks again. */
@@ -158,6 +161,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.AGENTD_DATA_DIR ?? '.agentd'),
     databaseUrl: databaseUrl(env.DATABASE_URL),
     pgPoolSize: Math.max(1, int(env, 'AGENTD_PG_POOL_SIZE', 10)),
+    // Far above agentd's own statements (milliseconds; the largest, a test set of AGENTD_MAX_BODY
+    // in one row, well under a second), short of a client's or load balancer's patience.
+    pgBounds: { connectTimeoutMs: ms(env, 'AGENTD_PG_CONNECT_TIMEOUT_MS', 10_000), statementTimeoutMs: ms(env, 'AGENTD_PG_STATEMENT_TIMEOUT_MS', 30_000) },
     databaseListenUrl: listenUrl(env),
     evalPollMs: Math.max(10, ms(env, 'AGENTD_EVAL_POLL_MS', 1000)),
     secretKey: env.AGENTD_SECRET_KEY ? parseSecretKey(env.AGENTD_SECRET_KEY, 'AGENTD_SECRET_KEY') : undefined,

@@ -78,7 +78,7 @@ function stringFlag(values: Record<string, unknown>, name: string): string | und
 }
 
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, bounds: config.pgBounds, listenUrl: config.databaseListenUrl, secretKey: config.secretKey });
   try {
     return await work(store);
   } finally {

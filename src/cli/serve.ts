@@ -32,7 +32,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
 
   const steps = startSteps();
   steps.step(`opening the database at ${resolveDatabaseLocation(config)} (connecting, then migrating)`);
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, listenUrl: config.databaseListenUrl, secretKey: config.secretKey }).catch(
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, bounds: config.pgBounds, listenUrl: config.databaseListenUrl, secretKey: config.secretKey }).catch(
     (error: unknown) => {
       steps.done();
       // A data folder that cannot be made, a database out of reach, a key file that cannot be

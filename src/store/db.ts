@@ -13,6 +13,7 @@ import { createLeasesRepo, type LeasesRepo } from './leases.ts';
 import { createMigrator, migrateToLatest } from './migrate.ts';
 import { OwnSchemaPostgresDialect } from './own-schema-dialect.ts';
 import type { Notifications } from './notifications.ts';
+import { boundedClient, boundedSettings, type PgBounds } from './pg-bounds.ts';
 import { createPausedStatesRepo, type PausedStatesRepo } from './paused-states.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import { runPreparedDirectly } from './prepared.ts';
@@ -58,6 +59,8 @@ export interface StoreOptions {
    * `databaseUrl` goes through a pooler in transaction mode, which cannot hold a LISTEN.
    */
   listenUrl?: string | undefined;
+  /** PostgreSQL: how long a request waits for a connection and for a statement (AGENTD_PG_CONNECT_TIMEOUT_MS, AGENTD_PG_STATEMENT_TIMEOUT_MS); unset, not at all. */
+  bounds?: PgBounds | undefined;
   apiKeys?: ApiKeysOptions;
   /** Seals stored provider keys (AGENTD_SECRET_KEY); unset, `<dataDir>/secret.key` is used, made on first open. */
   secretKey?: Buffer | undefined;
@@ -124,22 +127,29 @@ interface Engine {
   timer: ReturnType<typeof queryTimer>;
   /** PostgreSQL: the schema the tables live in (the first of the connection's search_path). */
   schema(): Promise<string | undefined>;
+  /** Brings the schema up to date (migrate.ts). */
+  migrate(schema: string | undefined): Promise<unknown>;
   notifications(schema: string | undefined): Notifications | undefined;
   /** SQLite on a file: what moves when another connection commits to it (api-keys.ts). */
   dataVersion?: () => number;
   close(): Promise<void>;
 }
 
-async function openPostgres(url: string, poolSize: number | undefined, listenUrl: string | undefined): Promise<Engine> {
+async function openPostgres(url: string, poolSize: number | undefined, listenUrl: string | undefined, bounds: PgBounds | undefined): Promise<Engine> {
   const [{ default: pg }, { channelPrefix, createPgNotifications }] = await Promise.all([import('pg'), import('./notifications.ts')]);
   pgDatabaseError = pg.DatabaseError;
-  const pool = new pg.Pool({ connectionString: url, max: poolSize ?? 10 });
-  // An idle connection the server drops (a restart, a failover) must not crash the process.
-  pool.on('error', () => {});
-  // Nor one checked out: pg-pool listens for an idle connection's errors only, and a socket reset
-  // or pg_terminate_backend on a connection lent to a query or a transaction is emitted on it
-  // (the query itself fails with the error too, and the pool drops the connection on release).
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const Client = boundedClient(pg.Client);
+  const openPool = (bounded: PgBounds | undefined, max: number) => {
+    const pool = new pg.Pool({ ...boundedSettings(url, bounded), max, Client });
+    // An idle connection the server drops (a restart, a failover) must not crash the process.
+    pool.on('error', () => {});
+    // Nor one checked out: pg-pool listens for an idle connection's errors only, and a socket reset
+    // or pg_terminate_backend on a connection lent to a query or a transaction is emitted on it
+    // (the query itself fails with the error too, and the pool drops the connection on release).
+    pool.on('connect', (client) => client.on('error', () => {}));
+    return pool;
+  };
+  const pool = openPool(bounds, poolSize ?? 10);
   const timer = queryTimer();
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }), log: timer.log });
   let notifications: Notifications | undefined;
@@ -147,7 +157,17 @@ async function openPostgres(url: string, poolSize: number | undefined, listenUrl
     db,
     timer,
     schema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
-    notifications: (schema) => (notifications = createPgNotifications({ connectionString: listenUrl ?? url, pool, prefix: channelPrefix(schema ?? 'public') })),
+    // A connection of its own, with no bound on its statements: a migration may build an index on
+    // a big table, or wait on its lock for another replica's migrations to end.
+    migrate: async (schema) => {
+      const unbounded = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool: openPool(bounds && { ...bounds, statementTimeoutMs: 0 }, 1) }) });
+      try {
+        await migrateToLatest(unbounded, schema);
+      } finally {
+        await unbounded.destroy();
+      }
+    },
+    notifications: (schema) => (notifications = createPgNotifications({ connectionString: listenUrl ?? url, bounds, Client, pool, prefix: channelPrefix(schema ?? 'public') })),
     close: async () => {
       await notifications?.close();
       await db.destroy();
@@ -175,6 +195,7 @@ function openSqlite(location: string): Engine {
     db,
     timer,
     schema: async () => undefined,
+    migrate: () => migrateToLatest(db),
     notifications: () => undefined,
     ...(location === MEMORY ? {} : { dataVersion: () => (version.get() as { data_version: number }).data_version }),
     close: async () => {
@@ -193,12 +214,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const url = options.databaseUrl;
   const postgres = isPostgresUrl(url);
   const kind = postgres ? 'postgres' : 'sqlite';
-  const engine = postgres ? await openPostgres(url, options.poolSize, options.listenUrl) : openSqlite(location);
+  const engine = postgres ? await openPostgres(url, options.poolSize, options.listenUrl, options.bounds) : openSqlite(location);
   const db = engine.db;
   let schema: string | undefined;
   try {
     schema = await engine.schema();
-    await migrateToLatest(db, schema);
+    await engine.migrate(schema);
   } catch (error) {
     await engine.close();
     // A server that is down or refuses connections for now is the operator's to bring up; agentd does not wait for it.

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { boundedSettings, type PgBounds } from './pg-bounds.ts';
 
 /**
  * Messages between the processes that share one PostgreSQL database (LISTEN/NOTIFY), for what
@@ -47,7 +48,14 @@ export function channelPrefix(schema: string): string {
  * One dedicated connection listens (a pooled one would be handed to other queries); sends go
  * through the pool. Each part is `<message id> <index> <count> <text>`, reassembled on arrival.
  */
-export function createPgNotifications(options: { connectionString: string; pool: pg.Pool; prefix: string }): Notifications {
+export function createPgNotifications(options: {
+  connectionString: string;
+  pool: pg.Pool;
+  prefix: string;
+  /** The pool's bounds and client class (pg-bounds.ts), so a listener whose database went silent is dropped and opened again rather than left deaf. */
+  bounds?: PgBounds | undefined;
+  Client?: typeof pg.Client;
+}): Notifications {
   const handlers = new Map<string, Set<(message: string) => void>>();
   /**
    * Parts of messages not yet whole, by channel and message id. Kept only while the channel is
@@ -86,7 +94,7 @@ export function createPgNotifications(options: { connectionString: string; pool:
   let retry: NodeJS.Timeout | undefined;
   const connect = (): Promise<pg.Client> => {
     // Named, so an operator can tell it apart in pg_stat_activity.
-    const client = new pg.Client({ connectionString: options.connectionString, application_name: 'agentd-listener' });
+    const client = new (options.Client ?? pg.Client)({ ...boundedSettings(options.connectionString, options.bounds), application_name: 'agentd-listener' });
     const ready = client.connect().then(async () => {
       for (const channel of handlers.keys()) await client.query(`LISTEN "${channel}"`);
       return client;

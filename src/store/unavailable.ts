@@ -1,11 +1,13 @@
 import { AppError } from '../errors.ts';
+import { STATEMENT_TIMEOUT_MESSAGE } from './pg-bounds.ts';
 
 /**
  * A statement that failed because the database could not serve it (it is down, restarting, out of
- * connections, cut off, or its disk is full or read-only), as the error the caller answers with:
- * the request was fine and may be sent again once the database is back, which `internal` (a bug
- * in agentd) would not say. Undefined for any other failure. `advice` replaces what the message
- * tells the client to do, for a caller that does something else about it.
+ * connections, cut off, silent past agentd's time limits, or its disk is full or read-only), as
+ * the error the caller answers with: the request was fine and may be sent again once the database
+ * is back, which `internal` (a bug in agentd) would not say. Undefined for any other failure.
+ * `advice` replaces what the message tells the client to do, for a caller that does something
+ * else about it.
  *
  * Drivers wrap their errors (SQLite's grouped commits, pg-pool's connection timeout), so the
  * whole chain of causes is looked at.
@@ -27,12 +29,24 @@ const FULL_ADVICE = 'nothing was stored; send the request again once the operato
 /** Connection failures: the socket could not be opened, or was cut. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 
+/**
+ * What pg and pg-pool throw when the database is silent past a bound of agentd's (pg-bounds.ts): a
+ * statement past query_timeout, no pooled connection free or no new one opened within
+ * connectionTimeoutMillis (pg-pool's words for a pooled one, pg's for the listening one). Looked
+ * at before the messages below, which one of them also begins with.
+ */
+const PG_TIMEOUT_MESSAGES: [string, string][] = [
+  [STATEMENT_TIMEOUT_MESSAGE, 'a statement got no answer within its time limit'],
+  ['timeout exceeded when trying to connect', 'no connection to it came free within its time limit'],
+  ['Connection terminated due to connection timeout', 'no connection to it opened within its time limit'],
+  ['timeout expired', 'no connection to it opened within its time limit'],
+];
+
 /** What pg and pg-pool throw, with no code, when a connection ends or never comes. */
 const PG_CONNECTION_MESSAGES = [
   'Connection terminated',
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
-  'timeout exceeded when trying to connect',
   'Cannot use a pool after calling end on the pool',
 ];
 
@@ -62,6 +76,8 @@ function classify(error: Error): Failure | undefined {
       return { what: `the database cannot serve the request (${error.message})` };
     }
   }
+  const timeout = PG_TIMEOUT_MESSAGES.find(([message]) => error.message.startsWith(message));
+  if (timeout) return { what: `the database did not answer in time (${timeout[1]})` };
   if (PG_CONNECTION_MESSAGES.some((message) => error.message.startsWith(message))) return { what: `the connection to the database was lost (${error.message})` };
   return undefined;
 }

@@ -14,7 +14,7 @@ describe('the settings agentd serve reads', () => {
   it('has the defaults README documents', () => {
     const config = loadConfig({ OPENAI_API_KEY: 'sk-x' });
     expect(config).toMatchObject({
-      port: 8787, host: '127.0.0.1', databaseUrl: undefined, pgPoolSize: 10, databaseListenUrl: undefined, evalPollMs: 1000, secretKey: undefined,
+      port: 8787, host: '127.0.0.1', databaseUrl: undefined, pgPoolSize: 10, pgBounds: { connectTimeoutMs: 10_000, statementTimeoutMs: 30_000 }, databaseListenUrl: undefined, evalPollMs: 1000, secretKey: undefined,
       maxBodyBytes: 10_485_760, requestTimeoutMs: 120_000, maxUploadBytes: 10_485_760, maxAttachments: 100, corsOrigins: undefined, debug: false,
       logLevel: 'info', metrics: undefined, shutdownGraceMs: 30_000, leaseTtlMs: 15_000, turnWorkers: Math.min(os.availableParallelism() - 1, 4),
       turnWorkersLoad: 0.9, maxSteps: 50, modelTimeoutMs: 120_000, streamHoldMs: 10_000, harnessMaxProcesses: 8, harnesses: ['claude', 'codex', 'pi'],
@@ -55,7 +55,7 @@ describe('the settings agentd serve reads', () => {
   });
 
   it('refuses a time longer than a timer holds (it would end at once) or a limit of 0 that fails every call', () => {
-    const times = ['AGENTD_EVAL_POLL_MS', 'AGENTD_REQUEST_TIMEOUT_MS', 'AGENTD_SHUTDOWN_GRACE_MS', 'AGENTD_LEASE_TTL_MS', 'AGENTD_MODEL_TIMEOUT_MS', 'AGENTD_STREAM_HOLD_MS', 'AGENTD_TURN_TIMEOUT_MS', 'AGENTD_HARNESS_PARK_MS', 'AGENTD_BASH_TIMEOUT_MS', 'AGENTD_MCP_TIMEOUT_MS', 'AGENTD_MCP_CALL_TIMEOUT_MS'];
+    const times = ['AGENTD_PG_CONNECT_TIMEOUT_MS', 'AGENTD_PG_STATEMENT_TIMEOUT_MS', 'AGENTD_EVAL_POLL_MS', 'AGENTD_REQUEST_TIMEOUT_MS', 'AGENTD_SHUTDOWN_GRACE_MS', 'AGENTD_LEASE_TTL_MS', 'AGENTD_MODEL_TIMEOUT_MS', 'AGENTD_STREAM_HOLD_MS', 'AGENTD_TURN_TIMEOUT_MS', 'AGENTD_HARNESS_PARK_MS', 'AGENTD_BASH_TIMEOUT_MS', 'AGENTD_MCP_TIMEOUT_MS', 'AGENTD_MCP_CALL_TIMEOUT_MS'];
     for (const name of times) {
       expect(() => loadConfig({ [name]: '3000000000' }), name).toThrow(new RegExp(`^${name} must be a whole number of milliseconds from [01] to 2147483647 \\(about 24.8 days\\), got "3000000000"$`));
       expect(loadConfig({ [name]: '2147483647' }), name).toBeDefined();

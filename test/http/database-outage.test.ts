@@ -45,13 +45,15 @@ function everyRoute(h: Harness): [string, () => Promise<Response>][] {
 
 /**
  * A TCP relay to PostgreSQL that the test can take away (every connection reset, new ones
- * refused: an immediate shutdown) and bring back on the same port, without touching the server
- * other tests share.
+ * refused: an immediate shutdown) and bring back on the same port, or freeze (connections open
+ * and accepted, not a byte forwarded: a stopped server, a path that drops packets), without
+ * touching the server other tests share.
  */
 async function relayTo(target: URL) {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
+  let frozen = false;
   const open = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((client) => {
@@ -64,6 +66,8 @@ async function relayTo(target: URL) {
         client.on('close', () => upstream.destroy());
         upstream.on('close', () => client.destroy());
         client.pipe(upstream).pipe(client);
+        // After the pipes, which start the sockets flowing.
+        if (frozen) for (const socket of [client, upstream]) socket.pause();
       });
       server.listen(port, '127.0.0.1', () => {
         port = (server!.address() as net.AddressInfo).port;
@@ -79,6 +83,18 @@ async function relayTo(target: URL) {
       await closed;
     },
     start: open,
+    freeze() {
+      frozen = true;
+      for (const socket of sockets) socket.pause();
+    },
+    /**
+     * Connections opened from now on are served; the ones open meanwhile stay silent for good, as
+     * after a failover to a standby or a path that came back by another route: only a pool that
+     * gave them up serves again.
+     */
+    thaw() {
+      frozen = false;
+    },
   };
 }
 
@@ -136,6 +152,53 @@ describe.skipIf(!TEST_POSTGRES_URL)('PostgreSQL going away under a running serve
 
     await relay.start();
     await until(async () => loops.every((what) => lines(`the database answers again: agentd can ${what}`).length === 1), (logged) => logged);
+  });
+
+  it('answers 503 unavailable within its bounds when it stops answering without refusing, and gives up the connections that got no answer', async () => {
+    // One pooled connection: the one a statement timed out on is the one every later request would get.
+    const { h, relay } = await serverBehindRelay({ env: { AGENTD_PG_POOL_SIZE: '1', AGENTD_PG_CONNECT_TIMEOUT_MS: '2000', AGENTD_PG_STATEMENT_TIMEOUT_MS: '2000' } });
+    const sessions = () => fetch(`${h.url}/api/sessions?project_id=${h.projectId}`, { headers: { authorization: `ApiKey ${h.apiKey}` } });
+    expect((await h.invoke(hi())).status).toBe(200);
+
+    relay.freeze();
+    // The first on the pooled connection, which never answers; the next on a new one, which never opens.
+    for (const call of [sessions, () => h.invoke(hi())]) {
+      const body = await expectError(await call(), 503, 'unavailable', /^the database did not answer in time \((a statement got no answer|no connection to it (came free|opened)) within its time limit\); send the request again once it is back$/);
+      expect(body.status.message).not.toContain(String(relay.port()));
+    }
+    expect(await (await fetch(`${h.url}/ready`)).json()).toMatchObject({ status: 'not ready' });
+    // The listening connection (key revocations, attached turns) is bounded the same way.
+    const notifications = h.store.notifications!;
+    const deaf = await notifications.listen('thawed', () => {}).then(() => undefined, (error: unknown) => error);
+    expect(databaseUnavailable(deaf)?.message).toMatch(/^the database did not answer in time/);
+
+    relay.thaw();
+    // A request may still meet the end of a connection attempt the freeze caught (the server's own
+    // background statements make them); it passes, and from then on every request is served.
+    await until(async () => (await sessions()).status, (status) => status === 200);
+    expect((await h.invoke(hi())).status).toBe(200);
+    expect((await sessions()).status).toBe(200);
+    // It was opened anew rather than left deaf on a connection that will never answer.
+    const heard: string[] = [];
+    await until(() => notifications.listen('thawed', (message) => heard.push(message)).catch(() => undefined), (stop) => stop !== undefined);
+    await notifications.send('thawed', 'back');
+    await until(async () => heard, (messages) => messages.length > 0);
+
+    // A transaction cut off so is told as that, not by the rollback that could no longer be sent.
+    const cut = await h.store.db
+      .transaction()
+      .execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        relay.freeze();
+        await sql`select 2`.execute(trx);
+      })
+      .then(() => undefined, (error: unknown) => error);
+    expect(databaseUnavailable(cut)?.message).toMatch(/^the database did not answer in time \(a statement got no answer within its time limit\)/);
+    relay.thaw();
+    await until(async () => (await sessions()).status, (status) => status === 200);
+    // The connections the second freeze caught, the listening one among them, stay silent: a
+    // graceful close would wait on them for ever.
+    await relay.stop();
   });
 
   it('survives a connection of its pool cut while lent out (pg_terminate_backend), and the pool recovers', async () => {

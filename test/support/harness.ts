@@ -72,7 +72,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(typeof options.env === 'function' ? options.env(model.url) : options.env),
   });
   const database = options.dataDir ? { url: options.databaseUrl, listenUrl: options.listenUrl, drop: async () => {} } : await freshDatabase();
-  const store = await openStore({ dataDir, databaseUrl: database.url, listenUrl: database.listenUrl, secretKey: config.secretKey });
+  const store = await openStore({ dataDir, databaseUrl: database.url, listenUrl: database.listenUrl, poolSize: config.pgPoolSize, bounds: config.pgBounds, secretKey: config.secretKey });
   const project = await store.projects.ensure('test');
   const key = await store.apiKeys.create(project.id, 'editor');
   const logs: string[] = [];
