@@ -169,10 +169,27 @@ async function openPostgres(url: string, poolSize: number | undefined, listenUrl
     },
     notifications: (schema) => (notifications = createPgNotifications({ connectionString: listenUrl ?? url, bounds, Client, pool, prefix: channelPrefix(schema ?? 'public') })),
     close: async () => {
-      await notifications?.close();
-      await db.destroy();
+      const closing = (async () => {
+        await notifications?.close();
+        await db.destroy();
+      })();
+      // A frozen database never answers a connection's goodbye; past a statement's bound the
+      // connections are cut rather than left to hold the process.
+      if (!bounds?.statementTimeoutMs || (await settlesWithin(closing, bounds.statementTimeoutMs))) return closing;
+      Client.cutAll();
+      await closing;
     },
   };
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function openSqlite(location: string): Engine {

@@ -1,5 +1,8 @@
 import type pg from 'pg';
 
+/** pg's client class, with a way to cut every connection it opened that is still open. */
+export type BoundedClientClass = typeof pg.Client & { cutAll(): void };
+
 /** pg's message for a statement that outlived `query_timeout`. */
 export const STATEMENT_TIMEOUT_MESSAGE = 'Query read timeout';
 
@@ -46,9 +49,25 @@ export function boundedSettings(url: string, bounds: PgBounds | undefined) {
  * server may still run the statement to its end: set a `statement_timeout` on agentd's role to
  * stop it there too (docs/deployment.md).
  */
-export function boundedClient(Client: typeof pg.Client): typeof pg.Client {
+export function boundedClient(Client: typeof pg.Client): BoundedClientClass {
+  const live = new Set<pg.Client>();
   return class BoundedClient extends Client {
     #gaveUp: Error | undefined;
+
+    /**
+     * Cuts every connection still open, for a close the database does not answer: pg ends a
+     * connection by waiting for the server's side of the goodbye, which a frozen server never
+     * sends, and the process would not stop.
+     */
+    static cutAll(): void {
+      for (const client of live) client.connection.stream.destroy();
+    }
+
+    constructor(...args: ConstructorParameters<typeof pg.Client>) {
+      super(...args);
+      live.add(this);
+      this.once('end', () => live.delete(this));
+    }
 
     override query(...args: unknown[]): any {
       const submit = super.query as (...args: unknown[]) => unknown;
