@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { allowedHosts } from './agent/mcp-address.ts';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
 import { DEMO_PROVIDER, PROVIDERS } from './contract/providers.ts';
@@ -63,8 +64,12 @@ export interface Config {
   bash: { timeoutMs: number; maxOutputBytes: number; unsafeHost: boolean; limits: CallLimits };
   /** Whether templates may name `stdio` MCP servers, which run a command on this host. */
   allowStdioMcp: boolean;
-  /** Deadline to connect to a template's MCP servers and list their tools, and for one MCP tool call. */
-  mcp: { connectTimeoutMs: number; callTimeoutMs: number };
+  /**
+   * Deadline to connect to a template's MCP servers and list their tools, and for one MCP tool call;
+   * the hosts and ranges HTTP and SSE servers may be at (AGENTD_MCP_ALLOWED_HOSTS; unset: any but
+   * link-local and cloud metadata addresses).
+   */
+  mcp: { connectTimeoutMs: number; callTimeoutMs: number; allowedHosts: string[] | undefined };
   defaultLlm: { provider: string; model: string };
   /** Named OpenAI-compatible endpoints: `{name: {base_url, api_key_env?}}` from AGENTD_OPENAI_COMPATIBLE. */
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
@@ -193,7 +198,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       limits: { processes: Math.max(int(env, 'AGENTD_BASH_MAX_PROCESSES', 256), 1), memoryBytes: Math.max(int(env, 'AGENTD_BASH_MAX_MEMORY_MB', 1024), 16) * 1024 * 1024 },
     },
     allowStdioMcp: flag(env, 'AGENTD_ALLOW_STDIO_MCP'),
-    mcp: { connectTimeoutMs: ms(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000, 1), callTimeoutMs: ms(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000, 1) },
+    mcp: {
+      connectTimeoutMs: ms(env, 'AGENTD_MCP_TIMEOUT_MS', 10_000, 1),
+      callTimeoutMs: ms(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000, 1),
+      allowedHosts: allowedHosts(env.AGENTD_MCP_ALLOWED_HOSTS),
+    },
     defaultLlm: defaultLlm(env),
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', COMPATIBLE_ENDPOINTS, '{"vllm": {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": "VLLM_API_KEY"}}'),
     prices: json(env, 'AGENTD_PRICES', PRICES, '{"openai/gpt-5-mini": {"input": 0.25, "output": 2}}'),

@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { EngineSetup, Placement, PreparedTurn, TurnEngine } from './engine.ts';
 import { connectMcpServers, type McpTools } from './mcp.ts';
+import { McpAddresses } from './mcp-address.ts';
 import { resolveModel } from './model.ts';
 import type { Pricing } from './pricing.ts';
 import { ServerLoad } from './server-load.ts';
@@ -23,6 +24,7 @@ type BuiltinConfig = Pick<
  */
 export class BuiltinEngine {
   private readonly config: BuiltinConfig;
+  private readonly mcpAddresses: McpAddresses;
   private readonly pricing: Pricing | undefined;
   private readonly placement: Placement;
   private readonly pool: TurnPool | undefined;
@@ -31,6 +33,7 @@ export class BuiltinEngine {
 
   constructor(config: BuiltinConfig, pricing: Pricing | undefined, placement: Placement) {
     this.config = config;
+    this.mcpAddresses = new McpAddresses(config.mcp.allowedHosts);
     this.pricing = pricing;
     this.placement = placement;
     const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = config;
@@ -82,6 +85,7 @@ export class BuiltinEngine {
       credentials,
       secrets,
       allowStdio: this.config.allowStdioMcp,
+      addresses: this.mcpAddresses,
       timeoutMs: this.config.mcp.connectTimeoutMs,
       callTimeoutMs: this.config.mcp.callTimeoutMs,
       cwd: workdir,

@@ -6,6 +6,7 @@ import type { McpServer, ToolPermission } from '../contract/template.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { bodyText, callFailure, connectFailure, noteUnreadable, type Answers, type HttpAnswer } from './mcp-failure.ts';
 import { answerOneAtATime } from './mcp-answers.ts';
+import { McpAddresses, refusalIn, refusedAt, refuseMcpAddresses } from './mcp-address.ts';
 import { cancelAbandonedCalls } from './mcp-cancel.ts';
 import { ToolListing, type ToolFault } from './mcp-listing.ts';
 import { ToolError } from './tools/tool-error.ts';
@@ -39,6 +40,8 @@ export interface ConnectOptions {
   secrets?: Readonly<Record<string, string>> | undefined;
   /** Whether `stdio` servers may be spawned (AGENTD_ALLOW_STDIO_MCP). */
   allowStdio: boolean;
+  /** Where HTTP and SSE servers may be (AGENTD_MCP_ALLOWED_HOSTS); by default anywhere but link-local and cloud metadata addresses. */
+  addresses?: McpAddresses | undefined;
   /** Deadline for connecting to a server and listing its tools; servers connect in parallel. */
   timeoutMs: number;
   /** Deadline for one tool call; without it only the turn's abort signal ends a call. */
@@ -61,6 +64,12 @@ function capped(text: string): string {
   return `${head}\n[output truncated: showed the first ${Buffer.byteLength(head, 'utf8')} of ${bytes} bytes]`;
 }
 
+const ANYWHERE_BUT_METADATA = new McpAddresses(undefined);
+
+function addressesOf(opts: ConnectOptions): McpAddresses {
+  return opts.addresses ?? ANYWHERE_BUT_METADATA;
+}
+
 export function mcpToolName(server: string, tool: string): string {
   const plain = `${server}__${tool}`;
   if (TOOL_NAME.test(plain)) return plain;
@@ -78,6 +87,7 @@ export function mcpToolName(server: string, tool: string): string {
 export async function connectMcpServers(templateServers: readonly McpServer[], opts: ConnectOptions): Promise<McpTools> {
   checkTemplate(templateServers, opts);
   const servers = withMcpSecrets(templateServers, opts.secrets ?? {});
+  refuseMcpAddresses(servers, templateServers, addressesOf(opts));
   opts.signal?.throwIfAborted();
   if (servers.length === 0) return { tools: {}, readOnly: new Set(), permissions: new Map(), close: async () => {} };
 
@@ -213,6 +223,8 @@ async function connectOne(server: McpServer, template: McpServer, index: number,
     if (opts.signal?.aborted) throw opts.signal.reason;
     if (siblings.aborted && !deadline.signal.aborted) throw SIBLING_FAILED;
     if (isAppError(error)) throw error;
+    const refused = refusalIn(error);
+    if (refused) throw refusedAt(index, scrub(refused.message, secretsOf(server, opts)));
     // No `cause`: the raw error quotes the URL, and causes end up in debug stack traces.
     throw connectFailure({
       name: server.name,
@@ -289,7 +301,7 @@ async function transportFor(server: McpServer, opts: ConnectOptions, answers: An
   }
   // 'error' is the SDK's default too; spelled out because following a redirect would carry the
   // bearer token to wherever the server points.
-  return { type: connection.type, url: connection.url, headers, redirect: 'error', fetch: answeringFetch(connection.type, answers) };
+  return { type: connection.type, url: connection.url, headers, redirect: 'error', fetch: answeringFetch(connection.type, answers, addressesOf(opts).dispatcherFor()) };
 }
 
 /**
@@ -309,7 +321,7 @@ async function transportFor(server: McpServer, opts: ConnectOptions, answers: An
  *   answer to the request sent last is noted in `answers` when no MCP client can read it (an
  *   HTTP error, a redirect, a web page), for a failure to say what the server answered instead.
  */
-function answeringFetch(type: 'http' | 'sse', answers: Answers): typeof fetch {
+function answeringFetch(type: 'http' | 'sse', answers: Answers, dispatcher: object | undefined): typeof fetch {
   const sent = new Set<string | number>();
   return async (input, init) => {
     const id = requestId(init);
@@ -319,7 +331,8 @@ function answeringFetch(type: 'http' | 'sse', answers: Answers): typeof fetch {
     if (asks) answers.odd = undefined;
     // Refused as the SDK asks, but seen first, so the refusal can name it.
     const refuse = init?.redirect === 'error';
-    let response = await fetch(input, refuse ? { ...init, redirect: 'manual' } : init);
+    // Node's fetch takes undici's `dispatcher`, which the DOM's RequestInit does not name.
+    let response = await fetch(input, { ...init, ...(refuse ? { redirect: 'manual' } : {}), ...(dispatcher ? { dispatcher } : {}) } as RequestInit);
     if (refuse && response.status >= 300 && response.status < 400) {
       void response.body?.cancel().catch(() => undefined);
       if (asks) answers.odd = { status: response.status, contentType: '' };

@@ -46,7 +46,9 @@ export const McpServer = z.strictObject({
   connection: z.discriminatedUnion('type', [
     z.strictObject({
       type: z.enum(['http', 'sse']),
-      url: z.url(),
+      url: z.url().meta({
+        description: "The server's MCP endpoint. Refused (400) at a link-local address or a cloud metadata service (169.254.169.254, fd00:ec2::254, …), or outside AGENTD_MCP_ALLOWED_HOSTS where the operator set it",
+      }),
       headers: z.record(z.string().regex(HEADER_NAME, { message: 'an HTTP header name is letters, digits and !#$%&\'*+-.^_`|~ only' }), z.string()).optional(),
       forward_credentials: z.boolean().optional(),
     }),

@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { EngineSetup, Placement, PreparedTurn, TurnEngine } from '../agent/engine.ts';
 import { withMcpSecrets } from '../agent/mcp.ts';
+import { McpAddresses, refuseMcpAddresses } from '../agent/mcp-address.ts';
 import { harnessEndpoint } from '../agent/model.ts';
 import type { Pricing } from '../agent/pricing.ts';
 import type { RunnableTemplate } from '../agent/template.ts';
@@ -11,7 +12,7 @@ import type { Harness } from './harness.ts';
 import { harnessEntry, runHarnessTurn } from './harness-turn.ts';
 import { endParked } from './parked.ts';
 
-type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs' | 'harnesses'>;
+type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs' | 'harnesses' | 'mcp'>;
 
 /**
  * The coding-agent harnesses as a turn engine: each turn a harness process in the session folder
@@ -20,6 +21,7 @@ type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTi
  */
 export class HarnessEngine {
   private readonly config: HarnessConfig;
+  private readonly mcpAddresses: McpAddresses;
   private readonly pricing: Pricing | undefined;
   private readonly placement: Placement;
   /** Harness processes running now, against AGENTD_HARNESS_MAX_PROCESSES. */
@@ -27,6 +29,7 @@ export class HarnessEngine {
 
   constructor(config: HarnessConfig, pricing: Pricing | undefined, placement: Placement) {
     this.config = config;
+    this.mcpAddresses = new McpAddresses(config.mcp.allowedHosts);
     this.pricing = pricing;
     this.placement = placement;
   }
@@ -42,6 +45,7 @@ export class HarnessEngine {
       const lastWords = await setup.lastWords();
       // Filled in now: a secret the request lacks refuses the turn before any answer is claimed.
       const mcps = withMcpSecrets(template.mcps, secrets);
+      refuseMcpAddresses(mcps, template.mcps, this.mcpAddresses);
       // Taken from here to the turn's end; nothing is awaited before the caller can give it back.
       this.takeSeat();
       return {
@@ -57,6 +61,7 @@ export class HarnessEngine {
             newInteractionId: newId,
             lastWords,
             mcps,
+            mcpLookup: this.mcpAddresses.lookupFor(),
             endpoint,
             stateDir,
             unsafeHost: bash.unsafeHost,

@@ -1,5 +1,6 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import type { LookupFunction } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { doneEvent, type AgentEvent, type PendingInteraction, type StopReason } from '../contract/events.ts';
@@ -38,6 +39,8 @@ const READ_KINDS = new Set(['read', 'search', 'fetch', 'think']);
 export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId' | 'traceId' | 'template' | 'history' | 'workdir' | 'pricing' | 'signal' | 'newInteractionId' | 'secretValues'> {
   /** The template's MCP servers, the request's secrets filled in: the harness connects to them itself. */
   mcps: McpServer[];
+  /** Resolves the MCP servers' host names for the relay, refusing what AGENTD_MCP_ALLOWED_HOSTS does (src/agent/mcp-address.ts). */
+  mcpLookup?: LookupFunction | undefined;
   /** What the session's last finished turn ended with, if text: a harness session loaded for this turn must have it. */
   lastWords?: string;
   /** The harness's own state for the session (its sessions, settings), outside the session folder. */
@@ -102,6 +105,8 @@ function promptOf(history: Message[], continues: boolean, fresh: boolean): strin
 export interface HarnessReach {
   /** The template's HTTP and SSE MCP servers (the request's secrets filled in), and its stdio ones. */
   mcps: readonly McpServer[];
+  /** How the relay resolves the MCP servers' host names (HarnessTurnInput.mcpLookup). */
+  mcpLookup?: LookupFunction | undefined;
   /** `sandbox.permissions.network`: off, the harness reaches nothing but the relay. */
   network: 'on' | 'off';
   /** Run it on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
@@ -127,7 +132,7 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
     );
   }
   const remote = reach.mcps.flatMap((m) => (m.connection.type === 'stdio' ? [] : [m.connection]));
-  const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {} }))];
+  const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {}, lookup: reach.mcpLookup }))];
   // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
   const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on', reach.modelTimeoutMs, [...reach.secrets, setup.endpoint.apiKey]);
   let lockedDir: string | undefined;
@@ -205,7 +210,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const reach: HarnessReach = { mcps: input.mcps, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs, secrets: input.secretValues ?? [] };
+  const reach: HarnessReach = { mcps: input.mcps, mcpLookup: input.mcpLookup, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs, secrets: input.secretValues ?? [] };
   // The ACP client loads with the first harness turn: a server that runs none keeps 3–5 MB of heap.
   const { runAcpTurn } = await import('./acp-turn.ts');
   const turn = runAcpTurn({

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, LookupFunction } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -15,6 +15,8 @@ export interface Upstream {
   url: string;
   /** Sent upstream on every request, in place of what the harness sent: the key, the MCP server's headers. */
   headers: Record<string, string>;
+  /** Resolves its host name, refusing an address agentd does not connect MCP servers to (src/agent/mcp-address.ts). */
+  lookup?: LookupFunction | undefined;
 }
 
 /** Where, inside the sandbox, the relay's sockets are and the ports the launcher listens on. */
@@ -142,7 +144,7 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
   Object.assign(headers, upstream.headers);
   // Answers are masked as they pass, so they must come as text.
   if (masked.length > 0) headers['accept-encoding'] = 'identity';
-  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
+  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, ...(upstream.lookup ? { lookup: upstream.lookup } : {}) });
   // A model call is a POST; what else a harness asks (Claude's HEAD preflight, a model list) may
   // fail without harm.
   const watch = req.method === 'POST' ? model : undefined;

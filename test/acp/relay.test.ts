@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowedHosts, McpAddresses } from '../../src/agent/mcp-address.ts';
 import { HarnessRelay } from '../../src/harnesses/relay.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 
@@ -73,6 +74,26 @@ describe('HarnessRelay', () => {
       const res = await fetch(`${relay.urls[0]}/responses`, { headers: { 'x-api-key': relay.token } });
       expect(res.status).toBe(502);
       expect(await res.text()).toContain('127.0.0.1:9');
+    } finally {
+      relay.close();
+    }
+  });
+});
+
+describe('HarnessRelay: MCP server addresses (AGENTD_MCP_ALLOWED_HOSTS)', () => {
+  it('refuses, before connecting, an MCP server whose name resolves to an address agentd does not connect to; allows a listed one', async () => {
+    const local = url.replace('127.0.0.1', 'localhost');
+    const refusing = new McpAddresses(allowedHosts('10.0.0.0/8'));
+    const allowing = new McpAddresses(allowedHosts('127.0.0.1,::1'));
+    const relay = await HarnessRelay.open([{ url, headers: {} }, { url: `${local}/mcp`, headers: {}, lookup: refusing.lookup }, { url: `${local}/mcp`, headers: {}, lookup: allowing.lookup }], 'on', 5_000);
+    try {
+      const before = seen.length;
+      const refused = await fetch(relay.urls[1]!, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
+      expect(refused.status).toBe(502);
+      expect(await refused.text()).toContain('"localhost" resolves to an address that AGENTD_MCP_ALLOWED_HOSTS does not hold');
+      expect(seen.length).toBe(before);
+      const allowed = await fetch(relay.urls[2]!, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
+      expect((await allowed.text()).split('\n')[0]).toBe('data: POST /v1/mcp');
     } finally {
       relay.close();
     }

@@ -20,7 +20,7 @@ describe('the settings agentd serve reads', () => {
       turnWorkersLoad: 0.9, maxSteps: 50, modelTimeoutMs: 120_000, streamHoldMs: 10_000, harnessMaxProcesses: 8, harnesses: ['claude', 'codex', 'pi'],
       harnessParkMs: 120_000, turnTimeoutMs: 1_800_000, modelMaxRetries: 0,
       bash: { timeoutMs: 60_000, maxOutputBytes: 65_536, unsafeHost: false, limits: { processes: 256, memoryBytes: 1024 * 1024 * 1024 } },
-      allowStdioMcp: false, mcp: { connectTimeoutMs: 10_000, callTimeoutMs: 120_000 }, defaultLlm: { provider: 'openai', model: 'gpt-5-mini' },
+      allowStdioMcp: false, mcp: { connectTimeoutMs: 10_000, callTimeoutMs: 120_000, allowedHosts: undefined }, defaultLlm: { provider: 'openai', model: 'gpt-5-mini' },
       openaiCompatible: {}, prices: {}, otlp: undefined,
     });
     expect(config.dataDir).toBe(`${process.cwd()}/.agentd`);
@@ -43,6 +43,20 @@ describe('the settings agentd serve reads', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('reads AGENTD_MCP_ALLOWED_HOSTS as a list of host names, wildcards, addresses and ranges, and stops at an entry it cannot read', () => {
+    expect(loadConfig({ AGENTD_MCP_ALLOWED_HOSTS: '' }).mcp.allowedHosts).toBeUndefined();
+    expect(loadConfig({ AGENTD_MCP_ALLOWED_HOSTS: 'mcp.internal, *.tools.example.com,127.0.0.1, 10.0.0.0/8 ,::1' }).mcp.allowedHosts).toEqual([
+      'mcp.internal',
+      '*.tools.example.com',
+      '127.0.0.1',
+      '10.0.0.0/8',
+      '::1',
+    ]);
+    expect(() => loadConfig({ AGENTD_MCP_ALLOWED_HOSTS: 'mcp.internal,https://mcp.internal/mcp' })).toThrow(
+      'AGENTD_MCP_ALLOWED_HOSTS: "https://mcp.internal/mcp" is not a host name (mcp.example.com), a wildcard (*.example.com), an address (10.0.0.5, ::1) or a CIDR range (10.0.0.0/8, fd00::/8)',
+    );
   });
 
   it('listens on 127.0.0.1:8787 unless told otherwise; an empty HOST is unset, not every interface', () => {

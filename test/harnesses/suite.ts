@@ -306,6 +306,15 @@ export function harnessSuite(profile: HarnessProfile, extra?: (h: () => Harness)
       expect(await h.store.turns.listForSession(h.projectId, session, { limit: 10 })).toEqual([]);
     });
 
+    it.runIf(mcpCall !== undefined)('refuses an MCP server at a link-local or cloud metadata address before the turn starts, naming the field: the relay never reaches it', async () => {
+      const session = sid();
+      for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:169.254.169.254]/mcp', 'http://[fd00:ec2::254]/mcp']) {
+        const mcps = [{ name: 'calc', connection: { type: 'http', url } }];
+        await expectError(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }), { session_id: session })), 400, 'invalid-request', /^data\.parameters\.agent\.mcps\[0\]\.connection\.url: its host .*AGENTD_MCP_ALLOWED_HOSTS/);
+      }
+      expect(await h.store.turns.listForSession(h.projectId, session, { limit: 10 })).toEqual([]);
+    });
+
     it.runIf(mcpCall === undefined)('refuses MCP servers, which it cannot take, with a 400 that names it', async () => {
       const mcps = [{ name: 'calc', connection: { type: 'http', url: 'http://127.0.0.1:9/mcp' } }];
       await expectError(await h.invoke(invokeBody(user('add'), agent('allow', { mcps }))), 400, 'invalid-request', new RegExp(`harness "${profile.kind}".*mcps`));

@@ -157,6 +157,15 @@ describe('MCP servers', () => {
     expect(h.model.requests).toHaveLength(0);
   });
 
+  it('refuse a server at a link-local or cloud metadata address with a 400 naming the field and the setting, before connecting to anything', async () => {
+    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://2852039166/mcp', 'http://[::ffff:169.254.169.254]/mcp', 'http://[fd00:ec2::254]/mcp']) {
+      const res = await turn([calc({ connection: { type: 'http', url } })]);
+      await expectError(res, 400, 'invalid-request', 'data.parameters.agent.mcps[0].connection.url: its host');
+    }
+    await expectError(await turn([calc({ connection: { type: 'sse', url: 'http://169.254.169.254/sse' } })]), 400, 'invalid-request', 'AGENTD_MCP_ALLOWED_HOSTS names the address');
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it('refuse a header name HTTP cannot carry, naming where, before connecting to anything (it failed as a 424 at connect)', async () => {
     const server = calc({ connection: { type: 'http', url: mcp.url, headers: { 'bad header': 'x' } } });
     await expectError(await turn([server]), 400, 'invalid-request', 'the key "bad header" is not allowed (an HTTP header name is letters, digits and !#$%&\'*+-.^_`|~ only) at data.parameters.agent.mcps[0].connection.headers');
