@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allowedHosts, McpAddresses } from '../../src/agent/mcp-address.ts';
 import { connectMcpServers, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
-import { startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+import { mcpServersPerFile } from '../support/mcp-server.ts';
 
 /**
  * Where agentd connects to a template's MCP servers (src/agent/mcp-address.ts). Refused addresses
@@ -13,18 +13,7 @@ import { startMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 
 const OPTS: ConnectOptions = { allowStdio: false, timeoutMs: 60_000 };
 
-let http: TestMcpServer;
-let sse: TestMcpServer;
-const opened: McpTools[] = [];
-beforeAll(async () => {
-  [http, sse] = await Promise.all([startMcpServer({ transport: 'http' }), startMcpServer({ transport: 'sse' })]);
-});
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((m) => m.close()));
-});
-afterAll(async () => {
-  await Promise.all([http.close(), sse.close()]);
-});
+const { servers, opened } = mcpServersPerFile();
 
 const server = (url: string, type: 'http' | 'sse' = 'http'): McpServer => ({ name: 'calc', connection: { type, url } });
 
@@ -50,9 +39,9 @@ const port = (url: string) => new URL(url).port;
 
 describe('MCP server addresses, by default', () => {
   it('connect to a server on the loopback address (a sidecar on the same host)', async () => {
-    const mcp = await connect(http.url);
+    const mcp = await connect(servers.http.url);
     expect(Object.keys(mcp.tools)).toContain('calc__add');
-    const viaSse = await connect(sse.url, {}, 'sse');
+    const viaSse = await connect(servers.sse.url, {}, 'sse');
     expect(Object.keys(viaSse.tools)).toContain('calc__add');
   });
 
@@ -103,28 +92,28 @@ describe('MCP server addresses, by default', () => {
 
 describe('AGENTD_MCP_ALLOWED_HOSTS', () => {
   it('refuses the loopback address when set without it, and a name that resolves there, before connecting', async () => {
-    const before = http.requests.length;
-    expect((await refusal(http.url, only('mcp.example.com'))).message).toContain(
+    const before = servers.http.requests.length;
+    expect((await refusal(servers.http.url, only('mcp.example.com'))).message).toContain(
       'its host 127.0.0.1 is an address that AGENTD_MCP_ALLOWED_HOSTS does not hold; the operator may add it there',
     );
-    expect((await refusal(`http://localhost:${port(http.url)}/mcp`, only('mcp.example.com'))).message).toContain(
+    expect((await refusal(`http://localhost:${port(servers.http.url)}/mcp`, only('mcp.example.com'))).message).toContain(
       'its host localhost is a host AGENTD_MCP_ALLOWED_HOSTS does not name',
     );
     // With ranges in the list, a name is judged by what it resolves to: refused at the lookup, still a 400.
-    expect((await refusal(`http://localhost:${port(http.url)}/mcp`, only('10.0.0.0/8'))).message).toContain(
+    expect((await refusal(`http://localhost:${port(servers.http.url)}/mcp`, only('10.0.0.0/8'))).message).toContain(
       '"localhost" resolves to an address that AGENTD_MCP_ALLOWED_HOSTS does not hold, and the list does not name the host',
     );
-    expect((await refusal(`http://localhost:${port(sse.url)}/sse`, only('10.0.0.0/8'), 'sse')).message).toContain('"localhost" resolves to');
-    expect(http.requests.length).toBe(before);
+    expect((await refusal(`http://localhost:${port(servers.sse.url)}/sse`, only('10.0.0.0/8'), 'sse')).message).toContain('"localhost" resolves to');
+    expect(servers.http.requests.length).toBe(before);
   });
 
   it('allows a listed host: by address, by range, by name and by wildcard', async () => {
     for (const opts of [only('127.0.0.1'), only('127.0.0.0/8'), only('::1', '127.0.0.1/32')]) {
-      expect(Object.keys((await connect(http.url, opts)).tools)).toContain('calc__add');
+      expect(Object.keys((await connect(servers.http.url, opts)).tools)).toContain('calc__add');
     }
-    expect(Object.keys((await connect(`http://localhost:${port(http.url)}/mcp`, only('localhost'))).tools)).toContain('calc__add');
-    expect(Object.keys((await connect(`http://localhost:${port(http.url)}/mcp`, only('127.0.0.1', '::1'))).tools)).toContain('calc__add');
-    expect(Object.keys((await connect(`http://localhost:${port(sse.url)}/sse`, only('localhost'), 'sse')).tools)).toContain('calc__add');
+    expect(Object.keys((await connect(`http://localhost:${port(servers.http.url)}/mcp`, only('localhost'))).tools)).toContain('calc__add');
+    expect(Object.keys((await connect(`http://localhost:${port(servers.http.url)}/mcp`, only('127.0.0.1', '::1'))).tools)).toContain('calc__add');
+    expect(Object.keys((await connect(`http://localhost:${port(servers.sse.url)}/sse`, only('localhost'), 'sse')).tools)).toContain('calc__add');
     const wildcard = new McpAddresses(allowedHosts('*.mcp.internal'));
     expect(wildcard.refusal('calc.mcp.internal', '10.0.0.5', 'x')).toBeUndefined();
     expect(wildcard.refusal('mcp.internal', '10.0.0.5', 'x')).toContain('does not hold');

@@ -4,30 +4,19 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ToolSet } from 'ai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectMcpServers, MCP_MAX_MESSAGE_BYTES, MCP_MAX_TOOL_PAGES, MCP_MAX_TOOLS, mcpToolName, type ConnectOptions, type McpTools } from '../../src/agent/mcp.ts';
 import type { McpServer } from '../../src/contract/template.ts';
 import { AppError } from '../../src/errors.ts';
-import { defaultMcpTools, startMcpServer, startRawMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
+import { defaultMcpTools, mcpServersPerFile, startMcpServer, startRawMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 
 /** design.md §4: a template's `mcps[]` become the agent's tools, named `<server>__<tool>`. */
 
 // Deadlines longer than the test timeout: a test that waited for one would fail by timing out.
 const OPTS: ConnectOptions = { allowStdio: false, timeoutMs: 60_000 };
 
-let http: TestMcpServer;
-let sse: TestMcpServer;
-const opened: McpTools[] = [];
-beforeAll(async () => {
-  [http, sse] = await Promise.all([startMcpServer({ transport: 'http' }), startMcpServer({ transport: 'sse' })]);
-});
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((m) => m.close()));
-});
-afterAll(async () => {
-  await Promise.all([http.close(), sse.close()]);
-});
+const { servers, opened } = mcpServersPerFile();
 
 function server(name: string, url: string, extra: Partial<McpServer> & { type?: 'http' | 'sse'; headers?: Record<string, string>; forward?: boolean } = {}): McpServer {
   const { type = 'http', headers, forward, ...rest } = extra;
@@ -102,7 +91,7 @@ async function freePort(): Promise<number> {
 describe('tools', () => {
   for (const transport of ['http', 'sse'] as const) {
     it(`${transport}: lists every tool under <server>__<tool>, reads from readOnlyHint`, async () => {
-      const url = transport === 'http' ? http.url : sse.url;
+      const url = transport === 'http' ? servers.http.url : servers.sse.url;
       const mcp = await connect([server('calc', url, { type: transport })]);
       expect(Object.keys(mcp.tools).sort()).toEqual(['calc__add', 'calc__fail', 'calc__write_note']);
       expect([...mcp.readOnly]).toEqual(['calc__add']);
@@ -111,7 +100,7 @@ describe('tools', () => {
     });
 
     it(`${transport}: a tool runs on the server and its text is the output`, async () => {
-      const target = transport === 'http' ? http : sse;
+      const target = transport === 'http' ? servers.http : servers.sse;
       const mcp = await connect([server('calc', target.url, { type: transport })]);
       expect(await run(mcp.tools, 'calc__add', { a: 2, b: 40 })).toBe('42');
       expect(await run(mcp.tools, 'calc__write_note', { text: 'hi' })).toBe('stored: hi');
@@ -123,7 +112,7 @@ describe('tools', () => {
   }
 
   it('an isError result throws, with the server\'s text, so the model sees a failed call', async () => {
-    const mcp = await connect([server('calc', http.url)]);
+    const mcp = await connect([server('calc', servers.http.url)]);
     await expect(run(mcp.tools, 'calc__fail', {})).rejects.toThrow('the fail tool failed on purpose');
   });
 
@@ -334,14 +323,14 @@ describe('tools', () => {
   });
 
   it('policy.tools include keeps only the named tools', async () => {
-    const mcp = await connect([server('calc', http.url, { policy: { tools: { mode: 'include', names: ['add', 'fail'] } } })]);
+    const mcp = await connect([server('calc', servers.http.url, { policy: { tools: { mode: 'include', names: ['add', 'fail'] } } })]);
     expect(Object.keys(mcp.tools).sort()).toEqual(['calc__add', 'calc__fail']);
     expect([...mcp.readOnly]).toEqual(['calc__add']);
   });
 
   it('policy.tools include naming a tool the server lacks is a 400 naming both', async () => {
     const error = await failure(
-      connectMcpServers([server('calc', http.url, { policy: { tools: { mode: 'include', names: ['add', 'nope', 'gone'] } } })], OPTS),
+      connectMcpServers([server('calc', servers.http.url, { policy: { tools: { mode: 'include', names: ['add', 'nope', 'gone'] } } })], OPTS),
     );
     expect(error.type).toBe('invalid-request');
     expect(error.status).toBe(400);
@@ -351,21 +340,21 @@ describe('tools', () => {
   });
 
   it('policy.tools include without names is a 400 before anything connects', async () => {
-    const before = http.requests.length;
-    const error = await failure(connectMcpServers([server('calc', http.url, { policy: { tools: { mode: 'include' } } })], OPTS));
+    const before = servers.http.requests.length;
+    const error = await failure(connectMcpServers([server('calc', servers.http.url, { policy: { tools: { mode: 'include' } } })], OPTS));
     expect(error.status).toBe(400);
     expect(error.message).toContain('mcps[0].policy.tools.names');
-    expect(http.requests.length).toBe(before);
+    expect(servers.http.requests.length).toBe(before);
   });
 
   it('policy.permission applies to each of the server\'s tools', async () => {
-    const mcp = await connect([server('calc', http.url, { policy: { permission: 'ask', tools: { mode: 'include', names: ['add', 'write_note'] } } }), server('free', sse.url, { type: 'sse' })]);
+    const mcp = await connect([server('calc', servers.http.url, { policy: { permission: 'ask', tools: { mode: 'include', names: ['add', 'write_note'] } } }), server('free', servers.sse.url, { type: 'sse' })]);
     expect(Object.fromEntries(mcp.permissions)).toEqual({ calc__add: 'ask', calc__write_note: 'ask' });
     expect(Object.keys(mcp.tools)).toHaveLength(5);
   });
 
   it('two servers with one name are a 400', async () => {
-    const error = await failure(connectMcpServers([server('calc', http.url), server('calc', sse.url, { type: 'sse' })], OPTS));
+    const error = await failure(connectMcpServers([server('calc', servers.http.url), server('calc', servers.sse.url, { type: 'sse' })], OPTS));
     expect(error.status).toBe(400);
     expect(error.message).toContain('mcps[1].name');
   });
@@ -583,31 +572,31 @@ describe('credentials', () => {
   const lastPost = (s: TestMcpServer) => s.requests.filter((r) => r.method === 'POST').at(-1)!;
 
   it('go to a server whose connection opts in, as a bearer token', async () => {
-    const mcp = await connect([server('calc', http.url, { forward: true })], { credentials: 'user-token-123' });
+    const mcp = await connect([server('calc', servers.http.url, { forward: true })], { credentials: 'user-token-123' });
     await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
-    expect(lastPost(http).headers.authorization).toBe('Bearer user-token-123');
+    expect(lastPost(servers.http).headers.authorization).toBe('Bearer user-token-123');
   });
 
   it('replace a template Authorization header rather than join it', async () => {
-    const mcp = await connect([server('calc', sse.url, { type: 'sse', forward: true, headers: { Authorization: 'Bearer template', 'x-extra': 'kept' } })], { credentials: 'user-token-123' });
+    const mcp = await connect([server('calc', servers.sse.url, { type: 'sse', forward: true, headers: { Authorization: 'Bearer template', 'x-extra': 'kept' } })], { credentials: 'user-token-123' });
     await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
-    expect(lastPost(sse).headers.authorization).toBe('Bearer user-token-123');
-    expect(lastPost(sse).headers['x-extra']).toBe('kept');
+    expect(lastPost(servers.sse).headers.authorization).toBe('Bearer user-token-123');
+    expect(lastPost(servers.sse).headers['x-extra']).toBe('kept');
   });
 
   it('never go to a server that does not opt in', async () => {
-    const before = http.requests.length;
-    const mcp = await connect([server('calc', http.url), server('calc2', http.url, { forward: false })], { credentials: 'user-token-123' });
+    const before = servers.http.requests.length;
+    const mcp = await connect([server('calc', servers.http.url), server('calc2', servers.http.url, { forward: false })], { credentials: 'user-token-123' });
     await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
-    const seen = http.requests.slice(before);
+    const seen = servers.http.requests.slice(before);
     expect(seen.length).toBeGreaterThan(2);
     expect(seen.every((r) => r.headers.authorization === undefined)).toBe(true);
   });
 
   it('the template\'s own headers are sent', async () => {
-    const mcp = await connect([server('calc', http.url, { headers: { 'x-api-key': 'abc' } })]);
+    const mcp = await connect([server('calc', servers.http.url, { headers: { 'x-api-key': 'abc' } })]);
     await run(mcp.tools, 'calc__add', { a: 1, b: 1 });
-    expect(lastPost(http).headers['x-api-key']).toBe('abc');
+    expect(lastPost(servers.http).headers['x-api-key']).toBe('abc');
   });
 });
 
@@ -929,7 +918,7 @@ describe('why a connection failed', () => {
   it('a server that offers no tools says so, and which entry of the template it is', async () => {
     const none = await handshake({ result: { protocolVersion: '2025-06-18', capabilities: { prompts: {} }, serverInfo: { name: 'prompts', version: '1' } } });
     try {
-      const error = await failure(connectMcpServers([server('calc', http.url), server('prompts', none.url)], OPTS));
+      const error = await failure(connectMcpServers([server('calc', servers.http.url), server('prompts', none.url)], OPTS));
       expect(error.message).toBe(`MCP server "prompts" at ${none.url} offers no tools (its answer to the MCP handshake declares no "tools" capability): take it out of data.parameters.agent.mcps[1]`);
     } finally {
       await none.close();
@@ -963,7 +952,7 @@ describe('stdio', () => {
   const stdio = (): McpServer => ({ name: 'local', connection: { type: 'stdio', command: process.execPath, args: [path.resolve('test/support/mcp-stdio-server.ts')] } });
 
   it('is refused unless the operator allows it', async () => {
-    const error = await failure(connectMcpServers([server('calc', http.url), stdio()], OPTS));
+    const error = await failure(connectMcpServers([server('calc', servers.http.url), stdio()], OPTS));
     expect(error.type).toBe('invalid-request');
     expect(error.status).toBe(400);
     expect(error.message).toContain('data.parameters.agent.mcps[1].connection');

@@ -4,7 +4,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { z } from 'zod';
+import type { McpTools } from '../../src/agent/mcp.ts';
 
 /** One tool of a test MCP server; `input` is a zod shape, as the MCP SDK's `registerTool` takes it. */
 export interface TestMcpTool {
@@ -218,4 +220,23 @@ export async function startSilentMcpServer(): Promise<{ url: string; asked: Prom
     { handshake: false },
   );
   return { ...server, asked: asked.promise, closed: closed.promise };
+}
+
+/**
+ * An `http` and an `sse` test server for a test file's tests, started before them and closed
+ * after, and the tools its tests connect (each test pushes them on `opened`), closed after each.
+ */
+export function mcpServersPerFile(): { servers: { http: TestMcpServer; sse: TestMcpServer }; opened: McpTools[] } {
+  const servers = {} as { http: TestMcpServer; sse: TestMcpServer };
+  const opened: McpTools[] = [];
+  beforeAll(async () => {
+    [servers.http, servers.sse] = await Promise.all([startMcpServer({ transport: 'http' }), startMcpServer({ transport: 'sse' })]);
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((m) => m.close()));
+  });
+  afterAll(async () => {
+    await Promise.all([servers.http.close(), servers.sse.close()]);
+  });
+  return { servers, opened };
 }
