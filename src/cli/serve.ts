@@ -2,7 +2,6 @@ import { parseCommand, portFlag } from './args.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapFirstRun } from '../store/bootstrap.ts';
 import { openStore, resolveDatabaseLocation } from '../store/db.ts';
-import { resumeAnswered } from '../interactions/continuation.ts';
 import { echoScript, startFakeModel } from '../testing/fake-model.ts';
 import type { Config } from '../config.ts';
 import { DEMO_PROVIDER } from '../contract/providers.ts';
@@ -106,7 +105,7 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
     (bounded) =>
       bounded || app.log.warn('bash calls are bounded in time and output only: no control group this process may write to (cgroup v1 pids and memory, or v2 with both delegated), so AGENTD_BASH_MAX_PROCESSES and AGENTD_BASH_MAX_MEMORY_MB do not apply'),
   );
-  void resumeAnswered({ store, turns: app.turns, log: app.log }).catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
+  void app.interactions.resumeAnswered().catch((error: unknown) => app.log.error({ err: error }, 'could not resume answered interactions'));
   void app.evaluations
     .resume()
     .then((count) => count && app.log.info({ runs: count }, 'resumed unfinished evaluation runs'))
@@ -125,12 +124,15 @@ export async function serveCommand(argv: string[], config: Config): Promise<numb
   });
   stopSweeping();
   stopWatching();
+  // A continuation waiting to try again is not waited for: its answers stay responded for the next start.
+  const continuations = app.interactions.close();
   await stopAnsweringFollowers();
   const closing = app.close();
   // Evaluation cases stop starting; those in flight end with their turns and run again next start.
   const evaluations = app.evaluations.drain();
   await app.turns.shutdown(config.shutdownGraceMs);
   await evaluations;
+  await continuations;
   await drain(app.server, closing);
   await demo?.close();
   await store.close();

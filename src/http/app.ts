@@ -259,6 +259,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A closed app runs no more cases; those in flight go back to pending for the next start.
   app.addHook('onClose', async () => {
     await stopFollowingRevocations();
+    await interactions.close();
     await evaluations.drain();
     await turns.close();
     await spans?.close();

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { UIMessage } from 'ai';
 import type { Message } from '../contract/messages.ts';
-import { isAppError } from '../errors.ts';
+import type { ErrorType } from '../contract/errors.ts';
+import { AppError, isAppError } from '../errors.ts';
 import { toolOutputText, toolResultMessage } from '../contract/tool-messages.ts';
 import { nativeToUi } from '../stream/native-to-ui.ts';
 import { streamMessageId } from '../stream/vercel.ts';
@@ -9,11 +10,14 @@ import type { PausedState } from '../sessions/paused-state.ts';
 import type { TurnService } from '../sessions/turn-service.ts';
 import type { Store } from '../store/db.ts';
 import type { InteractionRecord } from '../store/interactions.ts';
+import type { TurnRecord } from '../store/turns.ts';
+import { databaseUnavailable } from '../store/unavailable.ts';
+import { recordFailedStart, recordRetriedStart } from './failed-start.ts';
 
 export interface ContinuationDeps {
   store: Store;
   turns: TurnService;
-  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
 /** The paused turn's output with the API's approval decisions written in, as an in-band re-post would carry them. */
@@ -69,57 +73,136 @@ function answeredMessage(pausedTurnId: string, state: PausedState, output: Messa
   return nativeToUi(output, { messageId: streamMessageId(pausedTurnId, state.continues), continues: state.continues })[0];
 }
 
+/** The waits between tries at a continuation whose start failed for a reason that may pass. */
+const FIRST_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 60_000;
+
+/**
+ * Why a start failed that may pass by itself: an MCP server or the model provider not reachable
+ * (or not answering as one: a server being redeployed), the database away or its disk full, a
+ * harness pool busy. Any other failure (a refusal of what is stored, a bug) would fail the same way
+ * at every try.
+ */
+const PASSING: ReadonlySet<ErrorType> = new Set(['mcp-unavailable', 'unavailable', 'insufficient-storage', 'upstream-error', 'upstream-timeout', 'upstream-unavailable', 'upstream-rate-limited']);
+
+/** A failed try as the turns list tells it, and whether another try may work. */
+function failureOf(error: unknown): { error: AppError; passing: boolean } {
+  if (isAppError(error)) return { error, passing: PASSING.has(error.type) };
+  const down = databaseUnavailable(error, 'the continuation waits for it');
+  if (down) return { error: down, passing: true };
+  return { error: new AppError('internal', 'the continuation could not start: agentd failed unexpectedly (logged)', { cause: error }), passing: false };
+}
+
 /**
  * Continues a turn paused on interactions answered through the API (`responded`). It waits until
  * every interaction of that turn has an answer, then runs the next turn of the session from the
  * state stored at the pause — in this process, whichever process paused it. A state is written
  * once per turn, so one the caller has just read (`known`) is the stored one, and a 225 KB
  * conversation is not read and parsed again.
+ *
+ * A start that fails for a reason that may pass is tried again (1 s, doubling up to 60 s) until it
+ * starts or the answers are settled otherwise (answered in band, cancelled), and is recorded once
+ * as a failed turn of the session meanwhile (failed-start.ts); one that cannot work is recorded as
+ * failed once, taking the answers up. `signal` (the server stopping) ends the waits at once: the
+ * answers stay `responded` and the next start continues them.
  */
-export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<void> {
-  for (;;) {
-    const busy = await continueOnce(deps, projectId, pausedTurnId, known);
-    if (!busy) return;
-    // Another turn took the session first. One that goes on takes these answers up or abandons
-    // them as it starts; one refused as it starts (a different answer given in band at the same
-    // instant) leaves them `responded`, and nothing but this continuation would ever run them.
+export async function continuePausedTurn(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState, signal?: AbortSignal): Promise<void> {
+  const { log } = deps;
+  const ids = { turn_id: pausedTurnId, project_id: projectId };
+  let delay = FIRST_RETRY_MS;
+  let failing: { since: number; attempts: number; type: string; recorded: boolean } | undefined;
+  while (!signal?.aborted) {
+    let outcome: Outcome | undefined;
+    let thrown: unknown;
     try {
-      await sessionFreed(deps.store, projectId, busy);
+      const once = await continueOnce(deps, projectId, pausedTurnId, known);
+      // Another turn took the session first. One that goes on takes these answers up or abandons
+      // them as it starts; one refused as it starts (a different answer given in band at the same
+      // instant) leaves them `responded`, and nothing but this continuation would ever run them.
+      if ('busy' in once) {
+        await sessionFreed(deps.store, projectId, once.busy, signal);
+        continue;
+      }
+      outcome = once;
     } catch (error) {
-      deps.log.warn({ err: error, turn_id: pausedTurnId }, 'could not continue a paused turn');
+      thrown = error;
+    }
+    if (outcome) {
+      if (failing && 'started' in outcome) log.info({ ...ids, continuation_turn_id: outcome.started, failed_attempts: failing.attempts, failing_ms: Date.now() - failing.since }, 'continued a paused turn whose start had failed');
+      else if (failing) log.info({ ...ids, failed_attempts: failing.attempts }, 'stopped trying to continue a paused turn: its answers were settled otherwise');
       return;
     }
+    if (signal?.aborted) return;
+    const { error, passing } = failureOf(thrown);
+    const paused = await deps.store.turns.get(projectId, pausedTurnId).catch(() => undefined);
+    if (!passing) {
+      if (!isAppError(thrown)) log.error({ ...ids, err: thrown }, 'could not continue a paused turn');
+      else log.warn({ ...ids, error: { type: error.type, message: error.message } }, 'could not continue a paused turn, and will not try again');
+      await recordPermanent(deps, projectId, pausedTurnId, paused, error);
+      return;
+    }
+    failing ??= { since: Date.now(), attempts: 0, type: '', recorded: false };
+    failing.attempts++;
+    // Once a run of failures, and again when the reason changes (the MCP server back, the database gone).
+    if (failing.type !== error.type) {
+      failing.type = error.type;
+      log.warn({ ...ids, error: { type: error.type, message: error.message } }, 'could not continue a paused turn; agentd tries again until it starts, and logs once more then');
+    }
+    if (!failing.recorded && paused) {
+      const state = known ?? ((await deps.store.pausedStates.get(projectId, pausedTurnId).catch(() => undefined)) as PausedState | undefined);
+      failing.recorded = await recordRetriedStart(deps.store, { pausedTurn: paused, state, error }).then(
+        () => true,
+        () => false,
+      );
+    }
+    await sleep(delay, undefined, signal ? { signal } : {}).catch(() => undefined);
+    delay = Math.min(delay * 2, MAX_RETRY_MS);
+  }
+}
+
+/** A start that can never work, recorded as a failed turn taking its answers up (failed-start.ts). */
+async function recordPermanent(deps: ContinuationDeps, projectId: string, pausedTurnId: string, paused: TurnRecord | undefined, error: AppError): Promise<void> {
+  const { store, log } = deps;
+  if (!paused) return;
+  try {
+    const { items } = await store.interactions.query(projectId, { turn_id: pausedTurnId }, { limit: 200 });
+    const answered = items.filter((r) => r.status === 'responded').map((r) => r.id);
+    if (answered.length === 0) return;
+    const state = (await store.pausedStates.get(projectId, pausedTurnId)) as PausedState | undefined;
+    await recordFailedStart(store, { pausedTurn: paused, state, error }, answered);
+  } catch (failed) {
+    log.error({ err: failed, turn_id: pausedTurnId }, 'could not record a continuation that failed to start');
   }
 }
 
 const FREED_POLL_MS = 50;
 
-/** Resolves once no live lease holds the session (its holder ended, or died and its lease ran out). */
-async function sessionFreed(store: Store, projectId: string, sessionId: string): Promise<void> {
-  while ((await store.leases.get(projectId, sessionId))?.live) await sleep(FREED_POLL_MS);
+/** Resolves once no live lease holds the session (its holder ended, or died and its lease ran out), or `signal` aborts. */
+async function sessionFreed(store: Store, projectId: string, sessionId: string, signal: AbortSignal | undefined): Promise<void> {
+  while (!signal?.aborted && (await store.leases.get(projectId, sessionId))?.live) await sleep(FREED_POLL_MS);
 }
 
-/** One try at the continuation; the session it is for when another turn held that session. */
-async function continueOnce(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<string | undefined> {
-  const { store, turns, log } = deps;
+/** How one try went: the turn it started, the session another turn held, or nothing left to continue. */
+type Outcome = { started: string } | { busy: string } | { settled: true };
+
+/** One try at the continuation; throws what refused its start. */
+async function continueOnce(deps: ContinuationDeps, projectId: string, pausedTurnId: string, known?: PausedState): Promise<Outcome> {
+  const { store, turns } = deps;
   const { items } = await store.interactions.query(projectId, { turn_id: pausedTurnId }, { limit: 200 });
-  if (items.some((r) => r.status === 'pending')) return;
+  if (items.some((r) => r.status === 'pending')) return { settled: true };
   const answered = items.filter((r) => r.status === 'responded');
   const first = answered[0];
-  if (!first) return;
+  if (!first) return { settled: true };
   const paused = await store.turns.get(projectId, pausedTurnId);
   const state = known ?? ((await store.pausedStates.get(projectId, pausedTurnId)) as PausedState | undefined);
-  if (!paused || !state) {
-    log.warn({ turn_id: pausedTurnId }, 'a paused turn cannot be continued: its stored state is missing');
-    return;
-  }
+  if (!paused || !state) throw new AppError('internal', 'the continuation could not start: the state stored at the pause is missing');
   const pausedOutput = ((paused.output as { messages?: Message[] } | null)?.messages ?? []) as Message[];
   const output = decidedOutput(pausedOutput, answered);
   const told = clientResults(output, answered);
   // The message a client holds: its client tools' parts are settled by the results the turn tells.
   const continues = answeredMessage(pausedTurnId, state, output);
   try {
-    await turns.run({
+    const turn = await turns.run({
       projectId,
       sessionId: first.session_id,
       template: state.template,
@@ -140,19 +223,17 @@ async function continueOnce(deps: ContinuationDeps, projectId: string, pausedTur
       outOfBand: new Set(answered.map((r) => r.id)),
       ...(continues ? { continues } : {}),
     });
+    return { started: turn.id };
   } catch (error) {
-    if (isAppError(error) && error.type === 'session-busy') return first.session_id;
-    // Left `responded`: the next start (or the next answer) tries again.
-    log.warn({ err: error, turn_id: pausedTurnId }, 'could not continue a paused turn');
+    if (isAppError(error) && error.type === 'session-busy') return { busy: first.session_id };
+    // Answered in band, or cancelled, between the look and the claim.
+    if (isAppError(error) && error.type === 'interaction-not-pending') return { settled: true };
+    throw error;
   }
-  return undefined;
 }
 
-/** At start: answers given while no process could continue them (a crash, a restart) are picked up. */
-export async function resumeAnswered(deps: ContinuationDeps): Promise<number> {
-  const records = await deps.store.interactions.listByStatus('responded', 1000);
-  const turns = new Map(records.map((r) => [r.turn_id, r.project_id]));
-  for (const [turnId, projectId] of turns) await continuePausedTurn(deps, projectId, turnId);
-  if (turns.size) deps.log.info({ turns: turns.size }, 'continued turns answered while the server was down');
-  return turns.size;
+/** The turns paused on answers given while no process could continue them (a crash, a restart), by project. */
+export async function answeredWhileDown(store: Store): Promise<Map<string, string>> {
+  const records = await store.interactions.listByStatus('responded', 1000);
+  return new Map(records.map((r) => [r.turn_id, r.project_id]));
 }

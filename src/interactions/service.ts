@@ -5,7 +5,7 @@ import { AppError, isAppError } from '../errors.ts';
 import type { PausedState } from '../sessions/paused-state.ts';
 import type { Store } from '../store/db.ts';
 import type { InteractionRecord as StoredInteraction } from '../store/interactions.ts';
-import { continuePausedTurn, type ContinuationDeps } from './continuation.ts';
+import { answeredWhileDown, continuePausedTurn, type ContinuationDeps } from './continuation.ts';
 import { lateAnswer } from './late-answers.ts';
 
 /** The record as the API shows it, with the reference's `token` and `data` beside agentd's own fields. */
@@ -84,8 +84,10 @@ function normalizeAnswer(record: StoredInteraction, answer: Record<string, unkno
 
 export class InteractionService {
   private readonly deps: ContinuationDeps;
-  /** Continuations started by this process, so a shutdown or a test can wait for them. */
-  readonly continuing = new Set<Promise<void>>();
+  /** Continuations this process runs (or retries), by paused turn: one at a time each, so a failed start is tried and recorded once. */
+  readonly continuing = new Map<string, Promise<void>>();
+  /** Aborts at shutdown: a continuation waiting to try again stops, and the next start picks its answers up. */
+  private readonly stopping = new AbortController();
 
   constructor(deps: ContinuationDeps) {
     this.deps = deps;
@@ -180,8 +182,32 @@ export class InteractionService {
     return state;
   }
 
+  /**
+   * One continuation of a paused turn at a time in this process: an answer that comes while one
+   * runs (it may have looked before this answer was stored) is looked at once that one has ended.
+   */
   private continueInBackground(projectId: string, turnId: string, state: PausedState | undefined): void {
-    const work = continuePausedTurn(this.deps, projectId, turnId, state).finally(() => this.continuing.delete(work));
-    this.continuing.add(work);
+    if (this.stopping.signal.aborted) return;
+    const work: Promise<void> = (this.continuing.get(turnId) ?? Promise.resolve())
+      .then(() => continuePausedTurn(this.deps, projectId, turnId, state, this.stopping.signal))
+      .catch((error: unknown) => this.deps.log.warn({ err: error, turn_id: turnId }, 'could not continue a paused turn'))
+      .finally(() => {
+        if (this.continuing.get(turnId) === work) this.continuing.delete(turnId);
+      });
+    this.continuing.set(turnId, work);
+  }
+
+  /** At start: answers given while no process could continue them (a crash, a restart) are picked up, each in the background. */
+  async resumeAnswered(): Promise<number> {
+    const turns = await answeredWhileDown(this.store);
+    for (const [turnId, projectId] of turns) this.continueInBackground(projectId, turnId, undefined);
+    if (turns.size) this.deps.log.info({ turns: turns.size }, 'continuing turns answered while the server was down');
+    return turns.size;
+  }
+
+  /** No continuation starts or tries again from now on; resolves once those under way have stopped. */
+  async close(): Promise<void> {
+    this.stopping.abort();
+    await Promise.all(this.continuing.values());
   }
 }

@@ -8,6 +8,7 @@ import { sessionFolder } from '../../src/sessions/folders.ts';
 import { startFakeModel, type FakeModelServer } from '../../src/testing/fake-model.ts';
 import { firstStartCredentials, postJson, startServe } from '../support/child-server.ts';
 import { builtin, invokeBody, startHarness, template } from '../support/harness.ts';
+import { startMcpServer } from '../support/mcp-server.ts';
 
 let model: FakeModelServer;
 beforeAll(async () => {
@@ -107,6 +108,44 @@ describe('durable pauses', () => {
       expect((await h.store.turns.get(h.projectId, 'ghost-turn'))?.status).toBe('interrupted');
     } finally {
       await h.close();
+    }
+  });
+  it('a server stopped while a continuation waits to be tried again stops, and the next start continues it', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-durable-'));
+    const env = { AGENTD_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-durable', OPENAI_BASE_URL: model.url };
+    let mcp = await startMcpServer();
+    const port = Number(new URL(mcp.url).port);
+    const agent = { ...template({ mode: 'allow_reads' }), mcps: [{ name: 'calc', connection: { type: 'http', url: mcp.url } }] };
+    try {
+      const first = await startServe(env);
+      const auth = firstStartCredentials(first.output());
+      model.script([{ toolCalls: [{ name: 'calc__write_note', input: { text: 'later' } }] }, { text: 'noted at last' }]);
+      const paused = await postJson(first.url, INVOKE, auth, invokeBody([{ role: 'user', content: 'note it' }], agent, { session_id: 'retried' })).then((r) => r.json());
+      const id = paused.data.outputs.pending_interaction.id as string;
+      await mcp.close();
+      expect((await postJson(first.url, `/api/sessions/interactions/${id}/respond`, auth, { answer: { approved: true } })).status).toBe(200);
+      const turns = (store: Awaited<ReturnType<typeof openStore>>) => store.turns.listForSession(auth.projectId, 'retried', { limit: 5 });
+      await withStore(dataDir, async (store) => until(async () => (await turns(store))[0]?.status === 'failed'));
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+
+      mcp = await startMcpServer({ port });
+      const second = await startServe(env);
+      try {
+        await withStore(dataDir, async (store) => {
+          await until(async () => (await turns(store))[0]?.status === 'completed');
+          // The failure was recorded once, by the first server; the second one's try worked.
+          expect((await turns(store)).map((t) => t.status)).toEqual(['completed', 'failed', 'paused']);
+          expect((await store.interactions.get(auth.projectId, id))?.status).toBe('resolved');
+        });
+        expect(mcp.calls).toEqual([{ name: 'write_note', args: { text: 'later' } }]);
+      } finally {
+        second.child.kill('SIGTERM');
+        await second.exited;
+      }
+    } finally {
+      await mcp.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

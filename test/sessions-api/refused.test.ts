@@ -226,13 +226,15 @@ describe('a refused request', () => {
     await server.close();
     const before = await traces(session);
 
-    // The continuation an answer through the API starts cannot reach the MCP server: it is refused, in the background.
+    // The continuation an answer through the API starts cannot reach the MCP server: it is refused, in
+    // the background, and told as a failed turn (tried again meanwhile: failed-continuation.test.ts).
     await okJson(await h.respond(paused.data.outputs.pending_interaction.id, { approved: true }));
-    await waitFor(async () => h.logs.some((line) => line.includes('could not continue a paused turn') && line.includes(paused.turn_id)), 'the continuation to be refused');
+    await waitFor(async () => (await traces(session)).records.turns.length > before.records.turns.length, 'the continuation to be refused');
     const after = await traces(session);
     expect(after.folder).toEqual(before.folder);
-    expect(after.records.turns).toEqual(before.records.turns);
-    expect(after.records.pausedStates).toEqual(before.records.pausedStates);
+    expect(after.records.turns.slice(1)).toEqual(before.records.turns);
+    expect(after.records.turns[0]).toMatchObject({ status: 'failed', error: { type: 'mcp-unavailable' } });
+    expect(after.records.pausedStates).toEqual([undefined, ...before.records.pausedStates]);
     expect(after.records.interactions.map((i) => i.status)).toEqual(['responded']);
 
     // In band, another decision than the one given: a 409, and nothing changes.

@@ -63,9 +63,10 @@ export function defaultMcpTools(): TestMcpTool[] {
 /**
  * A real MCP server from the official SDK on a loopback port. `http` is Streamable HTTP in
  * stateless mode (a fresh server per POST, so no session bookkeeping); `sse` is the older
- * HTTP+SSE transport (GET /sse, then POST /messages?sessionId=…).
+ * HTTP+SSE transport (GET /sse, then POST /messages?sessionId=…). `port` serves on that port: a
+ * server closed and started again there is the same server back up.
  */
-export async function startMcpServer(options: { tools?: TestMcpTool[]; transport?: 'http' | 'sse'; name?: string } = {}): Promise<TestMcpServer> {
+export async function startMcpServer(options: { tools?: TestMcpTool[]; transport?: 'http' | 'sse'; name?: string; port?: number } = {}): Promise<TestMcpServer> {
   const tools = options.tools ?? defaultMcpTools();
   const kind = options.transport ?? 'http';
   const requests: TestMcpServer['requests'] = [];
@@ -142,7 +143,7 @@ export async function startMcpServer(options: { tools?: TestMcpTool[]; transport
     })().catch((error: unknown) => fail(res, 500, String(error)));
   });
 
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => http.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}${kind === 'http' ? '/mcp' : '/sse'}`,
