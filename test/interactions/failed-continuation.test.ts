@@ -55,6 +55,15 @@ async function pausedWithServerDown(session: string) {
   return { port, down, id: paused.data.outputs.pending_interaction.id as string, turnId: paused.turn_id as string, messages: paused.data.outputs.messages as Array<Record<string, any>> };
 }
 
+/** Answers the pause through the API, and waits for the failed start to show among the session's turns. */
+async function answeredAndFailed(session: string, id: string) {
+  expect((await h.respond(id, { approved: true })).status).toBe(200);
+  return until(
+    () => sessionTurns(session),
+    (turns) => turns.length === 2 && turns[0]!.status === 'failed',
+  );
+}
+
 const sessionTurns = async (session: string) => (await (await api('GET', `/api/sessions/${session}`)).json()).turns as Array<Record<string, any>>;
 const interaction = async (id: string) => (await api('GET', `/api/sessions/interactions/${id}`)).json();
 const logged = (text: string, turnId: string) => h.logs.filter((line) => line.includes(text) && line.includes(turnId)).length;
@@ -64,13 +73,8 @@ describe('a continuation whose start fails', () => {
   it('is told as a failed turn while the MCP server is down, tried again, and runs once it is back', async () => {
     const session = sid('retry');
     const { port, down, id, turnId, messages } = await pausedWithServerDown(session);
-    expect((await h.respond(id, { approved: true })).status).toBe(200);
-
     // What a client reads meanwhile: a failed turn that continues the paused one, saying why and what happens next.
-    const [failed] = await until(
-      () => sessionTurns(session),
-      (turns) => turns.length === 2 && turns[0]!.status === 'failed',
-    );
+    const [failed] = await answeredAndFailed(session, id);
     expect(failed).toMatchObject({ stop_reason: 'error', request: { continues: turnId, via: 'out_of_band' }, error: { code: 424, type: 'mcp-unavailable' } });
     expect(failed!.error.message).toMatch(/tries the continuation again until it starts/);
     expect(await interaction(id)).toMatchObject({ status: 'responded' });
@@ -114,11 +118,7 @@ describe('a continuation whose start fails', () => {
     const session = sid('retry-cancel');
     const { down, id, turnId } = await pausedWithServerDown(session);
     try {
-      expect((await h.respond(id, { approved: true })).status).toBe(200);
-      await until(
-        () => sessionTurns(session),
-        (turns) => turns.length === 2 && turns[0]!.status === 'failed',
-      );
+      await answeredAndFailed(session, id);
       expect((await api('POST', '/api/sessions/interactions/transition', { interaction_id: id, status: 'cancelled' })).status).toBe(200);
       await until(async () => continuing().has(turnId), (still) => !still);
       expect(logged('stopped trying to continue a paused turn', turnId)).toBe(1);
@@ -157,11 +157,7 @@ describe('a continuation whose start fails', () => {
     const session = sid('retry-stop');
     const { down, id, turnId } = await pausedWithServerDown(session);
     try {
-      expect((await h.respond(id, { approved: true })).status).toBe(200);
-      await until(
-        () => sessionTurns(session),
-        (turns) => turns.length === 2 && turns[0]!.status === 'failed',
-      );
+      await answeredAndFailed(session, id);
       expect(continuing().has(turnId)).toBe(true);
       await (h.app as unknown as { interactions: { close(): Promise<void> } }).interactions.close();
       expect(continuing().size).toBe(0);
