@@ -173,9 +173,10 @@ async function openPostgres(url: string, poolSize: number | undefined, listenUrl
         await notifications?.close();
         await db.destroy();
       })();
-      // A frozen database never answers a connection's goodbye; past a statement's bound the
-      // connections are cut rather than left to hold the process.
-      if (!bounds?.statementTimeoutMs || (await settlesWithin(closing, bounds.statementTimeoutMs))) return closing;
+      // A frozen database never answers a connection's goodbye, and a connection waiting for one
+      // holds the process (pg-pool's end resolves once each is asked to end, not once it has):
+      // past a statement's bound they are cut.
+      if (!bounds?.statementTimeoutMs || (await settlesWithin(Promise.all([closing, Client.ended()]), bounds.statementTimeoutMs))) return closing;
       Client.cutAll();
       await closing;
     },

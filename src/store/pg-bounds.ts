@@ -1,7 +1,7 @@
 import type pg from 'pg';
 
 /** pg's client class, with a way to cut every connection it opened that is still open. */
-export type BoundedClientClass = typeof pg.Client & { cutAll(): void };
+export type BoundedClientClass = typeof pg.Client & { cutAll(): void; ended(): Promise<void> };
 
 /** pg's message for a statement that outlived `query_timeout`. */
 export const STATEMENT_TIMEOUT_MESSAGE = 'Query read timeout';
@@ -61,6 +61,11 @@ export function boundedClient(Client: typeof pg.Client): BoundedClientClass {
      */
     static cutAll(): void {
       for (const client of live) client.connection.stream.destroy();
+    }
+
+    /** Resolves once every connection open now has ended: pg-pool's `end` does not wait for that. */
+    static ended(): Promise<void> {
+      return Promise.all([...live].map((client) => new Promise((resolve) => client.once('end', resolve)))).then(() => undefined);
     }
 
     constructor(...args: ConstructorParameters<typeof pg.Client>) {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { databaseUnavailable } from '../../src/store/unavailable.ts';
 import type { FakeScript } from '../../src/testing/fake-model.ts';
 import { freshDatabase, TEST_POSTGRES_URL, type TestDatabase } from '../support/database.ts';
-import { apiCall } from '../support/child-server.ts';
+import { apiCall, startServe } from '../support/child-server.ts';
 import { builtin, expectError, invokeBody, readFrames, readJson, sid, startHarness, template, until, type Harness } from '../support/harness.ts';
 
 /**
@@ -199,6 +199,25 @@ describe.skipIf(!TEST_POSTGRES_URL)('PostgreSQL going away under a running serve
     // The connections the second freeze caught, the listening one among them, stay silent: taken
     // away, the close need not wait out its bound to cut them.
     await relay.stop();
+  });
+
+  it('lets `agentd serve` exit on SIGTERM while the database is frozen, its connections cut rather than left half closed', async () => {
+    const database: TestDatabase = await freshDatabase();
+    cleanups.push(() => database.drop());
+    const relay = await relayTo(new URL(database.url!));
+    cleanups.push(() => relay.stop().catch(() => {}));
+    const relayed = new URL(database.url!);
+    relayed.host = `127.0.0.1:${relay.port()}`;
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'agentd-outage-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const server = await startServe({ DATABASE_URL: relayed.toString(), AGENTD_DATA_DIR: dataDir, AGENTD_PG_STATEMENT_TIMEOUT_MS: '1000', AGENTD_PG_CONNECT_TIMEOUT_MS: '1000' });
+    cleanups.push(async () => void server.child.kill('SIGKILL'));
+    expect((await fetch(`${server.url}/ready`)).status).toBe(200);
+    relay.freeze();
+    server.child.kill('SIGTERM');
+    // pg-pool's end resolves once its connections are asked to end; a connection waiting for a
+    // goodbye the frozen server never sends kept the process alive, and this timed out.
+    expect(await server.exited).toBe(0);
   });
 
   it('closes when the database is frozen, cutting the connections whose goodbyes it does not answer', async () => {
