@@ -176,21 +176,13 @@ async function openPostgres(url: string, poolSize: number | undefined, listenUrl
       // A frozen database never answers a connection's goodbye, and a connection waiting for one
       // holds the process (pg-pool's end resolves once each is asked to end, not once it has):
       // past a statement's bound they are cut.
-      if (!bounds?.statementTimeoutMs || (await settlesWithin(Promise.all([closing, Client.ended()]), bounds.statementTimeoutMs))) return closing;
+      if (!bounds?.statementTimeoutMs) return closing;
+      const ended = Promise.all([closing, Client.ended()]).then(() => true, () => true);
+      if (await within(ended, bounds.statementTimeoutMs)) return closing;
       Client.cutAll();
       await closing;
     },
   };
-}
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function openSqlite(location: string): Engine {
