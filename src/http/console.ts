@@ -33,6 +33,9 @@ const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsaf
  * Swagger UI's colours that fall under WCAG AA's 4.5:1 on their background: white on its light
  * method badges, version pills, Execute and Download buttons, light text on white or pale green,
  * the strings of its example code. Darker (lighter on the dark code), mostly from its own dark theme.
+ * And each operation's copy-path button, which Swagger UI keeps 0 px wide yet focusable until the
+ * pointer is over the operation, then grows over half a second: always shown at its full 24 px, a
+ * keyboard user sees where focus is and no one meets it half grown, under WCAG 2.2's target size.
  */
 const DOCS_CSS = `
 .swagger-ui .opblock .opblock-summary-method { color: #080a0b; text-shadow: none; }
@@ -46,6 +49,7 @@ const DOCS_CSS = `
 .swagger-ui .btn.execute { background-color: #1f69c0; border-color: #1f69c0; }
 .swagger-ui .download-contents { background: #595959; }
 .swagger-ui .microlight span[style*="211, 99, 99"], .swagger-ui .microlight span[style*="d36363"] { color: #f08d8d !important; }
+.swagger-ui .opblock .opblock-summary .view-line-link.copy-to-clipboard { width: 24px; margin: 0 5px; transition: none; }
 `;
 
 /**

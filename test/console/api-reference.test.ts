@@ -35,6 +35,10 @@ describe.runIf(run)('the API reference', () => {
 
     const invoke = page.locator('.opblock', { has: page.locator('[data-path="/services/agent/v0/invoke"]') }).filter({ has: page.locator('.opblock-summary-method', { hasText: 'POST' }) });
     await invoke.locator('.opblock-summary-control').click();
+    // Away from the pointer, a copy-path button Swagger UI would show 0 px wide, or growing.
+    await page.mouse.move(0, 0);
+    const copyPath = await invoke.getByRole('button', { name: 'Copy path to clipboard' }).boundingBox();
+    expect(copyPath).toMatchObject({ width: expect.toSatisfy((w: number) => w >= 24), height: expect.toSatisfy((h: number) => h >= 24) });
     await page.getByRole('button', { name: 'Authorize' }).first().click();
     const found = await accessibilityProblems(page);
     await page.locator('.modal-ux input').fill(`ApiKey ${h.apiKey}`);
@@ -46,8 +50,6 @@ describe.runIf(run)('the API reference', () => {
     await invoke.getByRole('button', { name: 'Execute' }).click();
     await invoke.locator('.live-responses-table .response-col_status').filter({ hasText: '200' }).waitFor();
     expect(await invoke.locator('.live-responses-table').innerText()).toContain('You said: Write a haiku into haiku.txt');
-    // Off the operation: under the pointer its copy button is still growing to its 24 px.
-    await page.mouse.move(0, 0);
     found.push(...(await accessibilityProblems(page)));
 
     expect(found).toEqual([]);
