@@ -1,8 +1,8 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startHarness, type Harness } from '../support/harness.ts';
 import { createWorkflow } from '../configs/client.ts';
 import { createTestset, runEnded, runResults, startRun } from '../evaluation/client.ts';
+import { schemaValidator } from '../support/json-schema.ts';
 
 /** POST /services/agent/v0/inspect: the workflow that would run, and a request that runs it. */
 
@@ -34,7 +34,7 @@ describe('inspect', () => {
     expect(parameters.properties.agent['x-ag-type-ref']).toBe('agent-template');
     expect(outputs.properties).toHaveProperty('stop_reason');
     // The parameters schema accepts the default template and refuses a pre-migration one.
-    const validate = new Ajv2020({ strict: false }).compile(parameters);
+    const validate = schemaValidator().compile(parameters);
     expect(validate({ agent })).toBe(true);
     expect(validate({ agent: { agents_md: 'old layout' } })).toBe(false);
   });

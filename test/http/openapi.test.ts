@@ -1,10 +1,10 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { assertConformance, eventMismatch, watchConformance } from '../support/conformance.ts';
 import { invokeBody, startHarness, template, type Harness } from '../support/harness.ts';
+import { schemaValidator } from '../support/json-schema.ts';
 
 /** The OpenAPI document is generated from the routes, with the schemas that validate requests; it must match them. */
 
@@ -57,7 +57,7 @@ describe('GET /openapi.json', () => {
 
   it('describes the invoke body with the schema invoke validates with', () => {
     const schema = doc.paths['/services/agent/v0/invoke'].post.requestBody.content['application/json'].schema;
-    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const validate = schemaValidator().compile(schema);
     expect(validate(invokeBody([{ role: 'user', content: 'hi' }], template(), { session_id: 'ok-1' }))).toBe(true);
     expect(validate({ session_id: 'not ok' })).toBe(false);
     expect(validate({ data: { parameters: { agent: { runner: { permissions: { default: 'sometimes' } } } } } })).toBe(false);
@@ -66,7 +66,7 @@ describe('GET /openapi.json', () => {
 
   it("describes the content blocks a native message may hold: a user's files, an assistant's calls and decisions", () => {
     const schema = doc.paths['/services/agent/v0/invoke'].post.requestBody.content['application/json'].schema;
-    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const validate = schemaValidator().compile(schema);
     const withMessages = (messages: unknown[]) => invokeBody(messages, template(), { session_id: 'ok-1' });
     const file = { type: 'file', url: 'data:text/plain;base64,aGk=', mediaType: 'text/plain', filename: 'a.txt' };
     const call = { type: 'tool_call', toolCallId: 'c1', toolName: 'write', input: { path: 'a' } };
@@ -93,7 +93,7 @@ describe('GET /openapi.json', () => {
     expect(content['text/event-stream'].schema.description).toMatch(/\[DONE\]/);
     expect(content['text/event-stream'].example).toContain('"type":"done"');
     const body = invoke.requestBody.content['application/json'];
-    const validate = new Ajv2020({ strict: false }).compile(body.schema);
+    const validate = schemaValidator().compile(body.schema);
     const examples = Object.entries(body.examples as Record<string, { value: unknown }>);
     expect(examples.map(([name]) => name)).toEqual(['native', 'approval', 'references', 'useChat']);
     for (const [name, example] of examples) expect(validate(example.value), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);

@@ -1,4 +1,5 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
+import { schemaValidator } from './json-schema.ts';
 import type { FastifyInstance } from 'fastify';
 import { openApiDocument } from '../../src/http/openapi.ts';
 
@@ -34,7 +35,7 @@ function checkerFor(text: string): Checker {
   let checker = checkers.get(text);
   if (!checker) {
     const doc = JSON.parse(text) as Document;
-    const ajv = new Ajv2020({ strict: false, allErrors: false });
+    const ajv = schemaValidator({ allErrors: false });
     ajv.addSchema({ $id: 'doc', components: doc.components } as object);
     checkers.set(text, (checker = { doc, ajv, validators: new Map() }));
   }
