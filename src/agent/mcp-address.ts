@@ -1,205 +1,24 @@
-import { createRequire } from 'node:module';
-import dns, { type LookupAddress } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
-import type { Agent as UndiciAgent, buildConnector as BuildConnector } from 'undici';
 import type { McpServer } from '../contract/template.ts';
 import { AppError } from '../errors.ts';
+import { AddressPolicy, allowListOf, type Guarded } from './address-policy.ts';
+
+export { refusalIn } from './address-policy.ts';
 
 /**
- * Where agentd may connect to a template's HTTP and SSE MCP servers. A template names its servers'
- * URLs, and whoever may run turns writes templates: without a policy agentd would connect for
- * them anywhere it can reach, and a failed connect quotes the start of what was answered.
- *
- * Always refused, unless an address entry of AGENTD_MCP_ALLOWED_HOSTS holds the address: link-local
- * addresses (169.254.0.0/16, fe80::/10), where no MCP server lives and cloud metadata services hand
- * out the host's credentials, and the metadata services that sit elsewhere (METADATA). Set, the
- * list is also all agentd connects to: a host name it names, or an address in one of its ranges.
- *
- * The check holds on the address connected to, not on the URL as written: names are resolved by
- * `lookup` (below), so one that resolves, or later rebinds, to a refused address is refused too,
- * and literals in any form the URL parser reads (`2852039166`, `[::ffff:169.254.169.254]`) are
- * read as the address they are.
+ * Where agentd may connect to a template's HTTP and SSE MCP servers (address-policy.ts). A
+ * template names its servers' URLs, and whoever may run turns writes templates.
  */
-
-/** Cloud metadata services outside the link-local ranges, which are refused whole. */
-const METADATA: ReadonlyArray<readonly [string, string]> = [
-  ['fd00:ec2::254', 'the AWS instance metadata service (IPv6)'],
-  ['fd00:ec2::23', 'the AWS EKS Pod Identity agent (IPv6)'],
-  ['fd20:ce::254', 'the Google Cloud metadata server (IPv6)'],
-  ['fd00:a9fe:a9fe::1', 'the Akamai (Linode) metadata service (IPv6)'],
-  ['100.100.100.200', 'the Alibaba Cloud metadata service'],
-  ['192.0.0.192', 'the Oracle Cloud metadata service'],
-  ['168.63.129.16', "Azure's WireServer"],
-];
-
-const SETTING = 'AGENTD_MCP_ALLOWED_HOSTS';
-
-/** An entry of AGENTD_MCP_ALLOWED_HOSTS: a host name, `*.` and a domain, an address, or a CIDR range. */
-type Entry = { name: string } | { suffix: string } | { address: string; prefix: number; family: 'ipv4' | 'ipv6' };
-
-const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/;
+const MCP: Guarded = { setting: 'AGENTD_MCP_ALLOWED_HOSTS', server: 'MCP server', example: 'mcp.example.com' };
 
 /** AGENTD_MCP_ALLOWED_HOSTS read: a comma-separated list, unset or empty for no list. Throws, naming the entry, on one it cannot read. */
 export function allowedHosts(raw: string | undefined): string[] | undefined {
-  const entries = (raw ?? '')
-    .split(',')
-    .map((entry) => entry.trim().toLowerCase())
-    .filter(Boolean);
-  if (entries.length === 0) return undefined;
-  for (const entry of entries) parseEntry(entry);
-  return entries;
+  return allowListOf(MCP, raw);
 }
 
-function parseEntry(entry: string): Entry {
-  const slash = entry.indexOf('/');
-  const address = unbracketed(slash === -1 ? entry : entry.slice(0, slash));
-  const family = isIP(address);
-  if (family !== 0) {
-    const bits = family === 4 ? 32 : 128;
-    const prefix = slash === -1 ? bits : Number(entry.slice(slash + 1));
-    if (Number.isInteger(prefix) && prefix >= 0 && prefix <= bits && (slash === -1 || /^\d+$/.test(entry.slice(slash + 1)))) {
-      return { address, prefix, family: family === 4 ? 'ipv4' : 'ipv6' };
-    }
-  } else if (entry.startsWith('*.') && HOST_NAME.test(entry.slice(2))) {
-    return { suffix: entry.slice(1).replace(/\.$/, '') };
-  } else if (HOST_NAME.test(entry)) {
-    return { name: entry.replace(/\.$/, '') };
-  }
-  throw new Error(`${SETTING}: "${entry}" is not a host name (mcp.example.com), a wildcard (*.example.com), an address (10.0.0.5, ::1) or a CIDR range (10.0.0.0/8, fd00::/8)`);
-}
-
-function unbracketed(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-/** An IPv4 address carried in an IPv6 one (`::ffff:a9fe:a9fe`), as IPv4: the socket reaches that IPv4 address. */
-function plain(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
-  if (isIP(address) === 4) return { address, family: 'ipv4' };
-  // The URL parser writes every IPv6 address one way: `::ffff:1.2.3.4` as `::ffff:102:304`.
-  const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
-  if (!mapped) return { address: canonical, family: 'ipv6' };
-  const high = parseInt(mapped[1]!, 16);
-  const low = parseInt(mapped[2]!, 16);
-  return { address: [high >> 8, high & 255, low >> 8, low & 255].join('.'), family: 'ipv4' };
-}
-
-/** Raised by `lookup` for a name that resolves to a refused address; the caller turns it into a 400. */
-export class McpAddressRefused extends Error {
-  override name = 'McpAddressRefused';
-}
-
-export class McpAddresses {
-  readonly #names = new Set<string>();
-  readonly #suffixes: string[] = [];
-  /** The list's ranges; undefined when no list is set. */
-  readonly #allowed: BlockList | undefined;
-  readonly #linkLocal = new BlockList();
-  readonly #metadata = new Map<string, string>();
-  readonly #hasRanges: boolean;
-
+export class McpAddresses extends AddressPolicy {
   constructor(allowed: readonly string[] | undefined) {
-    this.#linkLocal.addSubnet('169.254.0.0', 16, 'ipv4');
-    this.#linkLocal.addSubnet('fe80::', 10, 'ipv6');
-    for (const [address, what] of METADATA) this.#metadata.set(address, what);
-    let ranges = false;
-    if (allowed) {
-      this.#allowed = new BlockList();
-      for (const entry of allowed.map(parseEntry)) {
-        if ('name' in entry) this.#names.add(entry.name);
-        else if ('suffix' in entry) this.#suffixes.push(entry.suffix);
-        else {
-          this.#allowed.addSubnet(entry.address, entry.prefix, entry.family);
-          ranges = true;
-        }
-      }
-    }
-    this.#hasRanges = ranges;
+    super(MCP, allowed);
   }
-
-  /**
-   * Why `host` may not be reached at `address` (a host name and what it resolved to, or an address
-   * twice), or undefined when it may. `shown` is how the host may be named in the message.
-   */
-  refusal(host: string, address: string, shown: string): string | undefined {
-    const { address: ip, family } = plain(address);
-    const listed = this.#allowed?.check(ip, family) === true;
-    const literal = isIP(host) !== 0;
-    const is = literal ? `${shown} is` : `${shown} resolves to`;
-    const blocked = this.#linkLocal.check(ip, family) ? 'a link-local address' : this.#metadata.get(ip);
-    if (blocked && !listed) {
-      return `${is} ${blocked}, where cloud metadata services hand out this host's credentials and no MCP server lives; agentd connects there only when ${SETTING} names the address or a range holding it`;
-    }
-    if (!this.#allowed || listed || (!literal && this.#nameListed(host))) return undefined;
-    return `${is} an address that ${SETTING} does not hold${literal ? '' : ', and the list does not name the host'}; the operator may add it there`;
-  }
-
-  /** The refusal of a URL's host before any lookup: a literal address, or a name the list cannot allow. */
-  literalRefusal(host: string, shown: string): string | undefined {
-    const bare = unbracketed(host);
-    if (isIP(bare) !== 0) return this.refusal(bare, bare, shown);
-    if (this.#allowed && !this.#hasRanges && !this.#nameListed(bare)) return `${shown} is a host ${SETTING} does not name; the operator may add it there`;
-    return undefined;
-  }
-
-  #nameListed(host: string): boolean {
-    const name = host.toLowerCase().replace(/\.$/, '');
-    return this.#names.has(name) || this.#suffixes.some((suffix) => name.endsWith(suffix));
-  }
-
-  /** `dns.lookup` that refuses a name resolving to any address this policy refuses, before a socket opens. */
-  readonly lookup: LookupFunction = (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) return callback(error, '', 0);
-      for (const { address } of addresses) {
-        const why = this.refusal(hostname, address, `"${hostname}"`);
-        if (why) return callback(new McpAddressRefused(why), '', 0);
-      }
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      const [first] = addresses;
-      if (!first) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
-      callback(null, first.address, first.family);
-    });
-  };
-
-  #dispatcher: UndiciAgent | undefined;
-
-  /**
-   * The dispatcher for an MCP server's fetch: every connection it opens, to any URL the SDK asks
-   * for (an `sse` server names where messages go), is checked here, names through `lookup`.
-   * Undefined when the operator routes outbound traffic through a proxy (NODE_USE_ENV_PROXY): the
-   * proxy resolves names and connects, so only a URL's literal address is checked (above), and
-   * the proxy is where the rest is refused.
-   */
-  dispatcherFor(env: NodeJS.ProcessEnv = process.env): UndiciAgent | undefined {
-    if (viaProxy(env)) return undefined;
-    return (this.#dispatcher ??= this.#build());
-  }
-
-  /** `lookup` for a `node:http` request to an MCP server (the harnesses' relay); undefined behind a proxy, as `dispatcherFor`. */
-  lookupFor(env: NodeJS.ProcessEnv = process.env): LookupFunction | undefined {
-    return viaProxy(env) ? undefined : this.lookup;
-  }
-
-  #build(): UndiciAgent {
-    // From undici's own files, as src/keep-alive-fetch.ts takes them (its index loads all of
-    // undici), and only once a server is connected to: AGENTD_* settings are read without them.
-    const require = createRequire(import.meta.url);
-    const Agent: typeof UndiciAgent = require('undici/lib/dispatcher/agent.js');
-    const buildConnector: typeof BuildConnector = require('undici/lib/core/connect.js');
-    const base = buildConnector({ lookup: this.lookup });
-    const connect: BuildConnector.connector = (options, callback) => {
-      const why = this.literalRefusal(options.hostname, `"${options.hostname}"`);
-      if (why) return callback(new McpAddressRefused(why), null);
-      return base(options, callback);
-    };
-    return new Agent({ connect });
-  }
-}
-
-function viaProxy(env: NodeJS.ProcessEnv): boolean {
-  const on = env.NODE_USE_ENV_PROXY;
-  return on !== undefined && on !== '' && on !== '0' && ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'].some((name) => env[name]);
 }
 
 /** The first refusal among `servers`' URLs that needs no lookup, as a 400 naming the field. */
@@ -217,13 +36,4 @@ export function refuseMcpAddresses(servers: readonly McpServer[], templates: rea
 
 export function refusedAt(index: number, why: string): AppError {
   return new AppError('invalid-request', `data.parameters.agent.mcps[${index}].connection.url: ${why}`);
-}
-
-/** The refusal in an error's causes, if the connection failed for one. */
-export function refusalIn(error: unknown): McpAddressRefused | undefined {
-  for (let current = error, depth = 0; depth < 8 && current !== undefined && current !== null; depth++) {
-    if (current instanceof McpAddressRefused) return current;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
 }

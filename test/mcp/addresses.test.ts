@@ -64,6 +64,12 @@ describe('MCP server addresses, by default', () => {
       'http://[0:0:0:0:0:ffff:169.254.169.254]/mcp',
       'http://[fe80::a9fe:a9fe]/mcp',
       'http://169.254.170.2/v2/credentials',
+      // NAT64's well-known prefix and 6to4 carry an IPv4 address that a translator or relay reaches.
+      'http://[64:ff9b::169.254.169.254]/mcp',
+      'http://[64:ff9b::a9fe:a9fe]/mcp',
+      'http://[0064:ff9b:0:0:0:0:a9fe:a9fe]/mcp',
+      'http://[2002:a9fe:a9fe::]/mcp',
+      'http://[2002:a9fe:a9fe:1::1]/mcp',
     ]) {
       expect((await refusal(url)).message, url).toContain('is a link-local address');
     }
@@ -76,6 +82,8 @@ describe('MCP server addresses, by default', () => {
       ['http://168.63.129.16/machine', "Azure's WireServer"],
       ['http://[fd20:ce::254]/', 'the Google Cloud metadata server (IPv6)'],
       ['http://[fd00:a9fe:a9fe::1]/', 'the Akamai (Linode) metadata service (IPv6)'],
+      ['http://[64:ff9b::100.100.100.200]/', 'the Alibaba Cloud metadata service'],
+      ['http://[2002:a83f:8110::]/', "Azure's WireServer"],
     ] as const) {
       expect((await refusal(url)).message, url).toContain(`is ${what}, where`);
     }
@@ -85,6 +93,8 @@ describe('MCP server addresses, by default', () => {
     const addresses = new McpAddresses(undefined);
     expect(addresses.refusal('metadata.google.internal', '169.254.169.254', '"metadata.google.internal"')).toMatch(/^"metadata\.google\.internal" resolves to a link-local address/);
     expect(addresses.refusal('rebound.example', '::ffff:169.254.169.254', '"rebound.example"')).toMatch(/resolves to a link-local address/);
+    expect(addresses.refusal('nat64.example', '64:ff9b::a9fe:a9fe', '"nat64.example"')).toMatch(/resolves to a link-local address/);
+    expect(addresses.refusal('6to4.example', '2002:a9fe:a9fe::1', '"6to4.example"')).toMatch(/resolves to a link-local address/);
     expect(addresses.refusal('sidecar', '127.0.0.1', '"sidecar"')).toBeUndefined();
     expect(addresses.refusal('lan', '10.1.2.3', '"lan"')).toBeUndefined();
   });
@@ -123,6 +133,13 @@ describe('AGENTD_MCP_ALLOWED_HOSTS', () => {
     expect(new McpAddresses(['metadata.google.internal']).refusal('metadata.google.internal', '169.254.169.254', 'x')).toContain('link-local');
     expect(new McpAddresses(['169.254.169.254']).refusal('169.254.169.254', '169.254.169.254', 'x')).toBeUndefined();
     expect(new McpAddresses(['fd00:ec2::/32']).refusal('fd00:ec2::254', 'fd00:ec2::254', 'x')).toBeUndefined();
+  });
+
+  it('reads an IPv4 address carried in NAT64 or 6to4 as that address, against the list as well', () => {
+    const lan = new McpAddresses(allowedHosts('10.0.0.0/8'));
+    for (const carried of ['::ffff:10.0.0.5', '64:ff9b::a00:5', '2002:a00:5::1']) expect(lan.refusal(carried, carried, 'x'), carried).toBeUndefined();
+    // Outside the well-known /96 (or not 2002::/16) no IPv4 address is carried: an IPv6 address, judged as one.
+    for (const other of ['64:ff9b:1::a00:5', '2003:a00:5::1']) expect(lan.refusal(other, other, 'x'), other).toContain('does not hold');
   });
 
   it('is read at start, and an entry it cannot read stops the server, naming it', () => {
