@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { connectionAllowedHosts } from './agent/connection-address.ts';
 import { allowedHosts } from './agent/mcp-address.ts';
 import type { PriceTable } from './agent/pricing.ts';
 import type { CallLimits } from './agent/tools/cgroups.ts';
@@ -70,6 +71,11 @@ export interface Config {
    * link-local and cloud metadata addresses).
    */
   mcp: { connectTimeoutMs: number; callTimeoutMs: number; allowedHosts: string[] | undefined };
+  /**
+   * The hosts and ranges project connections' base URLs may be at (AGENTD_CONNECTION_ALLOWED_HOSTS;
+   * unset: any but link-local and cloud metadata addresses).
+   */
+  connections: { allowedHosts: string[] | undefined };
   defaultLlm: { provider: string; model: string };
   /** Named OpenAI-compatible endpoints: `{name: {base_url, api_key_env?}}` from AGENTD_OPENAI_COMPATIBLE. */
   openaiCompatible: Record<string, { base_url: string; api_key_env?: string }>;
@@ -203,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       callTimeoutMs: ms(env, 'AGENTD_MCP_CALL_TIMEOUT_MS', 120_000, 1),
       allowedHosts: allowedHosts(env.AGENTD_MCP_ALLOWED_HOSTS),
     },
+    connections: { allowedHosts: connectionAllowedHosts(env.AGENTD_CONNECTION_ALLOWED_HOSTS) },
     defaultLlm: defaultLlm(env),
     openaiCompatible: json(env, 'AGENTD_OPENAI_COMPATIBLE', COMPATIBLE_ENDPOINTS, '{"vllm": {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": "VLLM_API_KEY"}}'),
     prices: json(env, 'AGENTD_PRICES', PRICES, '{"openai/gpt-5-mini": {"input": 0.25, "output": 2}}'),

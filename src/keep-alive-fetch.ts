@@ -27,7 +27,7 @@ const require = createRequire(import.meta.url);
 const Agent: typeof UndiciAgent = require('undici/lib/dispatcher/agent.js');
 const request: (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData> = require('undici/lib/api/api-request.js');
 
-const dispatcher = new Agent();
+const shared = new Agent();
 const PROTOCOLS = new Set(['http:', 'https:']);
 const NO_BODY_STATUS = new Set([101, 204, 205, 304]);
 const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
@@ -82,11 +82,25 @@ function failure(error: unknown, signal: AbortSignal | null | undefined): unknow
   return new TypeError('fetch failed', { cause: error });
 }
 
-export const keepAliveFetch: Fetch = async (input, init = {}) => {
+export const keepAliveFetch: Fetch = keepAliveFetchThrough(undefined);
+
+/**
+ * keepAliveFetch with every connection opened by `through` (an address policy's dispatcher, which
+ * checks where each one goes), those of the global `fetch` it hands over to included: a redirect
+ * is followed through it too.
+ */
+export function keepAliveFetchThrough(through: UndiciAgent | undefined): Fetch {
+  const dispatcher = through ?? shared;
+  // Node's fetch takes undici's `dispatcher`, which the DOM's RequestInit does not name.
+  const handOver: Fetch = through ? (input, init) => fetch(input, { ...init, dispatcher: through } as RequestInit) : (input, init) => fetch(input, init);
+  return (input, init = {}) => fetchVia(dispatcher, handOver, input, init);
+}
+
+async function fetchVia(dispatcher: UndiciAgent, handOver: Fetch, input: Parameters<Fetch>[0], init: RequestInit): Promise<Response> {
   const url = typeof input === 'string' ? URL.parse(input) : input instanceof URL ? input : null;
   const body = init.body ?? undefined;
   const plainBody = body === undefined || typeof body === 'string' || body instanceof Uint8Array;
-  if (!url || !PROTOCOLS.has(url.protocol) || !plainBody || init.redirect === 'error' || process.env.NODE_USE_ENV_PROXY) return fetch(input, init);
+  if (!url || !PROTOCOLS.has(url.protocol) || !plainBody || init.redirect === 'error' || process.env.NODE_USE_ENV_PROXY) return handOver(input, init);
   const signal = init.signal ?? undefined;
   if (signal?.aborted) throw signal.reason;
 
@@ -101,7 +115,7 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
   // Only the redirect itself was answered: fetch sends the request again and follows it.
   if (REDIRECT_STATUS.has(status) && res.headers.location && init.redirect !== 'manual') {
     res.body.resume();
-    return fetch(input, init);
+    return handOver(input, init);
   }
   // From here the body stream carries the failure (an abort included), as with fetch.
   const empty = NO_BODY_STATUS.has(status) || init.method === 'HEAD';
@@ -128,4 +142,4 @@ export const keepAliveFetch: Fetch = async (input, init = {}) => {
     return new Response(bytes, { status, headers: responseHeaders(res.headers) });
   }
   return new Response(empty ? null : webReadable(source), { status, headers: responseHeaders(res.headers) });
-};
+}

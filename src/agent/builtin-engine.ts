@@ -14,7 +14,7 @@ import { TurnPool } from './turn-pool.ts';
 
 type BuiltinConfig = Pick<
   Config,
-  'env' | 'openaiCompatible' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash' | 'turnWorkers' | 'turnWorkersLoad' | 'allowStdioMcp' | 'mcp'
+  'env' | 'openaiCompatible' | 'connections' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash' | 'turnWorkers' | 'turnWorkersLoad' | 'allowStdioMcp' | 'mcp'
 >;
 
 /**
@@ -36,9 +36,9 @@ export class BuiltinEngine {
     this.mcpAddresses = new McpAddresses(config.mcp.allowedHosts);
     this.pricing = pricing;
     this.placement = placement;
-    const { env, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = config;
+    const { env, openaiCompatible, connections, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash, turnWorkers } = config;
     // At a load line of 1 no turn would ever go to a thread: none is started.
-    this.pool = turnWorkers > 0 && config.turnWorkersLoad < 1 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
+    this.pool = turnWorkers > 0 && config.turnWorkersLoad < 1 ? new TurnPool(turnWorkers, { env: { ...env }, openaiCompatible, connections, prices, maxSteps, modelTimeoutMs, modelMaxRetries, bash }) : undefined;
     this.load = this.pool && new ServerLoad(config.turnWorkersLoad, { rising: () => this.pool?.warm() });
   }
 

@@ -7,8 +7,10 @@ import { HEADER_VALUE, type ProjectConnection } from '../contract/connections.ts
 import { DEMO_PROVIDER, PROVIDERS, type Provider } from '../contract/providers.ts';
 import { AppError } from '../errors.ts';
 import { makeRoom } from '../bounded.ts';
-import { keepAliveFetch } from '../keep-alive-fetch.ts';
+import { keepAliveFetch, keepAliveFetchThrough } from '../keep-alive-fetch.ts';
+import { refusalIn } from './address-policy.ts';
 import { answeredAsChat, unlessAnsweredAsChat } from './chat-answered.ts';
+import { baseUrlOf, connectionAddresses, refuseBaseUrl } from './connection-address.ts';
 import { learn, wayIn } from './model-facts.ts';
 import { endingAtLastEvent } from './sse-end.ts';
 import type { EffectiveLlm, EffectiveTemplate } from './template.ts';
@@ -20,8 +22,8 @@ const WHERE = 'data.parameters.agent.llm';
  * Every provider's HTTP client: a cheaper fetch, measured in BENCHMARKS.md, whose event streams end
  * at their last event (sse-end.ts).
  */
-const modelFetch: typeof keepAliveFetch = async (input, init) => endingAtLastEvent(await keepAliveFetch(input, init));
-const HTTP = { fetch: modelFetch };
+type Fetch = typeof keepAliveFetch;
+const modelFetch: Fetch = async (input, init) => endingAtLastEvent(await keepAliveFetch(input, init));
 
 /**
  * The template's `llm` with a project connection applied: the connection's provider (a provider
@@ -48,12 +50,12 @@ export function settleLlm(llm: EffectiveTemplate['llm'], connection: ProjectConn
  */
 export function resolveModel(
   llm: EffectiveTemplate['llm'],
-  config: Pick<Config, 'env' | 'openaiCompatible'>,
+  config: Pick<Config, 'env' | 'openaiCompatible' | 'connections'>,
   secrets: Record<string, string>,
   connection?: ProjectConnection,
 ): LanguageModelV4 {
   const env = config.env;
-  if (connection) return connectionModel(connection, settleLlm(llm, connection).model, env);
+  if (connection) return connectionModel(connection, settleLlm(llm, connection).model, config);
   if (llm.connection.mode === 'project' || llm.provider === undefined || llm.model === undefined) {
     throw new Error(`connection "${llm.connection.slug}" must be read before the model is resolved`);
   }
@@ -111,11 +113,13 @@ export interface ModelEndpoint {
  * from the same places a built-in turn takes it: a project connection, the request's secrets, the
  * server's environment.
  */
-export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[], config: Pick<Config, 'env' | 'openaiCompatible'>, secrets: Record<string, string>, connection?: ProjectConnection): ModelEndpoint {
+export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[], config: Pick<Config, 'env' | 'openaiCompatible' | 'connections'>, secrets: Record<string, string>, connection?: ProjectConnection): ModelEndpoint {
   const provider = llm.provider as Provider;
   if (!providers.includes(provider)) {
     throw new AppError('invalid-request', `this harness calls its model over the ${providers.join(' or ')} API: set ${WHERE}.provider to ${providers.map((p) => `"${p}"`).join(' or ')} (with a model of it), or use a connection of it`);
   }
+  // Names are checked where they resolve: the harness's relay (harness-turn.ts).
+  if (connection?.base_url) refuseBaseUrl(connection.base_url, connectionAddresses(config.connections.allowedHosts), baseUrlOf(connection));
   const env = config.env;
   const key = (name: string, baseURL: string | undefined) => (connection ? connectionKey(connection) : providerKey(name, secrets, env, baseURL));
   const model = llm.model;
@@ -145,20 +149,54 @@ export function harnessEndpoint(llm: EffectiveLlm, providers: readonly Provider[
  * would otherwise take OPENAI_BASE_URL / ANTHROPIC_BASE_URL from the server's environment and send
  * the project's key wherever the operator pointed the server's own traffic.
  */
-function connectionModel(connection: ProjectConnection, model: string, env: NodeJS.ProcessEnv): LanguageModelV4 {
+function connectionModel(connection: ProjectConnection, model: string, config: Pick<Config, 'env' | 'connections'>): LanguageModelV4 {
   const apiKey = connectionKey(connection);
+  const via = connection.base_url === undefined ? undefined : checkedVia(connection, connection.base_url, config.connections.allowedHosts);
   switch (connection.provider) {
     case 'openai':
-      return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model);
+      return openAIModel(apiKey, connection.base_url ?? OPENAI_PUBLIC, model, via);
     case 'anthropic':
-      return anthropicModel(apiKey, connection.base_url, model);
+      return anthropicModel(apiKey, connection.base_url, model, via);
     case 'ollama':
       // Ollama has no public endpoint: unset means the one this server uses.
-      return compatibleModel('ollama', withV1(connection.base_url ?? (env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey, model);
+      return compatibleModel('ollama', withV1(connection.base_url ?? (config.env.OLLAMA_BASE_URL || OLLAMA_LOCAL)), apiKey, model, via);
     case 'openai-compatible':
       if (!connection.base_url) throw new AppError('invalid-request', `connection "${connection.slug}" is "openai-compatible" and has no base_url; create it again with one`);
-      return compatibleModel(connection.slug, connection.base_url, apiKey, model);
+      return compatibleModel(connection.slug, connection.base_url, apiKey, model, via);
   }
+}
+
+/** How a model's calls go out other than over modelFetch: `open` gives the fetch when the model is made, `key` tells such a model from others. */
+interface Via {
+  key: string;
+  open: () => Fetch;
+}
+
+/**
+ * A connection's base URL, which a project admin chose: its calls go through the connection
+ * address policy's dispatcher, which checks each connection opened (a redirect's too) on the
+ * address connected to, and a refusal fails the turn as a 400 naming the base URL. A literal
+ * address is refused when the model is made, before the turn starts, and behind a proxy, where the
+ * dispatcher is not used, that is the check there is.
+ */
+function checkedVia(connection: ProjectConnection, baseUrl: string, allowed: readonly string[] | undefined): Via {
+  const addresses = connectionAddresses(allowed);
+  const open = (): Fetch => {
+    const where = baseUrlOf(connection);
+    refuseBaseUrl(baseUrl, addresses, where);
+    const checked = keepAliveFetchThrough(addresses.dispatcherFor());
+    return async (input, init) => {
+      try {
+        return endingAtLastEvent(await checked(input, init));
+      } catch (error) {
+        // An AppError, which the provider's SDK passes on as it is: not a network failure to retry.
+        const refused = refusalIn(error);
+        if (refused) throw new AppError('invalid-request', `${where}: ${refused.message}`, { cause: error });
+        throw error;
+      }
+    };
+  };
+  return { key: `${connection.slug} ${addresses.serial}`, open };
 }
 
 /**
@@ -181,13 +219,13 @@ export function endpointOf(model: LanguageModelV4): string {
  * How a provider's calls go out. With no key (a server of your own), without the auth header the
  * provider would fill with an empty key: a proxy in front of such a server may refuse that.
  */
-function http(apiKey: string, authHeader: string): { fetch: typeof keepAliveFetch } {
-  if (apiKey !== '') return HTTP;
+function http(apiKey: string, authHeader: string, fetch: Fetch): { fetch: Fetch } {
+  if (apiKey !== '') return { fetch };
   return {
     fetch: (input, init) => {
       const headers = new Headers(init?.headers);
       headers.delete(authHeader);
-      return modelFetch(input, { ...init, headers });
+      return fetch(input, { ...init, headers });
     },
   };
 }
@@ -202,23 +240,23 @@ function http(apiKey: string, authHeader: string): { fetch: typeof keepAliveFetc
 const kept = new Map<string, LanguageModelV4>();
 const KEPT_MODELS = 64;
 
-function keep(parts: Array<string | undefined>, make: () => LanguageModelV4): LanguageModelV4 {
-  const key = JSON.stringify(parts);
+function keep(parts: Array<string | undefined>, via: Via | undefined, make: (fetch: Fetch) => LanguageModelV4): LanguageModelV4 {
+  const key = JSON.stringify(via ? [...parts, via.key] : parts);
   let model = kept.get(key);
   if (model) kept.delete(key);
-  else model = make();
+  else model = make(via ? via.open() : modelFetch);
   makeRoom(kept, KEPT_MODELS);
   kept.set(key, model);
   return model;
 }
 
-function anthropicModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
+function anthropicModel(apiKey: string, baseURL: string | undefined, modelId: string, via?: Via): LanguageModelV4 {
   const base = withV1(baseURL || ANTHROPIC_PUBLIC);
-  return keep(['anthropic', base, apiKey, modelId], () => at(base, createAnthropic({ ...http(apiKey, 'x-api-key'), apiKey, baseURL: base })(modelId)));
+  return keep(['anthropic', base, apiKey, modelId], via, (fetch) => at(base, createAnthropic({ ...http(apiKey, 'x-api-key', fetch), apiKey, baseURL: base })(modelId)));
 }
 
-function compatibleModel(name: string, baseURL: string, apiKey: string | undefined, modelId: string): LanguageModelV4 {
-  return keep(['compatible', name, baseURL, apiKey, modelId], () => at(baseURL, createOpenAICompatible({ ...HTTP, name, baseURL, apiKey, includeUsage: true })(modelId)));
+function compatibleModel(name: string, baseURL: string, apiKey: string | undefined, modelId: string, via?: Via): LanguageModelV4 {
+  return keep(['compatible', name, baseURL, apiKey, modelId], via, (fetch) => at(baseURL, createOpenAICompatible({ fetch, name, baseURL, apiKey, includeUsage: true })(modelId)));
 }
 
 const ANTHROPIC_PUBLIC = 'https://api.anthropic.com';
@@ -253,13 +291,13 @@ const NOT_SERVED = new Set([400, 404, 405, 422, 501]);
  * that answers is used for that base URL from then on, with no more trying. At OpenAI's
  * API a 404 means something else (an unknown model), so nothing else is tried there either.
  */
-function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string): LanguageModelV4 {
+function openAIModel(apiKey: string, baseURL: string | undefined, modelId: string, via?: Via): LanguageModelV4 {
   const base = baseURL ?? OPENAI_PUBLIC;
-  return keep(['openai', base, apiKey, modelId, String(wayIn.get(base))], () => openAIModelAt(apiKey, base, modelId));
+  return keep(['openai', base, apiKey, modelId, String(wayIn.get(base))], via, (fetch) => openAIModelAt(apiKey, base, modelId, fetch));
 }
 
-function openAIModelAt(apiKey: string, base: string, modelId: string): LanguageModelV4 {
-  const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization'), apiKey, baseURL: root });
+function openAIModelAt(apiKey: string, base: string, modelId: string, fetch: Fetch): LanguageModelV4 {
+  const openAI = (root: string) => createOpenAI({ ...http(apiKey, 'authorization', fetch), apiKey, baseURL: root });
   if (base === OPENAI_PUBLIC) return at(base, openAI(base).responses(modelId));
   const root = base.replace(/\/+$/, '');
   const roots = URL.parse(root)?.pathname === '/' ? [root, `${root}/v1`] : [root];

@@ -7,7 +7,7 @@ import type { ProjectConnection } from '../contract/connections.ts';
 import type { TurnInput } from './turn.ts';
 
 /** The parts of the server's config a turn reads. */
-export type WorkerSettings = Pick<Config, 'env' | 'openaiCompatible' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
+export type WorkerSettings = Pick<Config, 'env' | 'openaiCompatible' | 'connections' | 'prices' | 'maxSteps' | 'modelTimeoutMs' | 'modelMaxRetries' | 'bash'>;
 
 /** What a pool thread is given once, at its start: those settings, and what is known of model servers so far. */
 export interface WorkerData {

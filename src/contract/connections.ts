@@ -34,6 +34,9 @@ export const ConnectionCreate = withExample(
         .max(2048)
         // Viewers read base_url back; a key belongs in api_key, which is sealed and never returned.
         .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), { message: 'base_url must not carry a user name or password; put the key in api_key' })
+        .describe(
+          "The provider's API at an address of your own; without it, the provider's public API. Refused (400) at a link-local address or a cloud metadata service (169.254.169.254, fd00:ec2::254, …), or outside AGENTD_CONNECTION_ALLOWED_HOSTS where the operator set it; a host name is checked as it resolves, each time agentd connects",
+        )
         .optional(),
       api_key: z
         .string()

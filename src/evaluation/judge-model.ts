@@ -10,7 +10,7 @@ import type { Complete } from './evaluators.ts';
  * With spans exported, the AI SDK's own spans of the call join the case's trace, with no prompt
  * or answer in them, as agentd's own spans hold none.
  */
-export function judgeModel(config: Pick<Config, 'env' | 'openaiCompatible' | 'defaultLlm'>, tracing?: Tracing): Complete {
+export function judgeModel(config: Pick<Config, 'env' | 'openaiCompatible' | 'connections' | 'defaultLlm'>, tracing?: Tracing): Complete {
   // The reply and a provider's error end up in stored scores that viewers read; either may repeat the key.
   const redact = makeRedactor(serverKeys(config));
   return async ({ system, prompt, provider, model, trace }) => {

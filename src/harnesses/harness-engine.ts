@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { EngineSetup, Placement, PreparedTurn, TurnEngine } from '../agent/engine.ts';
 import { withMcpSecrets } from '../agent/mcp.ts';
+import { connectionAddresses } from '../agent/connection-address.ts';
 import { McpAddresses, refuseMcpAddresses } from '../agent/mcp-address.ts';
 import { harnessEndpoint } from '../agent/model.ts';
 import type { Pricing } from '../agent/pricing.ts';
@@ -12,7 +13,7 @@ import type { Harness } from './harness.ts';
 import { harnessEntry, runHarnessTurn } from './harness-turn.ts';
 import { endParked } from './parked.ts';
 
-type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs' | 'harnesses' | 'mcp'>;
+type HarnessConfig = Pick<Config, 'env' | 'openaiCompatible' | 'connections' | 'bash' | 'modelTimeoutMs' | 'harnessMaxProcesses' | 'harnessParkMs' | 'harnesses' | 'mcp'>;
 
 /**
  * The coding-agent harnesses as a turn engine: each turn a harness process in the session folder
@@ -38,6 +39,7 @@ export class HarnessEngine {
   for(harness: Harness, template: RunnableTemplate, connection: ProjectConnection | undefined, secrets: Record<string, string>): TurnEngine {
     offered(harness, this.config.harnesses);
     const endpoint = harnessEndpoint(template.llm, harness.providers, this.config, secrets, connection);
+    const modelLookup = connection?.base_url ? connectionAddresses(this.config.connections.allowedHosts).lookupFor() : undefined;
     harnessEntry(harness);
     const { bash, modelTimeoutMs, harnessParkMs, harnessMaxProcesses } = this.config;
     const prepare = async (setup: EngineSetup): Promise<PreparedTurn> => {
@@ -62,6 +64,7 @@ export class HarnessEngine {
             lastWords,
             mcps,
             mcpLookup: this.mcpAddresses.lookupFor(),
+            modelLookup,
             endpoint,
             stateDir,
             unsafeHost: bash.unsafeHost,

@@ -41,6 +41,8 @@ export interface HarnessTurnInput extends Pick<TurnInput, 'turnId' | 'sessionId'
   mcps: McpServer[];
   /** Resolves the MCP servers' host names for the relay, refusing what AGENTD_MCP_ALLOWED_HOSTS does (src/agent/mcp-address.ts). */
   mcpLookup?: LookupFunction | undefined;
+  /** Resolves a project connection's base URL for the relay, refusing what AGENTD_CONNECTION_ALLOWED_HOSTS does (src/agent/connection-address.ts). */
+  modelLookup?: LookupFunction | undefined;
   /** What the session's last finished turn ended with, if text: a harness session loaded for this turn must have it. */
   lastWords?: string;
   /** The harness's own state for the session (its sessions, settings), outside the session folder. */
@@ -107,6 +109,8 @@ export interface HarnessReach {
   mcps: readonly McpServer[];
   /** How the relay resolves the MCP servers' host names (HarnessTurnInput.mcpLookup). */
   mcpLookup?: LookupFunction | undefined;
+  /** How the relay resolves the model's host name (HarnessTurnInput.modelLookup). */
+  modelLookup?: LookupFunction | undefined;
   /** `sandbox.permissions.network`: off, the harness reaches nothing but the relay. */
   network: 'on' | 'off';
   /** Run it on the host when bubblewrap is missing (AGENTD_UNSAFE_HOST_BASH). */
@@ -132,7 +136,7 @@ export async function harnessProcess(harness: Harness, setup: HarnessSetup, reac
     );
   }
   const remote = reach.mcps.flatMap((m) => (m.connection.type === 'stdio' ? [] : [m.connection]));
-  const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint) }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {}, lookup: reach.mcpLookup }))];
+  const upstreams = [{ url: setup.endpoint.baseUrl, headers: modelAuth(setup.endpoint), lookup: reach.modelLookup }, ...remote.map((c) => ({ url: c.url, headers: c.headers ?? {}, lookup: reach.mcpLookup }))];
   // Without bubblewrap nothing can take the network away: the relay listens where the host's loopback reaches it.
   const relay = await HarnessRelay.open(upstreams, sandboxed ? reach.network : 'on', reach.modelTimeoutMs, [...reach.secrets, setup.endpoint.apiKey]);
   let lockedDir: string | undefined;
@@ -210,7 +214,7 @@ export async function* runHarnessTurn(harness: Harness, input: HarnessTurnInput)
 
   yield { type: 'turn_start', data: { turn_id: input.turnId, session_id: input.sessionId, trace_id: input.traceId } };
   let pending: PendingInteraction | undefined;
-  const reach: HarnessReach = { mcps: input.mcps, mcpLookup: input.mcpLookup, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs, secrets: input.secretValues ?? [] };
+  const reach: HarnessReach = { mcps: input.mcps, mcpLookup: input.mcpLookup, modelLookup: input.modelLookup, network: template.sandbox.permissions.network.mode, unsafeHost: input.unsafeHost, modelTimeoutMs: input.modelTimeoutMs, secrets: input.secretValues ?? [] };
   // The ACP client loads with the first harness turn: a server that runs none keeps 3–5 MB of heap.
   const { runAcpTurn } = await import('./acp-turn.ts');
   const turn = runAcpTurn({

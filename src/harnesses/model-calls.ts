@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { APICallError } from '@ai-sdk/provider';
+import { refusalIn } from '../agent/address-policy.ts';
 import { hostOf, toModelError } from '../agent/model-errors.ts';
 import { AppError } from '../errors.ts';
 
@@ -47,6 +48,12 @@ export class ModelCalls {
   }
 
   unreachable(error: Error): void {
+    // Only a connection's base URL is resolved by a lookup that refuses (HarnessTurnInput.modelLookup).
+    const refused = refusalIn(error);
+    if (refused) {
+      this.#failure = new AppError('invalid-request', `the connection's base_url: ${refused.message}`);
+      return;
+    }
     const code = (error as { code?: unknown }).code;
     this.#failure = new AppError('upstream-error', `could not reach the model provider at ${hostOf(this.url)}${typeof code === 'string' ? ` (${code})` : ''}`);
   }

@@ -15,7 +15,7 @@ export interface Upstream {
   url: string;
   /** Sent upstream on every request, in place of what the harness sent: the key, the MCP server's headers. */
   headers: Record<string, string>;
-  /** Resolves its host name, refusing an address agentd does not connect MCP servers to (src/agent/mcp-address.ts). */
+  /** Resolves its host name, refusing an address agentd does not connect to (src/agent/address-policy.ts): an MCP server's, a project connection's. */
   lookup?: LookupFunction | undefined;
 }
 
@@ -144,7 +144,8 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
   Object.assign(headers, upstream.headers);
   // Answers are masked as they pass, so they must come as text.
   if (masked.length > 0) headers['accept-encoding'] = 'identity';
-  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, ...(upstream.lookup ? { lookup: upstream.lookup } : {}) });
+  const lookup = upstream.lookup;
+  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, ...(lookup ? { lookup, agent: agentFor(target, lookup) } : {}) });
   // A model call is a POST; what else a harness asks (Claude's HEAD preflight, a model list) may
   // fail without harm.
   const watch = req.method === 'POST' ? model : undefined;
@@ -179,6 +180,20 @@ async function relay(upstream: Upstream, token: string, req: http.IncomingMessag
     request.destroy();
   });
   await pipeline(req, request).catch(() => request.destroy());
+}
+
+/**
+ * Kept-alive sockets opened through a checking lookup, pooled apart per lookup: Node's global agent
+ * hands a socket it keeps for a host and port to the next request there, which would then skip
+ * its own lookup (one opened for an MCP server by one policy, reused for a connection's model by
+ * another, or one opened with no check at all).
+ */
+const checkedAgents = new WeakMap<LookupFunction, { http: http.Agent; https: https.Agent }>();
+
+function agentFor(target: URL, lookup: LookupFunction): http.Agent {
+  let agents = checkedAgents.get(lookup);
+  if (!agents) checkedAgents.set(lookup, (agents = { http: new http.Agent({ keepAlive: true, lookup }), https: new https.Agent({ keepAlive: true, lookup }) }));
+  return target.protocol === 'https:' ? agents.https : agents.http;
 }
 
 const MASK = Buffer.from('[redacted]');

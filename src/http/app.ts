@@ -22,6 +22,7 @@ import { sessionFileRoutes } from './routes/session-files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { interactionRoutes } from './routes/interactions.ts';
 import { connectionRoutes } from './routes/connections.ts';
+import { connectionAddresses } from '../agent/connection-address.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { configRoutes } from './routes/configs.ts';
@@ -331,7 +332,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sessionRoutes, { store: deps.store, config, turns });
   await app.register(sessionFileRoutes, { store: deps.store, config });
   await app.register(interactionRoutes, { store: deps.store, interactions });
-  await app.register(connectionRoutes, { store: deps.store });
+  await app.register(connectionRoutes, { store: deps.store, addresses: connectionAddresses(config.connections.allowedHosts) });
   await app.register(keyRoutes, { store: deps.store });
   await app.register(inspectRoutes, { store: deps.store, config });
   await app.register(evaluationRoutes, { store: deps.store, testsets, runs });

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectionAddresses, connectionAllowedHosts } from '../../src/agent/connection-address.ts';
 import { allowedHosts, McpAddresses } from '../../src/agent/mcp-address.ts';
 import { HarnessRelay } from '../../src/harnesses/relay.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
@@ -94,6 +95,26 @@ describe('HarnessRelay: MCP server addresses (AGENTD_MCP_ALLOWED_HOSTS)', () => 
       expect(seen.length).toBe(before);
       const allowed = await fetch(relay.urls[2]!, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
       expect((await allowed.text()).split('\n')[0]).toBe('data: POST /v1/mcp');
+    } finally {
+      relay.close();
+    }
+  });
+});
+
+describe('HarnessRelay: a project connection’s base URL (AGENTD_CONNECTION_ALLOWED_HOSTS)', () => {
+  it('refuses, before connecting, a model whose name resolves to an address agentd does not connect to, and the turn fails with a 400 saying so', async () => {
+    const refusing = new ConnectionAddresses(connectionAllowedHosts('10.0.0.0/8'));
+    const relay = await HarnessRelay.open([{ url: url.replace('127.0.0.1', 'localhost'), headers: {}, lookup: refusing.lookup }], 'on', 5_000);
+    try {
+      const before = seen.length;
+      const refused = await fetch(`${relay.urls[0]}/responses`, { method: 'POST', headers: { authorization: `Bearer ${relay.token}` }, body: '{}' });
+      expect(refused.status).toBe(502);
+      expect(await refused.text()).toContain('"localhost" resolves to an address that AGENTD_CONNECTION_ALLOWED_HOSTS does not hold');
+      expect(seen.length).toBe(before);
+      expect(relay.modelCalls.failure).toMatchObject({
+        type: 'invalid-request',
+        message: 'the connection\'s base_url: "localhost" resolves to an address that AGENTD_CONNECTION_ALLOWED_HOSTS does not hold, and the list does not name the host; the operator may add it there',
+      });
     } finally {
       relay.close();
     }

@@ -9,7 +9,7 @@ import type { PooledTurnInput, WorkerSettings } from '../../src/agent/turn-wire.
  */
 
 const B_KEY = 'sk-project-b-request-key-777';
-const settings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false } } as unknown as WorkerSettings;
+const settings = { env: {}, openaiCompatible: {}, connections: { allowedHosts: undefined }, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false } } as unknown as WorkerSettings;
 const input = (turnId: string, secrets: Record<string, string>) => ({ turnId, sessionId: turnId, traceId: 't', history: [], secrets }) as unknown as PooledTurnInput;
 
 async function failure(turn: AsyncGenerator<unknown>): Promise<Error | undefined> {

@@ -20,7 +20,7 @@ describe('the settings agentd serve reads', () => {
       turnWorkersLoad: 0.9, maxSteps: 50, modelTimeoutMs: 120_000, streamHoldMs: 10_000, harnessMaxProcesses: 8, harnesses: ['claude', 'codex', 'pi'],
       harnessParkMs: 120_000, turnTimeoutMs: 1_800_000, modelMaxRetries: 0,
       bash: { timeoutMs: 60_000, maxOutputBytes: 65_536, unsafeHost: false, limits: { processes: 256, memoryBytes: 1024 * 1024 * 1024 } },
-      allowStdioMcp: false, mcp: { connectTimeoutMs: 10_000, callTimeoutMs: 120_000, allowedHosts: undefined }, defaultLlm: { provider: 'openai', model: 'gpt-5-mini' },
+      allowStdioMcp: false, mcp: { connectTimeoutMs: 10_000, callTimeoutMs: 120_000, allowedHosts: undefined }, connections: { allowedHosts: undefined }, defaultLlm: { provider: 'openai', model: 'gpt-5-mini' },
       openaiCompatible: {}, prices: {}, otlp: undefined,
     });
     expect(config.dataDir).toBe(`${process.cwd()}/.agentd`);
@@ -56,6 +56,16 @@ describe('the settings agentd serve reads', () => {
     ]);
     expect(() => loadConfig({ AGENTD_MCP_ALLOWED_HOSTS: 'mcp.internal,https://mcp.internal/mcp' })).toThrow(
       'AGENTD_MCP_ALLOWED_HOSTS: "https://mcp.internal/mcp" is not a host name (mcp.example.com), a wildcard (*.example.com), an address (10.0.0.5, ::1) or a CIDR range (10.0.0.0/8, fd00::/8)',
+    );
+  });
+
+  it('reads AGENTD_CONNECTION_ALLOWED_HOSTS as AGENTD_MCP_ALLOWED_HOSTS, on its own', () => {
+    expect(loadConfig({ AGENTD_CONNECTION_ALLOWED_HOSTS: ' , ' }).connections.allowedHosts).toBeUndefined();
+    const config = loadConfig({ AGENTD_CONNECTION_ALLOWED_HOSTS: 'LLM.internal, *.models.example.com, 10.0.0.0/8,[fd00::1]', AGENTD_MCP_ALLOWED_HOSTS: 'mcp.internal' });
+    expect(config.connections.allowedHosts).toEqual(['llm.internal', '*.models.example.com', '10.0.0.0/8', '[fd00::1]']);
+    expect(config.mcp.allowedHosts).toEqual(['mcp.internal']);
+    expect(() => loadConfig({ AGENTD_CONNECTION_ALLOWED_HOSTS: 'http://llm.internal/v1' })).toThrow(
+      'AGENTD_CONNECTION_ALLOWED_HOSTS: "http://llm.internal/v1" is not a host name (llm.example.com), a wildcard (*.example.com), an address (10.0.0.5, ::1) or a CIDR range (10.0.0.0/8, fd00::/8)',
     );
   });
 

@@ -315,7 +315,7 @@ describe('where a turn runs', () => {
 });
 
 describe('the pool', () => {
-  const settings: WorkerSettings = { env: {}, openaiCompatible: {}, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } } };
+  const settings: WorkerSettings = { env: {}, openaiCompatible: {}, connections: { allowedHosts: undefined }, prices: {}, maxSteps: 5, modelTimeoutMs: 1000, modelMaxRetries: 0, bash: { timeoutMs: 1000, maxOutputBytes: 1024, unsafeHost: false, limits: { processes: 256, memoryBytes: 1 << 30 } } };
   const input = (turnId: string) => ({ turnId, sessionId: 's', traceId: 't', history: [] }) as unknown as PooledTurnInput;
 
   it('fails the turns of a thread that dies, and starts a new thread for the next turn', async () => {

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { refuseBaseUrl, type ConnectionAddresses } from '../../agent/connection-address.ts';
 import { ConnectionCreate, ConnectionList, ConnectionSlug, ConnectionView } from '../../contract/connections.ts';
 import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/db.ts';
@@ -10,6 +11,8 @@ import { parseWith } from '../validate.ts';
 
 export interface ConnectionRoutesDeps {
   store: Store;
+  /** Where a base URL may point (AGENTD_CONNECTION_ALLOWED_HOSTS). */
+  addresses: ConnectionAddresses;
 }
 
 function slugParam(request: FastifyRequest): string {
@@ -27,7 +30,7 @@ function connectionNotFound(slug: string): AppError {
  * key, takes `viewer`.
  */
 export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRoutesDeps): Promise<void> {
-  const { store } = deps;
+  const { store, addresses } = deps;
 
   app.post(
     '/api/connections',
@@ -41,6 +44,8 @@ export async function connectionRoutes(app: FastifyInstance, deps: ConnectionRou
     async (request, reply): Promise<ConnectionView> => {
       const { projectId } = await authorize(store, request);
       const input = parseWith(ConnectionCreate, request.body);
+      // A host name is judged where it resolves, on each call (src/agent/model.ts).
+      if (input.base_url) refuseBaseUrl(input.base_url, addresses, 'base_url');
       const created = await store.connections.create(projectId, input);
       reply.code(201).headers(runHeaders({}));
       return created;
