@@ -1,7 +1,13 @@
+import type { JSONRPCMessage, ListToolsResult, MCPClient } from '@ai-sdk/mcp';
+import { AppError } from '../errors.ts';
+import { isObject } from '../objects.ts';
+import { transportOf } from './mcp-transport.ts';
+
 /**
- * A server's tools/list answers, checked before the MCP SDK reads them. The SDK refuses a whole
- * page over one tool it cannot read (a tool without `inputSchema`, a description that is a number)
- * and says so in its validator's words; here each tool is judged on its own:
+ * A server's tools/list answers, every page of them, checked before the MCP SDK reads them. The
+ * SDK refuses a whole page over one tool it cannot read (a tool without `inputSchema`, a
+ * description that is a number) and says so in its validator's words; here each tool is judged on
+ * its own:
  *
  * - what makes a tool unusable (no usable name, an input schema no model provider takes, a name
  *   listed twice) takes it out of the page and becomes a fault, which fails the connection only
@@ -10,6 +16,52 @@
  *   is dropped where it is malformed: the tool works without it, and a read-only hint that is not
  *   `true` leaves the tool gated as a write.
  */
+
+/**
+ * A listing longer than this is a server paging without end (a `nextCursor` on every page): read
+ * to the deadline, it would fill the heap and then be reported as a server that never answered.
+ */
+export const MCP_MAX_TOOL_PAGES = 100;
+export const MCP_MAX_TOOLS = 10_000;
+
+/** Every tool the server lists, and those it cannot offer; `server` names it in a refusal. */
+export async function listAllTools(client: MCPClient, server: () => string, signal: AbortSignal): Promise<{ listing: ListToolsResult['tools']; faults: ToolFault[] }> {
+  const check = new ToolListing(MCP_MAX_TOOLS);
+  let malformed: string | undefined;
+  const transport = transportOf(client);
+  const deliver = transport.onmessage!;
+  // Every answer that comes while the listing is read answers tools/list: nothing else is asked meanwhile.
+  transport.onmessage = (message) => {
+    if (!('result' in message)) return deliver(message);
+    const page = check.page(message.result);
+    if (typeof page !== 'string') return deliver({ ...message, result: page } as JSONRPCMessage);
+    malformed = page;
+    // Refused here: the SDK would validate every tool of a page agentd is about to refuse anyway.
+    deliver({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: page } });
+  };
+  const tools: ListToolsResult['tools'] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  try {
+    do {
+      const page = await client.listTools({ ...(cursor ? { params: { cursor } } : {}), options: { signal } }).catch((error: unknown) => {
+        if (malformed === undefined) throw error;
+        throw new AppError('mcp-unavailable', `${server()} answered tools/list ${malformed}: see the server's logs`);
+      });
+      tools.push(...page.tools);
+      cursor = page.nextCursor ?? undefined;
+      if (cursor && (++pages >= MCP_MAX_TOOL_PAGES || tools.length >= MCP_MAX_TOOLS)) {
+        throw new AppError(
+          'mcp-unavailable',
+          `${server()} lists tools without end: its tools/list did not end within ${MCP_MAX_TOOL_PAGES} pages or ${MCP_MAX_TOOLS} tools (a "nextCursor" on every page); see the server's logs`,
+        );
+      }
+    } while (cursor);
+  } finally {
+    transport.onmessage = deliver;
+  }
+  return { listing: tools, faults: check.faults };
+}
 
 /** Why one tool of the listing cannot be offered, said as the rest of "MCP server "s" lists …". */
 export interface ToolFault {
@@ -23,9 +75,7 @@ export interface ToolFault {
 /** Deeper than any real tool's input, and far from where serializing a schema overflows the stack. */
 const MAX_SCHEMA_DEPTH = 64;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-export class ToolListing {
+class ToolListing {
   readonly faults: ToolFault[] = [];
   /** Tools read so far, faulty ones included: the next page's first index. */
   private count = 0;

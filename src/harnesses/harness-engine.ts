@@ -3,7 +3,7 @@ import type { ProjectConnection } from '../contract/connections.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { EngineSetup, Placement, PreparedTurn, TurnEngine } from '../agent/engine.ts';
-import { withMcpSecrets } from '../agent/mcp.ts';
+import { withMcpSecrets } from '../agent/mcp-secrets.ts';
 import { connectionAddresses } from '../agent/connection-address.ts';
 import { McpAddresses, refuseMcpAddresses } from '../agent/mcp-address.ts';
 import { harnessEndpoint } from '../agent/model.ts';

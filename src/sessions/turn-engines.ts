@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import type { ProjectConnection } from '../contract/connections.ts';
 import { BuiltinEngine } from '../agent/builtin-engine.ts';
 import type { Placement, TurnEngine } from '../agent/engine.ts';
-import { withMcpSecrets } from '../agent/mcp.ts';
+import { withMcpSecrets } from '../agent/mcp-secrets.ts';
 import { settleLlm } from '../agent/model.ts';
 import { pricingFrom } from '../agent/pricing.ts';
 import type { EffectiveTemplate, RunnableTemplate } from '../agent/template.ts';

@@ -46,7 +46,8 @@ export function secretList(values: Iterable<string | undefined>): string[] {
   return [...new Set(raw.flatMap(secretForms))].filter((v) => v.length >= 6).sort((a, b) => b.length - a.length);
 }
 
-function maskIn(secrets: readonly string[], text: string): string {
+/** `text` with each of `secrets` masked, in the order given: longest first, so no part of one is left. */
+export function maskIn(secrets: readonly string[], text: string): string {
   let out = text;
   for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
   return out;

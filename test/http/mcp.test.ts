@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MCP_MAX_OUTPUT_BYTES } from '../../src/agent/mcp.ts';
+import { MCP_MAX_OUTPUT_BYTES } from '../../src/agent/mcp-tools.ts';
 import { startMcpServer, startSilentMcpServer, type TestMcpServer } from '../support/mcp-server.ts';
 import { expectError, invokeBody, readJson, sid, startHarness, template, type Harness } from '../support/harness.ts';
 
