@@ -37,7 +37,7 @@ export async function recordFailedStart(store: Store, failed: FailedStart, answe
   const { pausedTurn } = failed;
   const turn = turnOf(failed);
   const projectId = pausedTurn.project_id;
-  // Recorded before the answers are claimed, as a turn that starts is (turn-service.ts `begin`).
+  // Recorded before the answers are claimed, as a turn that starts is (turn-setup.ts).
   await store.turns.create(turn);
   const claim = answered.map((id) => ({ id, from: ['responded' as const], to: 'resolved' as const, resolution: { via: 'out_of_band', turn_id: turn.id } }));
   if (await store.interactions.transitionAll(projectId, claim)) {

@@ -83,7 +83,7 @@ interface Held {
 
 async function held(): Promise<Held> {
   const turns = (h.app as any).turns;
-  const bookkeeping = () => ({ live: turns.live.size, bySession: turns.bySession.size, starting: turns.starting.size, leased: turns.leased.size });
+  const bookkeeping = () => ({ live: turns.live.size, bySession: turns.bySession.size, starting: turns.starting.size, leased: turns.leases.held.size });
   // A turn's last steps (its lease, its MCP servers' close, a killed command's exit) trail its reply.
   await expect.poll(() => ({ turns: bookkeeping(), children: descendants() }), { timeout: 10_000 }).toEqual({ turns: { live: 0, bySession: 0, starting: 0, leased: 0 }, children: 0 });
   await new Promise((resolve) => setTimeout(resolve, 300));
